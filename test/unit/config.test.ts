@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { formatDuration, parseDuration } from '../../src/durations.js';
+
+const problemsOf = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+};
+
+describe('configuration', () => {
+  it('defaults to sandbox providers with a printed dev key and the SPEC defaults', () => {
+    const config = loadConfig({});
+    expect(config.providers).toBe('sandbox');
+    expect(config.devApiKey).toMatch(/^dev_/);
+    expect(config.apiKeys).toEqual([config.devApiKey]);
+    expect(config).toMatchObject({ prefix: 'herald', port: 3000, providerTimeoutMs: 5000, minPollIntervalMs: 30_000, maxChecksPerNotice: 20, bodyLimit: 1_048_576 });
+    expect(config.contentTtlMs).toBe(7 * 86_400_000);
+    expect(Object.isFrozen(config.postmark)).toBe(true);
+  });
+
+  it('names every bad variable at once', () => {
+    const problems = problemsOf({ HERALD_PROVIDER_TIMEOUT_MS: 'soon', HERALD_CONTENT_TTL: '7 weeks', REDIS_URL: 'http://x', HERALD_PROVIDERS: 'real' });
+    expect(problems.join('\n')).toMatch(/HERALD_PROVIDER_TIMEOUT_MS/);
+    expect(problems.join('\n')).toMatch(/HERALD_CONTENT_TTL/);
+    expect(problems.join('\n')).toMatch(/REDIS_URL/);
+    expect(problems.join('\n')).toMatch(/HERALD_PROVIDERS/);
+  });
+
+  it('asks for credentials in live mode', () => {
+    const problems = problemsOf({ HERALD_PROVIDERS: 'live' }).join('\n');
+    for (const name of ['HERALD_API_KEYS', 'POSTMARK_SERVER_TOKEN', 'TWILIO_ACCOUNT_SID', 'TWILIO_FROM']) expect(problems).toContain(name);
+  });
+
+  it('refuses to start in production until retention and the archive are decided', () => {
+    const problems = problemsOf({ NODE_ENV: 'production', HERALD_CONTENT_TTL: '3d' });
+    expect(problems).toEqual(expect.arrayContaining([expect.stringMatching(/HERALD_AUDIT_RETENTION/), expect.stringMatching(/HERALD_ARCHIVE_URL/)]));
+    expect(problems.join()).not.toMatch(/HERALD_CONTENT_TTL/);
+  });
+
+  it('reads durations with units', () => {
+    expect(parseDuration('30s')).toBe(30_000);
+    expect(parseDuration('400d')).toBe(400 * 86_400_000);
+    expect(formatDuration(parseDuration('12h'))).toBe('12h');
+    expect(() => parseDuration('12')).toThrow(/duration/);
+  });
+});
