@@ -1,0 +1,157 @@
+/**
+ * Turns whatever a provider SDK throws into a ProviderError (SPEC §5 `provider.error.kind`).
+ *
+ * The line that matters: `rejected` means "this message will never be accepted as it is" and
+ * may trigger a fallback; everything that says nothing about the message (timeouts, outages,
+ * rate limits, Herald's own credentials or account being wrong) is retryable.
+ */
+import { Errors as PostmarkErrors } from 'postmark';
+import twilio from 'twilio';
+import type { HttpTrace } from './http-trace.js';
+import { ProviderError, type ProviderErrorKind } from './types.js';
+
+/** Postmark API error codes that blame Herald's account or configuration, not the message. */
+const POSTMARK_ACCOUNT_CODES = new Set([
+  10, // bad or missing server token
+  400, // sender signature not found
+  401, // sender signature not confirmed
+  405, // not allowed to send (out of credits, sending disabled)
+  412, // account pending approval
+]);
+const POSTMARK_INACTIVE_RECIPIENT = 406;
+
+const TWILIO_RATE_LIMITED = 20429;
+const TWILIO_OPTED_OUT = 21610;
+
+/** Error codes of Node, undici and axios that mean "gave up waiting", as opposed to "could not talk". */
+const TIMEOUT_CODES = new Set([
+  'ETIMEDOUT',
+  'ECONNABORTED', // axios: its `timeout` option fired
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
+
+/** Classifies anything thrown by a call through the `postmark` SDK. */
+export function classifyPostmarkError(error: unknown, trace: HttpTrace = {}): ProviderError {
+  if (error instanceof ProviderError) return error;
+  if (error instanceof PostmarkErrors.PostmarkError && error.statusCode > 0) {
+    const code = error.code;
+    const accountProblem = POSTMARK_ACCOUNT_CODES.has(code);
+    return fromHttpStatus('postmark', error.statusCode, {
+      message: error.message,
+      // ErrorCode 0 (or none) on 5xx and 429 answers says nothing.
+      providerCode: code === 0 ? undefined : code,
+      kindOverride: accountProblem ? 'server_error' : undefined,
+      suppressed: error.statusCode === 422 && code === POSTMARK_INACTIVE_RECIPIENT,
+      retryAfterMs: trace.retryAfterMs,
+      cause: error,
+    });
+  }
+  // The fetch client rethrows transport failures as a bare PostmarkError carrying only the
+  // message; the trace still holds the original error with its name and code.
+  return fromTransportError('postmark', trace.transportError ?? error, error);
+}
+
+/** Classifies anything thrown by a call through the `twilio` SDK. */
+export function classifyTwilioError(error: unknown, trace: HttpTrace = {}): ProviderError {
+  if (error instanceof ProviderError) return error;
+  const rest = twilioRestFields(error);
+  if (rest) {
+    return fromHttpStatus('twilio', rest.status, {
+      message: rest.message,
+      providerCode: rest.code,
+      kindOverride: rest.code === TWILIO_RATE_LIMITED ? 'rate_limited' : undefined,
+      suppressed: rest.code === TWILIO_OPTED_OUT,
+      retryAfterMs: trace.retryAfterMs,
+      cause: error,
+    });
+  }
+  return fromTransportError('twilio', trace.transportError ?? error, error);
+}
+
+/** Maps an HTTP error answer to a kind: 429 rate limited, 5xx and 401/403 server side, other 4xx rejected. */
+function fromHttpStatus(
+  provider: string,
+  status: number,
+  opts: {
+    message: string;
+    providerCode: number | undefined;
+    kindOverride: ProviderErrorKind | undefined;
+    suppressed: boolean;
+    retryAfterMs: number | undefined;
+    cause: unknown;
+  },
+): ProviderError {
+  const kind = opts.kindOverride ?? kindOfStatus(status);
+  const code = opts.providerCode === undefined ? '' : ` code ${opts.providerCode}`;
+  return new ProviderError(`${provider}: HTTP ${status}${code}: ${opts.message}`, {
+    kind,
+    httpStatus: status,
+    providerCode: opts.providerCode,
+    suppressed: kind === 'rejected' && opts.suppressed,
+    retryAfterMs: kind === 'rate_limited' ? opts.retryAfterMs : undefined,
+    cause: opts.cause,
+  });
+}
+
+function kindOfStatus(status: number): ProviderErrorKind {
+  if (status === 429) return 'rate_limited';
+  if (status === 408) return 'timeout';
+  // 401/403: Herald's credentials or account are wrong; retrying after the operator fixes it works.
+  if (status === 401 || status === 403) return 'server_error';
+  if (status >= 400 && status < 500) return 'rejected';
+  return 'server_error';
+}
+
+function fromTransportError(provider: string, transportError: unknown, cause: unknown): ProviderError {
+  const kind: ProviderErrorKind = isTimeout(transportError) ? 'timeout' : 'server_error';
+  const what = kind === 'timeout' ? 'timed out' : 'request failed';
+  return new ProviderError(`${provider}: ${what}: ${describe(transportError)}`, { kind, cause });
+}
+
+/** True for aborts by a timeout signal and for the timeout codes of Node, undici and axios, anywhere in the cause chain. */
+function isTimeout(error: unknown): boolean {
+  for (const link of causeChain(error)) {
+    const { name, code, message } = link as { name?: unknown; code?: unknown; message?: unknown };
+    if (name === 'TimeoutError' || name === 'AbortError') return true;
+    if (typeof code === 'string' && TIMEOUT_CODES.has(code)) return true;
+    // A bare PostmarkError keeps only the message of the DOMException that AbortSignal.timeout threw.
+    if (typeof message === 'string' && /aborted due to timeout/i.test(message)) return true;
+  }
+  return false;
+}
+
+function* causeChain(error: unknown): Generator<object> {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    yield current;
+    current = (current as { cause?: unknown }).cause;
+  }
+}
+
+function describe(error: unknown): string {
+  const parts: string[] = [];
+  for (const link of causeChain(error)) {
+    const { code, message } = link as { code?: unknown; message?: unknown };
+    const text = [typeof code === 'string' ? code : '', typeof message === 'string' ? message : '']
+      .filter(Boolean)
+      .join(' ');
+    if (text !== '' && !parts.includes(text)) parts.push(text);
+  }
+  return parts.length > 0 ? parts.join(' <- ') : String(error);
+}
+
+/** Status, code and message of a Twilio error answer (RestException, or an RFC 9457 TwilioServiceException). */
+function twilioRestFields(error: unknown): { status: number; code: number | undefined; message: string } | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const fields = error as Error & { status?: unknown; code?: unknown; title?: unknown };
+  // TwilioServiceException (RFC 9457 answers of newer APIs) is not exported by the SDK: recognise its shape.
+  const isRest = error instanceof twilio.RestException || typeof fields.title === 'string';
+  if (!isRest || typeof fields.status !== 'number') return undefined;
+  return {
+    status: fields.status,
+    code: typeof fields.code === 'number' && fields.code !== 0 ? fields.code : undefined,
+    message: error.message,
+  };
+}

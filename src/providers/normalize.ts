@@ -1,0 +1,162 @@
+/**
+ * Pure mapping of what the providers report to Herald's normalized statuses (PROVIDERS.md,
+ * "Status mapping"). Engagement (opens, clicks) is recorded but never counts as delivery.
+ */
+import type { NormalizedStatus, StatusObservation } from './types.js';
+
+/** The parts of Postmark's `GET /messages/outbound/{id}/details` answer the mapping reads. */
+export interface PostmarkDetails {
+  Status?: string;
+  MessageEvents?: PostmarkEvent[];
+}
+
+export interface PostmarkEvent {
+  Type: string;
+  ReceivedAt?: string;
+  Details?: Record<string, unknown> | null;
+}
+
+/** The parts of Postmark's `GET /bounces/{id}` answer the mapping reads. */
+export interface PostmarkBounce {
+  Type: string;
+  /** True when Postmark deactivated the address because of this bounce. */
+  Inactive?: boolean;
+}
+
+/** Bounce types that mean the address itself cannot receive mail: the message is lost for good. */
+const PERMANENT_BOUNCE_TYPES = new Set(['HardBounce', 'BadEmailAddress', 'ManuallyDeactivated', 'SpamComplaint']);
+
+/** What a details answer of 422 / ErrorCode 701 means: accepted, not indexed yet. */
+export function postmarkNotIndexedObservation(): StatusObservation {
+  return { providerStatus: 'NotFound(701)', status: 'pending', engagement: [] };
+}
+
+/** The BounceIDs of the details' `Bounced` events, whose types must be looked up before mapping. */
+export function postmarkBounceIds(details: PostmarkDetails): string[] {
+  const ids = new Set<string>();
+  for (const event of details.MessageEvents ?? []) {
+    const id = event.Type === 'Bounced' ? event.Details?.['BounceID'] : undefined;
+    if (typeof id === 'string' || typeof id === 'number') ids.add(String(id));
+  }
+  return [...ids];
+}
+
+/**
+ * Maps Postmark message details, plus the bounces looked up by BounceID, to an observation.
+ *
+ * Events are read in time order and the latest decisive one wins: `Delivered` → delivered; a
+ * permanent bounce → bounced (and suppressed when Postmark deactivated the address); a soft
+ * bounce or `Transient` → deferred unless delivery was already seen; `SubscriptionChanged`
+ * with `SuppressSending` → failed and suppressed unless already delivered or bounced.
+ * `Opened` / `LinkClicked` only add engagement. A bounce whose type is unknown counts as soft.
+ *
+ * `providerStatus` is the raw story: the message `Status` followed by the event types in the
+ * order first seen, a bounce carrying its type, e.g. `Sent+Opened+LinkClicked` or
+ * `Sent+Bounced(HardBounce)`.
+ */
+export function postmarkObservation(
+  details: PostmarkDetails,
+  bounces: ReadonlyMap<string, PostmarkBounce> = new Map(),
+): StatusObservation {
+  const events = [...(details.MessageEvents ?? [])].sort(byReceivedAt);
+  let status: NormalizedStatus = 'pending';
+  let suppressed = false;
+  let bounceType: string | undefined;
+  const engagement = new Set<string>();
+  const seen: string[] = [];
+
+  for (const event of events) {
+    let label = event.Type;
+    switch (event.Type) {
+      case 'Delivered':
+        status = 'delivered';
+        break;
+      case 'Bounced': {
+        const id = event.Details?.['BounceID'];
+        const bounce = id === undefined || id === null ? undefined : bounces.get(String(id));
+        bounceType = bounce?.Type ?? 'Unknown';
+        label = `Bounced(${bounceType})`;
+        if (PERMANENT_BOUNCE_TYPES.has(bounceType)) {
+          status = 'bounced';
+          suppressed ||= bounce?.Inactive ?? bounceType === 'HardBounce';
+        } else if (status === 'pending') {
+          status = 'deferred';
+        }
+        break;
+      }
+      case 'Transient':
+        if (status === 'pending') status = 'deferred';
+        break;
+      case 'SubscriptionChanged':
+        if (event.Details?.['SuppressSending'] === true || event.Details?.['SuppressSending'] === 'true') {
+          suppressed = true;
+          if (status !== 'delivered' && status !== 'bounced') status = 'failed';
+        }
+        break;
+      case 'Opened':
+        engagement.add('opened');
+        break;
+      case 'LinkClicked':
+        engagement.add('clicked');
+        break;
+      default:
+        break;
+    }
+    if (!seen.includes(label)) seen.push(label);
+  }
+
+  const observation: StatusObservation = {
+    providerStatus: [details.Status ?? 'Unknown', ...seen].join('+'),
+    status,
+    engagement: [...engagement],
+  };
+  if (bounceType !== undefined) observation.bounceType = bounceType;
+  if (suppressed) observation.suppressed = true;
+  return observation;
+}
+
+function byReceivedAt(a: PostmarkEvent, b: PostmarkEvent): number {
+  // Events without a parseable time keep their place (sort is stable).
+  const ta = Date.parse(a.ReceivedAt ?? '');
+  const tb = Date.parse(b.ReceivedAt ?? '');
+  return Number.isNaN(ta) || Number.isNaN(tb) ? 0 : ta - tb;
+}
+
+/** Twilio error codes that mean the number refuses messages from this sender (STOP). */
+const TWILIO_OPT_OUT_CODES = new Set([21610]);
+
+/** Maps a Twilio message `status` to a normalized status. */
+export function twilioStatus(status: string): NormalizedStatus {
+  switch (status) {
+    case 'accepted':
+    case 'queued':
+    case 'scheduled':
+    case 'sending':
+    case 'sent':
+      return 'pending';
+    case 'delivered':
+    case 'read':
+      return 'delivered';
+    case 'undelivered':
+    case 'failed':
+    // A canceled message will never be sent: for the notice it failed.
+    case 'canceled':
+      return 'failed';
+    default:
+      return 'unknown';
+  }
+}
+
+/** Maps a fetched Twilio message to an observation; `providerStatus` is Twilio's `status` as is. */
+export function twilioObservation(message: { status: string; errorCode?: number | null }): StatusObservation {
+  const observation: StatusObservation = {
+    providerStatus: message.status,
+    status: twilioStatus(message.status),
+    engagement: [],
+  };
+  if (typeof message.errorCode === 'number') {
+    observation.errorCode = message.errorCode;
+    if (TWILIO_OPT_OUT_CODES.has(message.errorCode)) observation.suppressed = true;
+  }
+  return observation;
+}

@@ -1,0 +1,111 @@
+/**
+ * The provider contract the domain depends on. Adapters (postmark.ts, twilio.ts) implement it
+ * with the official SDKs; the domain imports only these types.
+ */
+
+/** Normalized delivery status (SPEC §5). */
+export type NormalizedStatus = 'pending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'unknown';
+
+/** How a failed provider call is classified (SPEC §5 `provider.error.kind`). */
+export type ProviderErrorKind = 'timeout' | 'rate_limited' | 'server_error' | 'rejected';
+
+export type Channel = 'email' | 'sms';
+
+/**
+ * A provider call that did not produce an answer Herald can use. `retryable` is false only for
+ * `rejected`. `retryAfterMs` is set when the provider said when to come back (HTTP Retry-After).
+ * `suppressed` marks a rejection because the address is on the provider's suppression list
+ * (Postmark 406 inactive recipient, Twilio 21610 opt-out).
+ */
+export class ProviderError extends Error {
+  readonly kind: ProviderErrorKind;
+  readonly retryable: boolean;
+  readonly retryAfterMs: number | undefined;
+  readonly httpStatus: number | undefined;
+  readonly providerCode: number | undefined;
+  readonly suppressed: boolean;
+  constructor(
+    message: string,
+    opts: {
+      kind: ProviderErrorKind;
+      retryAfterMs?: number;
+      httpStatus?: number;
+      providerCode?: number;
+      suppressed?: boolean;
+      cause?: unknown;
+    },
+  ) {
+    super(message, { cause: opts.cause });
+    this.name = 'ProviderError';
+    this.kind = opts.kind;
+    this.retryable = opts.kind !== 'rejected';
+    this.retryAfterMs = opts.retryAfterMs;
+    this.httpStatus = opts.httpStatus;
+    this.providerCode = opts.providerCode;
+    this.suppressed = opts.suppressed ?? false;
+  }
+}
+
+export interface EmailMessage {
+  to: string;
+  subject: string;
+  text?: string;
+  html?: string;
+  /** Herald's idempotency key for this send; carried in provider metadata so an in-doubt send can be found. */
+  idempotencyKey: string;
+  /** Extra provider metadata (≤ 9 more fields for Postmark; names ≤ 20 chars, values ≤ 80). */
+  metadata?: Record<string, string>;
+  tag?: string;
+}
+
+export interface SendResult {
+  providerMessageId: string;
+  /** Raw provider status at acceptance, when the provider gives one (Twilio: `queued`). */
+  providerStatus?: string;
+}
+
+export interface StatusObservation {
+  /** Raw provider status, as the provider spelled it (Postmark: event types joined, e.g. `Sent+Opened`). */
+  providerStatus: string;
+  status: NormalizedStatus;
+  /** Engagement signals seen (`opened`, `clicked`); never proof of delivery. */
+  engagement: string[];
+  /** Provider error code for failures (Twilio `error_code`), when there is one. */
+  errorCode?: number;
+  /** Bounce type for Postmark bounces (HardBounce, SoftBounce, ...). */
+  bounceType?: string;
+  /** True when the provider says the address is now suppressed (hard bounce, spam complaint, STOP). */
+  suppressed?: boolean;
+}
+
+export interface EmailProvider {
+  readonly name: string;
+  /** Hand one email to the provider. Throws ProviderError. */
+  send(message: EmailMessage): Promise<SendResult>;
+  /** Read the delivery status of an accepted message. Throws ProviderError. */
+  status(providerMessageId: string): Promise<StatusObservation>;
+  /** Find a message sent earlier with this idempotency key (a send in doubt). Throws ProviderError. */
+  findByIdempotencyKey(idempotencyKey: string, to: string): Promise<SendResult | null>;
+}
+
+export interface SmsMessage {
+  to: string;
+  body: string;
+  /** Sender number; the adapter's configured default when absent. */
+  from?: string;
+}
+
+export interface SmsProvider {
+  readonly name: string;
+  /** Hand one SMS to the provider. Throws ProviderError. */
+  send(message: SmsMessage): Promise<SendResult>;
+  /** Read the status of an accepted SMS. Throws ProviderError. */
+  status(providerMessageId: string): Promise<StatusObservation>;
+  /**
+   * Messages to `to` created at or after `since` (ms) whose body equals `body`: how a send in
+   * doubt is found. Follows pages. Throws ProviderError.
+   */
+  findSince(to: string, since: number, body: string): Promise<SendResult[]>;
+  /** Cancel a scheduled message. Throws ProviderError. */
+  cancel(providerMessageId: string): Promise<void>;
+}

@@ -1,0 +1,96 @@
+/** Builds the sandbox's Fastify instance: both emulated APIs and the control routes, not listening. */
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { registerControl } from './control-api.js';
+import type { SandboxContext } from './exchange.js';
+import { registerPostmark } from './postmark-api.js';
+import { emailView, SandboxState, smsView } from './state.js';
+import { registerTwilio, twilioError } from './twilio-api.js';
+import type { ActiveFault, Fault, SandboxEmail, SandboxOptions, SandboxRequest, SandboxSms } from './types.js';
+
+/** The in-process controls, served over HTTP by the control routes too. */
+export interface SandboxControls {
+  emails(): SandboxEmail[];
+  sms(): SandboxSms[];
+  requests(): SandboxRequest[];
+  injectFault(fault: Fault): ActiveFault;
+  faults(): ActiveFault[];
+  clearFaults(): void;
+  reset(): void;
+}
+
+export interface SandboxApp {
+  app: FastifyInstance;
+  controls: SandboxControls;
+  /** Ends pending answer delays; call before closing the app. */
+  abortPending(): void;
+}
+
+const DEFAULTS = { indexLagMs: 300, slowMs: 1500, maxMessages: 100_000, maxRequests: 100_000 };
+
+/** Builds the sandbox app (call `listen` on it, or `inject` for tests). */
+export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
+  const state = new SandboxState({
+    maxMessages: opts.maxMessages ?? DEFAULTS.maxMessages,
+    maxRequests: opts.maxRequests ?? DEFAULTS.maxRequests,
+  });
+  const closing = new AbortController();
+  const ctx: SandboxContext = {
+    state,
+    closing: closing.signal,
+    indexLagMs: opts.indexLagMs ?? DEFAULTS.indexLagMs,
+    slowMs: opts.slowMs ?? DEFAULTS.slowMs,
+  };
+  const app = Fastify({
+    logger: (opts.logger ?? false) as FastifyServerOptions['logger'],
+    // Hanging requests are the point of some faults: closing must not wait for them.
+    forceCloseConnections: true,
+  });
+
+  const controls: SandboxControls = {
+    emails: () => {
+      const now = Date.now();
+      return [...state.emails.values()].map((r) => emailView(r, now));
+    },
+    sms: () => {
+      const now = Date.now();
+      return [...state.sms.values()].map((r) => smsView(r, now));
+    },
+    requests: () => state.requests(),
+    injectFault: (fault) => state.faults.add(fault),
+    faults: () => state.faults.list(),
+    clearFaults: () => state.faults.clear(),
+    reset: () => state.reset(),
+  };
+
+  const isTwilio = (url: string): boolean => url.startsWith('/2010-04-01/');
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0];
+    if (isTwilio(request.url)) {
+      const { status, body } = twilioError(404, 20404, `The requested resource ${path} was not found`);
+      return reply.code(status).send(body);
+    }
+    return reply.code(404).send({ ErrorCode: 0, Message: `Not found: ${request.method} ${path}` });
+  });
+  app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
+    const clientError = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
+    if (isTwilio(request.url)) {
+      const { status, body } = clientError
+        ? twilioError(400, 20001, error.message)
+        : twilioError(500, 20500, 'Internal Server Error');
+      return reply.code(status).send(body);
+    }
+    if (request.url.startsWith('/__sandbox/')) {
+      return reply.code(clientError ? (error.statusCode as number) : 500).send({ error: error.message });
+    }
+    // Postmark answers unreadable requests (bad JSON) with 422 and ErrorCode 402.
+    return clientError
+      ? reply.code(422).send({ ErrorCode: 402, Message: `Received invalid JSON input: ${error.message}` })
+      : reply.code(500).send({ ErrorCode: 0, Message: 'Internal Server Error' });
+  });
+
+  registerPostmark(app, ctx);
+  registerTwilio(app, ctx);
+  registerControl(app, controls);
+
+  return { app, controls, abortPending: () => closing.abort() };
+}

@@ -1,0 +1,157 @@
+/** Public shapes of the sandbox: what it records, how it is controlled. */
+
+/** One API operation of the emulated providers, as named in `requests()` and in faults. */
+export type Operation =
+  | 'postmark.send'
+  | 'postmark.details'
+  | 'postmark.search'
+  | 'postmark.bounce'
+  | 'twilio.create'
+  | 'twilio.fetch'
+  | 'twilio.list'
+  | 'twilio.cancel';
+
+export const OPERATIONS: readonly Operation[] = [
+  'postmark.send',
+  'postmark.details',
+  'postmark.search',
+  'postmark.bounce',
+  'twilio.create',
+  'twilio.fetch',
+  'twilio.list',
+  'twilio.cancel',
+];
+
+/**
+ * How a faulted request goes wrong. `status_*` answer with the provider's error body and do
+ * nothing; `hang` never answers and does nothing; `accept_then_hang` and `accept_then_drop` do
+ * the operation (a message is really created) and then never answer / destroy the connection.
+ */
+export type FaultMode = 'status_500' | 'status_503' | 'status_429' | 'hang' | 'accept_then_hang' | 'accept_then_drop';
+
+export const FAULT_MODES: readonly FaultMode[] = [
+  'status_500',
+  'status_503',
+  'status_429',
+  'hang',
+  'accept_then_hang',
+  'accept_then_drop',
+];
+
+/** A fault to inject: it applies to the next `count` requests of `operation` (matching `match`). */
+export interface Fault {
+  operation: Operation;
+  mode: FaultMode;
+  /** How many requests it applies to (default 1). */
+  count?: number;
+  /** Retry-After of `status_429` answers, in seconds (default 1). */
+  retryAfterSeconds?: number;
+  /** Only requests whose recipient (email To, SMS To) contains this text, case-insensitively. */
+  match?: string;
+}
+
+/** An injected fault still waiting for requests. */
+export interface ActiveFault {
+  id: string;
+  operation: Operation;
+  mode: FaultMode;
+  remaining: number;
+  retryAfterSeconds: number;
+  match?: string;
+}
+
+/** An email the Postmark emulator accepted. Times are epoch milliseconds. */
+export interface SandboxEmail {
+  messageId: string;
+  from: string;
+  to: string;
+  subject: string;
+  textBody?: string;
+  htmlBody?: string;
+  tag?: string;
+  messageStream: string;
+  metadata: Record<string, string>;
+  /** The behaviour chosen by the address (see docs/SANDBOX.md). */
+  behaviour: string;
+  createdAt: number;
+  /** The latest event type visible now (`Delivered`, `Bounced`, ...), or `Sent` before any. */
+  status: string;
+  /** Events visible now, oldest first. */
+  events: Array<{ type: string; at: number; bounceId?: number; bounceType?: string }>;
+}
+
+/** An SMS the Twilio emulator created. Times are epoch milliseconds. */
+export interface SandboxSms {
+  sid: string;
+  accountSid: string;
+  to: string;
+  from: string | null;
+  messagingServiceSid: string | null;
+  body: string;
+  behaviour: string;
+  createdAt: number;
+  /** Set for scheduled messages. */
+  sendAt: number | null;
+  /** Twilio status now (`queued`, `sent`, `delivered`, ...). */
+  status: string;
+  errorCode: number | null;
+  dateSent: number | null;
+}
+
+/** One API request the sandbox received (control routes under `/__sandbox/` are not recorded). */
+export interface SandboxRequest {
+  provider: 'postmark' | 'twilio';
+  operation: Operation;
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  /** Path with the query string. */
+  url: string;
+  /** Email or phone number the request is about, when known. */
+  recipient?: string;
+  /** HTTP status answered; null while pending or when the request was never answered. */
+  status: number | null;
+  outcome: 'pending' | 'answered' | 'hang' | 'dropped';
+  /** The injected fault that applied, if any. */
+  fault?: FaultMode;
+  at: number;
+}
+
+export interface SandboxOptions {
+  /** Port to listen on; 0 (the default) picks a free one. */
+  port?: number;
+  /** Interface to listen on (default `127.0.0.1`). */
+  host?: string;
+  /** Fastify logger option (default off). */
+  logger?: boolean | object;
+  /** How long after sending Postmark's details and search do not show a message yet (default 300 ms). */
+  indexLagMs?: number;
+  /** Delay of every answer for `slow` recipients (default 1500 ms). */
+  slowMs?: number;
+  /** Emails and SMS kept per provider; the oldest are dropped beyond it (default 100,000). */
+  maxMessages?: number;
+  /** Requests kept in the request log (default 100,000). */
+  maxRequests?: number;
+}
+
+/** A running sandbox serving both emulated APIs on one port. */
+export interface Sandbox {
+  /** Base URL for POSTMARK_API_URL and TWILIO_API_URL, e.g. `http://127.0.0.1:4010`. */
+  readonly url: string;
+  readonly port: number;
+  /** Stops listening and drops open connections (including hanging ones); safe to call twice. */
+  close(): Promise<void>;
+  /** Every email accepted, oldest first. */
+  emails(): SandboxEmail[];
+  /** Every SMS created, oldest first. */
+  sms(): SandboxSms[];
+  /** Every API request seen, oldest first. */
+  requests(): SandboxRequest[];
+  /** Adds a fault; returns it with its id. */
+  injectFault(fault: Fault): ActiveFault;
+  /** Faults still waiting for requests. */
+  faults(): ActiveFault[];
+  clearFaults(): void;
+  /** Forgets messages, requests, faults and flaky-attempt counters. */
+  reset(): void;
+}

@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { postmark, sleep, twilioApi } from './support.js';
+
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await startSandbox();
+});
+afterAll(() => sandbox.close());
+beforeEach(() => sandbox.reset());
+
+const email = (to: string) => ({ From: 'herald@sandbox.example', To: to, Subject: 's', TextBody: 't' });
+const control = async (method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${sandbox.url}/__sandbox${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? null : JSON.parse(text) };
+};
+
+describe('sandbox controls over HTTP (/__sandbox/)', () => {
+  it('injects a fault that applies `count` times, then lets requests through', async () => {
+    const created = await control('POST', '/faults', { operation: 'postmark.send', mode: 'status_503', count: 2 });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ id: expect.any(String), operation: 'postmark.send', mode: 'status_503', remaining: 2 });
+    expect((await control('GET', '/faults')).body).toHaveLength(1);
+
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await postmark(sandbox.url, 'POST', '/email', email('a@example.com'))).status);
+    expect(statuses).toEqual([503, 503, 200]);
+    expect((await control('GET', '/faults')).body).toEqual([]);
+    const requests = (await control('GET', '/requests?operation=postmark.send')).body;
+    expect(requests.map((r: any) => [r.status, r.fault ?? null])).toEqual([
+      [503, 'status_503'],
+      [503, 'status_503'],
+      [200, null],
+    ]);
+  });
+
+  it('applies a fault with `match` only to recipients containing it', async () => {
+    await control('POST', '/faults', { operation: 'twilio.create', mode: 'status_429', retryAfterSeconds: 7, match: '5550105' });
+    const other = await twilioApi(sandbox.url, 'POST', '/Messages.json', { To: '+12025550100', From: '+15005550006', Body: 'x' });
+    expect(other.status).toBe(201);
+    const matched = await twilioApi(sandbox.url, 'POST', '/Messages.json', { To: '+12025550105', From: '+15005550006', Body: 'x' });
+    expect(matched).toMatchObject({ status: 429, body: { code: 20429 } });
+    expect(matched.headers.get('retry-after')).toBe('7');
+  });
+
+  it('refuses malformed faults with 400 and clears faults with DELETE', async () => {
+    expect((await control('POST', '/faults', { operation: 'postmark.nope', mode: 'hang' })).status).toBe(400);
+    expect((await control('POST', '/faults', { operation: 'postmark.send', mode: 'explode' })).status).toBe(400);
+    expect((await control('POST', '/faults', { operation: 'postmark.send', mode: 'hang', count: 0 })).status).toBe(400);
+    await control('POST', '/faults', { operation: 'postmark.send', mode: 'hang' });
+    expect((await control('DELETE', '/faults')).status).toBe(204);
+    expect(sandbox.faults()).toEqual([]);
+  });
+
+  it('lists emails and SMS with filters, and forgets everything on reset', async () => {
+    await postmark(sandbox.url, 'POST', '/email', email('alice@example.com'));
+    await postmark(sandbox.url, 'POST', '/email', email('bob@example.com'));
+    await twilioApi(sandbox.url, 'POST', '/Messages.json', { To: '+12025550100', From: '+15005550006', Body: 'x' });
+    expect((await control('GET', '/emails?to=alice')).body.map((e: any) => e.to)).toEqual(['alice@example.com']);
+    expect((await control('GET', '/sms')).body).toMatchObject([{ to: '+12025550100', body: 'x', status: 'queued' }]);
+    expect((await control('POST', '/reset')).status).toBe(204);
+    expect((await control('GET', '/emails')).body).toEqual([]);
+    expect((await control('GET', '/requests')).body).toEqual([]);
+  });
+});
+
+describe('faults that never answer', () => {
+  it('`hang` keeps the request open and creates nothing', async () => {
+    sandbox.injectFault({ operation: 'postmark.send', mode: 'hang' });
+    const attempt = fetch(`${sandbox.url}/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-postmark-server-token': 't' },
+      body: JSON.stringify(email('hang@example.com')),
+      signal: AbortSignal.timeout(300),
+    });
+    await expect(attempt).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(sandbox.emails()).toHaveLength(0);
+    expect(sandbox.requests()).toMatchObject([{ operation: 'postmark.send', status: null, outcome: 'hang', fault: 'hang' }]);
+  });
+
+  it('`accept_then_drop` creates the message, then destroys the connection', async () => {
+    sandbox.injectFault({ operation: 'twilio.create', mode: 'accept_then_drop' });
+    await expect(
+      twilioApi(sandbox.url, 'POST', '/Messages.json', { To: '+12025550100', From: '+15005550006', Body: 'dropped' }),
+    ).rejects.toThrow();
+    expect(sandbox.sms()).toMatchObject([{ to: '+12025550100', body: 'dropped' }]);
+    expect(sandbox.requests()).toMatchObject([{ operation: 'twilio.create', outcome: 'dropped' }]);
+  });
+
+  it('`accept_then_hang` creates the message and never answers', async () => {
+    sandbox.injectFault({ operation: 'postmark.send', mode: 'accept_then_hang' });
+    const attempt = fetch(`${sandbox.url}/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-postmark-server-token': 't' },
+      body: JSON.stringify(email('p1@example.com')),
+      signal: AbortSignal.timeout(300),
+    });
+    await expect(attempt).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(sandbox.emails()).toMatchObject([{ to: 'p1@example.com' }]);
+  });
+});
+
+describe('lifecycle and bounds', () => {
+  it('close() ends hanging requests, and a second close() returns the same promise', async () => {
+    const own = await startSandbox();
+    own.injectFault({ operation: 'postmark.send', mode: 'hang' });
+    const hanging = fetch(`${own.url}/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-postmark-server-token': 't' },
+      body: JSON.stringify(email('a@example.com')),
+    });
+    await sleep(100);
+    const started = Date.now();
+    const first = own.close();
+    expect(own.close()).toBe(first);
+    await first;
+    await expect(hanging).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('keeps at most maxMessages messages, dropping the oldest', async () => {
+    const own = await startSandbox({ maxMessages: 3 });
+    try {
+      for (let i = 0; i < 5; i++) await postmark(own.url, 'POST', '/email', email(`n${i}@example.com`));
+      expect(own.emails().map((e) => e.to)).toEqual(['n2@example.com', 'n3@example.com', 'n4@example.com']);
+    } finally {
+      await own.close();
+    }
+  });
+});
