@@ -1,0 +1,9 @@
+import type { Processor } from 'bullmq';
+import type { Clock } from '../src/clock.js';
+import type { NoticeEngine } from '../src/notice/engine.js';
+import { runStep, type NoticeJob } from './index.js';
+
+/** The `email-poll` queue: one engine step, `pollEmail`, per job. */
+export function pollEmailProcessor(engine: NoticeEngine, clock: Clock): Processor<NoticeJob> {
+  return (job, token) => runStep(job, token, clock, () => engine.pollEmail(job.data.noticeId));
+}

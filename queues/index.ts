@@ -1,0 +1,101 @@
+import { DelayedError, Queue, type ConnectionOptions, type DefaultJobOptions, type Job } from 'bullmq';
+import type { Clock } from '../src/clock.js';
+import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
+
+/** Herald's queues; one processor module per queue in this folder. */
+export const QUEUE_NAMES = {
+  emailSend: 'email-send',
+  emailPoll: 'email-poll',
+  deadline: 'deadline',
+  smsSend: 'sms-send',
+  smsPoll: 'sms-poll',
+  reconcile: 'reconcile',
+} as const;
+
+export type QueueKey = keyof typeof QUEUE_NAMES;
+
+/** Every job of a notice carries only its ID: the notice's state in Redis is the truth. */
+export interface NoticeJob {
+  noticeId: string;
+}
+
+/** Job IDs are derived from the notice ID (BullMQ job IDs may not contain ':'). */
+export const jobIds = {
+  emailSend: (id: string) => `${id}-email-send`,
+  emailPoll: (id: string, check: number) => `${id}-poll-${check}`,
+  deadline: (id: string) => `${id}-deadline`,
+  smsSend: (id: string) => `${id}-sms-send`,
+  smsPoll: (id: string, check: number) => `${id}-sms-poll-${check}`,
+};
+
+/**
+ * Jobs are retried with backoff on unexpected errors (Redis hiccups); anything a job leaves
+ * undone is healed by the reconciler, so failed jobs are kept only for inspection.
+ */
+export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
+  attempts: 8,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: { count: 1000 },
+  removeOnFail: { count: 5000 },
+};
+
+export type HeraldQueues = Record<Exclude<QueueKey, 'reconcile'>, Queue<NoticeJob>> & { reconcile: Queue };
+
+/** Opens every Herald queue on one connection. Whoever opens them closes them (closeQueues). */
+export function openQueues(connection: ConnectionOptions, prefix: string): HeraldQueues {
+  const open = (name: string) => new Queue<NoticeJob>(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+  const reconcile = new Queue(QUEUE_NAMES.reconcile, { connection, prefix, defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 100 } } });
+  return {
+    emailSend: open(QUEUE_NAMES.emailSend),
+    emailPoll: open(QUEUE_NAMES.emailPoll),
+    deadline: open(QUEUE_NAMES.deadline),
+    smsSend: open(QUEUE_NAMES.smsSend),
+    smsPoll: open(QUEUE_NAMES.smsPoll),
+    reconcile,
+  };
+}
+
+export async function closeQueues(queues: HeraldQueues): Promise<void> {
+  await Promise.allSettled(Object.values(queues).map((q) => q.close()));
+}
+
+/** The engine's Scheduler over BullMQ: delays come from the injected clock. */
+export class QueueScheduler implements Scheduler {
+  constructor(
+    private readonly queues: HeraldQueues,
+    private readonly clock: Clock,
+  ) {}
+
+  private delay(at: number): number {
+    return Math.max(0, at - this.clock.now());
+  }
+
+  async emailSend(id: string, at: number): Promise<void> {
+    await this.queues.emailSend.add('email-send', { noticeId: id }, { jobId: jobIds.emailSend(id), delay: this.delay(at) });
+  }
+  async emailPoll(id: string, check: number, at: number): Promise<void> {
+    await this.queues.emailPoll.add('email-poll', { noticeId: id }, { jobId: jobIds.emailPoll(id, check), delay: this.delay(at) });
+  }
+  async deadline(id: string, at: number): Promise<void> {
+    await this.queues.deadline.add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: this.delay(at) });
+  }
+  async smsSend(id: string, at: number): Promise<void> {
+    await this.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
+  }
+  async smsPoll(id: string, check: number, at: number): Promise<void> {
+    await this.queues.smsPoll.add('sms-poll', { noticeId: id }, { jobId: jobIds.smsPoll(id, check), delay: this.delay(at) });
+  }
+}
+
+/**
+ * Runs one engine step for a job. A step that must come back later moves the same job back to
+ * delayed (no second job is added), at the time the step asked for.
+ */
+export async function runStep(job: Job<NoticeJob>, token: string | undefined, clock: Clock, step: () => Promise<StepOutcome>): Promise<string> {
+  const outcome = await step();
+  if (outcome.kind === 'retry' && token) {
+    await job.moveToDelayed(Date.now() + Math.max(0, outcome.at - clock.now()), token);
+    throw new DelayedError(outcome.note);
+  }
+  return outcome.note;
+}

@@ -1,0 +1,78 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * Every error the API answers with: a stable snake_case code, its HTTP status and what it
+ * means. Answers are `{ "error": { "code", "message", "details"? } }`. test/unit/errors.test.ts
+ * fails when a code is missing from the README's table.
+ */
+export const ERROR_CATALOGUE = {
+  unauthorized: { status: 401, message: 'Missing or unknown API key.' },
+  validation_failed: { status: 400, message: 'The request is not valid.' },
+  not_found: { status: 404, message: 'No such resource.' },
+  payload_too_large: { status: 413, message: 'The request body is larger than the limit.' },
+  unsupported_media_type: { status: 415, message: 'Send the body as application/json.' },
+  idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used with a different body.' },
+  invalid_state: { status: 409, message: 'The notice is not in a state that allows this.' },
+  rate_limited: { status: 429, message: 'Too many requests; retry later.' },
+  unavailable: { status: 503, message: 'Herald cannot reach its store; retry later.' },
+  internal_error: { status: 500, message: 'Something went wrong inside Herald.' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** An error that becomes a catalogued JSON answer. */
+export class HttpError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly details?: unknown,
+  ) {
+    super(message ?? ERROR_CATALOGUE[code].message);
+    this.name = 'HttpError';
+    this.status = ERROR_CATALOGUE[code].status;
+  }
+}
+
+export function errorBody(code: ErrorCode, message?: string, details?: unknown) {
+  return { error: { code, message: message ?? ERROR_CATALOGUE[code].message, ...(details === undefined ? {} : { details }) } };
+}
+
+/** Maps Fastify's own errors (body limit, bad JSON, schema validation) into the catalogue. */
+function classify(error: FastifyError | HttpError, storeReady: () => boolean): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error.validation) {
+    const details = error.validation.map((v) => ({
+      path: `${error.validationContext ?? 'body'}${v.instancePath.replace(/\//g, '.')}`,
+      message: v.message,
+      ...(v.params && Object.keys(v.params).length > 0 ? { params: v.params } : {}),
+    }));
+    return new HttpError('validation_failed', `The ${error.validationContext ?? 'request'} is not valid.`, details);
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpError('payload_too_large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HttpError('unsupported_media_type');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new HttpError('validation_failed', 'The body is not valid JSON.');
+  }
+  if (error instanceof SyntaxError) return new HttpError('validation_failed', 'The body is not valid JSON.');
+  if (typeof error.statusCode === 'number' && error.statusCode === 429) return new HttpError('rate_limited');
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+    return new HttpError('validation_failed', error.message);
+  }
+  if (!storeReady()) return new HttpError('unavailable');
+  return new HttpError('internal_error');
+}
+
+/** Fastify error handler: catalogued JSON for everything, 5xx logged with their cause. */
+export function errorHandler(storeReady: () => boolean) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const mapped = classify(error, storeReady);
+    if (mapped.status >= 500) request.log.error({ err: error }, mapped.message);
+    return reply.status(mapped.status).send(errorBody(mapped.code, mapped.message, mapped.details));
+  };
+}

@@ -1,0 +1,104 @@
+import type { FastifyInstance } from 'fastify';
+import { iso } from '../clock.js';
+import { acceptNotice, RejectedRequest } from '../notice/accept.js';
+import { noticeView } from '../notice/view.js';
+import { shardOfNoticeId } from '../notice/ids.js';
+import type { AppDeps } from '../app.js';
+import { HttpError } from './errors.js';
+import { CreateNoticeBody, ErrorResponse, NoticeParams } from './schemas.js';
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** `/v1/notices`: create, read, read the decision log, cancel. */
+export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const { store, policies, scheduler, clock, config } = deps;
+
+  const load = async (id: string) => {
+    const notice = shardOfNoticeId(id) === undefined ? null : await store.get(id);
+    if (!notice) throw new HttpError('not_found', `No notice ${id}.`);
+    return notice;
+  };
+
+  app.post<{ Body: CreateNoticeBody }>(
+    '/v1/notices',
+    { schema: { body: CreateNoticeBody, response: { 400: ErrorResponse, 409: ErrorResponse } } },
+    async (request, reply) => {
+      const idempotencyKey = request.headers['idempotency-key'];
+      if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))) {
+        throw new HttpError('validation_failed', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
+      }
+      const policy = await policies.get(request.body.recipient.id);
+      const now = clock.now();
+      let result;
+      try {
+        result = await acceptNotice(store, request.body, policy, {
+          now,
+          apiKeyId: request.apiKeyId,
+          idempotencyKey,
+          settings: {
+            providerTimeoutMs: config.providerTimeoutMs,
+            minPollIntervalMs: config.minPollIntervalMs,
+            maxChecksPerNotice: config.maxChecksPerNotice,
+            contentTtlMs: config.contentTtlMs,
+          },
+        });
+      } catch (error) {
+        if (error instanceof RejectedRequest) {
+          throw new HttpError('validation_failed', error.message, [{ path: `body.${error.field}`, message: error.message }]);
+        }
+        throw error;
+      }
+      if (result.kind === 'conflict') {
+        throw new HttpError('idempotency_key_reused', undefined, { noticeId: result.id });
+      }
+      if (result.kind === 'replayed') {
+        const notice = await load(result.id);
+        return reply.status(200).header('Idempotent-Replayed', 'true').send(noticeView(notice));
+      }
+      try {
+        await scheduler.emailSend(result.id, now);
+        await scheduler.deadline(result.id, result.deadline);
+      } catch (error) {
+        // The notice is stored and due now: the reconciler drives it if its jobs are missing.
+        request.log.warn({ err: error, noticeId: result.id }, 'jobs not enqueued; the reconciler will pick the notice up');
+      }
+      request.log.info({ noticeId: result.id }, 'notice accepted');
+      return reply.status(202).send({
+        id: result.id,
+        state: 'accepted',
+        deadline: iso(result.deadline),
+        plannedChecks: result.plannedChecks.map(iso),
+      });
+    },
+  );
+
+  app.get<{ Params: NoticeParams }>('/v1/notices/:id', { schema: { params: NoticeParams } }, async (request) =>
+    noticeView(await load(request.params.id)),
+  );
+
+  app.get<{ Params: NoticeParams }>('/v1/notices/:id/events', { schema: { params: NoticeParams } }, async (request) => {
+    await load(request.params.id);
+    return { events: await store.events(request.params.id) };
+  });
+
+  app.post<{ Params: NoticeParams }>('/v1/notices/:id/cancel', { schema: { params: NoticeParams } }, async (request) => {
+    const notice = await load(request.params.id);
+    const now = clock.now();
+    const result = await store.transition(notice.id, now, iso(now), {
+      from: ['accepted'],
+      to: 'canceled',
+      entries: [
+        { type: 'notice.canceled', by: 'api' },
+        { type: 'notice.completed', state: 'canceled' },
+      ],
+      due: 'remove',
+    });
+    if (!result.ok) {
+      const state = result.reason === 'state' ? result.state : notice.state;
+      throw new HttpError('invalid_state', `The notice is ${state}; only a notice not yet handed to a provider can be canceled.`, {
+        state,
+      });
+    }
+    return noticeView((await store.get(notice.id))!);
+  });
+}

@@ -1,0 +1,65 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Recipient IDs become part of Redis keys: no braces (hash tags) and no spaces. */
+const RecipientId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:@-]+$' });
+const Region = Type.String({ pattern: '^([A-Z]{2}|\\*)$', description: 'ISO 3166-1 alpha-2 region code' });
+
+export const CreateNoticeBody = Type.Object(
+  {
+    recipient: Type.Object(
+      {
+        id: RecipientId,
+        email: Type.String({ format: 'email', maxLength: 254 }),
+        phone: Type.Optional(Type.String({ maxLength: 32, description: 'E.164, e.g. +819012345678' })),
+        region: Type.Optional(Region),
+      },
+      { additionalProperties: false },
+    ),
+    category: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9._-]+$' }),
+    content: Type.Object(
+      {
+        subject: Type.String({ minLength: 1, maxLength: 998 }),
+        text: Type.Optional(Type.String({ maxLength: 500_000 })),
+        html: Type.Optional(Type.String({ maxLength: 500_000 })),
+        sms: Type.Optional(Type.String({ minLength: 1, maxLength: 1600 })),
+      },
+      { additionalProperties: false },
+    ),
+    deadline: Type.Optional(Type.String({ format: 'date-time' })),
+    deadlineInSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 366 * 86_400 })),
+    complianceDeadline: Type.Optional(Type.String({ format: 'date-time' })),
+    policy: Type.Optional(
+      Type.Object(
+        {
+          firstCheckAfterSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
+          minCheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    metadata: Type.Optional(
+      Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), { maxProperties: 20 }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CreateNoticeBody = Static<typeof CreateNoticeBody>;
+
+export const NoticeParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+export type NoticeParams = Static<typeof NoticeParams>;
+
+export const RecipientParams = Type.Object({ id: RecipientId });
+export type RecipientParams = Static<typeof RecipientParams>;
+
+export const RecipientPolicyBody = Type.Object(
+  {
+    consent: Type.Object({ email: Type.Boolean(), sms: Type.Boolean() }, { additionalProperties: false }),
+    region: Type.Optional(Region),
+  },
+  { additionalProperties: false },
+);
+export type RecipientPolicyBody = Static<typeof RecipientPolicyBody>;
+
+export const ErrorResponse = Type.Object({
+  error: Type.Object({ code: Type.String(), message: Type.String(), details: Type.Optional(Type.Unknown()) }),
+});

@@ -1,0 +1,160 @@
+import { createHash } from 'node:crypto';
+import canonicalizeModule from 'canonicalize';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { iso } from '../clock.js';
+import type { NoticeStore, NoticeContent, LogEntry } from '../store/notices.js';
+import type { RecipientPolicy } from '../store/policies.js';
+import { newNoticeId, randomShard, shardOfKey } from './ids.js';
+import { planChecks, type PollPolicy } from './planner.js';
+import type { PolicyOutcome } from './states.js';
+
+export interface AcceptRequest {
+  recipient: { id: string; email: string; phone?: string; region?: string };
+  category: string;
+  content: NoticeContent;
+  deadline?: string;
+  deadlineInSeconds?: number;
+  complianceDeadline?: string;
+  policy?: PollPolicy;
+  metadata?: Record<string, string>;
+}
+
+export interface AcceptSettings {
+  providerTimeoutMs: number;
+  minPollIntervalMs: number;
+  maxChecksPerNotice: number;
+  contentTtlMs: number;
+}
+
+/** A request Herald refuses, with the field at fault. */
+export class RejectedRequest extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RejectedRequest';
+  }
+}
+
+export type AcceptResult =
+  | { kind: 'created'; id: string; deadline: number; plannedChecks: number[] }
+  | { kind: 'replayed'; id: string }
+  | { kind: 'conflict'; id: string };
+
+/** RFC 8785 canonical JSON: bodies compare as JSON values, whatever their key order. */
+// The package is CommonJS whose typings claim an ES default export; at run time the default is the function.
+const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** Normalizes a phone number to E.164, accepting any *possible* number (fictional ranges too). */
+export function normalizePhone(raw: string): string {
+  if (!/^\+[1-9]\d{5,15}$/.test(raw)) throw new RejectedRequest('recipient.phone', 'phone must be in E.164 form, like +819012345678');
+  const parsed = parsePhoneNumberFromString(raw);
+  if (!parsed || !parsed.isPossible()) throw new RejectedRequest('recipient.phone', `phone is not a possible number for its country`);
+  return parsed.number;
+}
+
+/**
+ * Validates the parts a schema cannot (phone, deadline, poll plan), then stores the notice and
+ * its first log entries in one script. Makes no provider call.
+ */
+export async function acceptNotice(
+  store: NoticeStore,
+  request: AcceptRequest,
+  policy: RecipientPolicy,
+  ctx: { now: number; apiKeyId: string; idempotencyKey?: string; settings: AcceptSettings },
+): Promise<AcceptResult> {
+  const { now, settings } = ctx;
+  const bodyHash = sha256(canonicalize(request) ?? '');
+  const idemHash = ctx.idempotencyKey === undefined ? undefined : sha256(`${ctx.apiKeyId}:${ctx.idempotencyKey}`);
+  if (idemHash !== undefined) {
+    // A replay answers with the original notice even when its body would no longer be accepted
+    // (a deadline now past); the script checks again atomically when creating.
+    const earlier = await store.findIdempotent(shardOfKey(idemHash), idemHash);
+    if (earlier) return earlier.bodyHash === bodyHash ? { kind: 'replayed', id: earlier.noticeId } : { kind: 'conflict', id: earlier.noticeId };
+  }
+  const phone = request.recipient.phone === undefined ? undefined : normalizePhone(request.recipient.phone);
+  const email = request.recipient.email.toLowerCase();
+  if (request.content.text === undefined && request.content.html === undefined) {
+    throw new RejectedRequest('content', 'content needs text or html');
+  }
+
+  if ((request.deadline === undefined) === (request.deadlineInSeconds === undefined)) {
+    throw new RejectedRequest('deadline', 'give exactly one of deadline and deadlineInSeconds');
+  }
+  const deadline = request.deadline !== undefined ? Date.parse(request.deadline) : now + request.deadlineInSeconds! * 1000;
+  if (!Number.isFinite(deadline)) throw new RejectedRequest('deadline', 'deadline is not a valid time');
+  if (deadline <= now) throw new RejectedRequest('deadline', 'deadline must be in the future');
+  const complianceDeadline = request.complianceDeadline === undefined ? undefined : Date.parse(request.complianceDeadline);
+  if (complianceDeadline !== undefined && !(complianceDeadline >= deadline)) {
+    throw new RejectedRequest('complianceDeadline', 'complianceDeadline must not be before the deadline');
+  }
+
+  const plan = planChecks(now, deadline, request.policy, {
+    minPollIntervalMs: settings.minPollIntervalMs,
+    maxChecks: settings.maxChecksPerNotice,
+  });
+  if (!plan.ok) throw new RejectedRequest(plan.field, plan.message);
+
+  const shard = idemHash === undefined ? randomShard() : shardOfKey(idemHash);
+  const id = newNoticeId(shard, now);
+  const contentSha256 = sha256(canonicalize(request.content) ?? '');
+  const emailPolicy: PolicyOutcome = policy.consent.email ? 'allowed' : 'no_consent';
+  const region = request.recipient.region ?? policy.region;
+
+  const fields: Record<string, string | number> = {
+    id,
+    state: 'accepted',
+    category: request.category,
+    recipientId: request.recipient.id,
+    email,
+    createdAt: now,
+    deadline,
+    policyVersion: policy.version,
+    emailPolicy,
+    providerTimeoutMs: settings.providerTimeoutMs,
+    pollPlan: JSON.stringify(plan.checks),
+    contentSha256,
+    metadata: JSON.stringify(request.metadata ?? {}),
+    emailIdempotencyKey: `${id}-email`,
+  };
+  if (phone !== undefined) fields.phone = phone;
+  if (region !== undefined) fields.region = region;
+  if (complianceDeadline !== undefined) fields.complianceDeadline = complianceDeadline;
+  if (ctx.idempotencyKey !== undefined) fields.idempotencyKey = ctx.idempotencyKey;
+
+  const entries: LogEntry[] = [
+    {
+      type: 'notice.accepted',
+      category: request.category,
+      recipientId: request.recipient.id,
+      policyVersion: policy.version,
+      contentSha256,
+      deadline: iso(deadline),
+      complianceDeadline: complianceDeadline === undefined ? undefined : iso(complianceDeadline),
+      providerTimeoutMs: settings.providerTimeoutMs,
+      pollPlan: plan.checks.map(iso),
+      firstCheckAfterMs: plan.firstCheckAfterMs,
+      minCheckIntervalMs: plan.minCheckIntervalMs,
+      pollFloorMs: settings.minPollIntervalMs,
+      expectedProviderCalls: { email: 1 + plan.checks.length },
+      idempotencyKey: ctx.idempotencyKey,
+      hasPhone: phone !== undefined,
+    },
+    { type: 'policy.checked', channel: 'email', outcome: emailPolicy, policyVersion: policy.version },
+  ];
+
+  const result = await store.create({
+    id,
+    fields,
+    content: request.content,
+    entries,
+    at: iso(now),
+    due: now,
+    contentTtlMs: settings.contentTtlMs,
+    idempotency: idemHash === undefined ? undefined : { shard, keyHash: idemHash, bodyHash, ttlMs: settings.contentTtlMs },
+  });
+  if (result.created) return { kind: 'created', id, deadline, plannedChecks: plan.checks };
+  return result.bodyHash === bodyHash ? { kind: 'replayed', id: result.existingId } : { kind: 'conflict', id: result.existingId };
+}

@@ -1,0 +1,583 @@
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../clock.js';
+import {
+  ProviderError,
+  type Channel,
+  type EmailProvider,
+  type SendResult,
+  type SmsProvider,
+  type StatusObservation,
+} from '../providers/types.js';
+import type { PolicyStore } from '../store/policies.js';
+import { channelField, type LogEntry, type Notice, type NoticeStore, type TransitionSpec } from '../store/notices.js';
+import { newAttemptId } from './ids.js';
+import { done, retryAt, type Scheduler, type StepOutcome } from './outcome.js';
+import { nextCheckAfter, planSmsChecks } from './planner.js';
+import { UNDECIDED_STATES, type BlockReason, type FallbackReason, type NoticeState, type PolicyOutcome } from './states.js';
+
+export interface EngineSettings {
+  providerTimeoutMs: number;
+  minPollIntervalMs: number;
+  maxChecksPerNotice: number;
+}
+
+export interface EngineDeps {
+  store: NoticeStore;
+  policies: PolicyStore;
+  email: EmailProvider;
+  sms: SmsProvider;
+  clock: Clock;
+  log: Logger;
+  schedule: Scheduler;
+  settings: EngineSettings;
+}
+
+/**
+ * An attempt still unsettled this long after its provider timeout is taken as lost (its
+ * process died): the SDK gives up at the timeout, so no answer can still be on its way.
+ */
+const SETTLE_MARGIN_MS = 2_000;
+/** Clock skew allowed between Herald and the SMS provider when looking for a send in doubt. */
+const PROVIDER_CLOCK_SKEW_MS = 5_000;
+const MAX_RETRY_DELAY_MS = 60_000;
+/** Optimistic steps re-read the notice this many times when another worker moved it meanwhile. */
+const MAX_RACES = 3;
+
+const SEND_STATES: Record<Channel, { ready: NoticeState; sending: NoticeState; sent: NoticeState }> = {
+  email: { ready: 'accepted', sending: 'email_sending', sent: 'email_sent' },
+  sms: { ready: 'sms_pending', sending: 'sms_sending', sent: 'sms_sent' },
+};
+
+/**
+ * The life of a notice after acceptance: send, observe, decide, fall back. Every method is one
+ * step that reads the notice, talks to at most one provider, and writes its result through one
+ * guarded transition, so any number of workers (and the reconciler) may run the same step
+ * twice without a second email decision or a second SMS.
+ */
+export class NoticeEngine {
+  constructor(private readonly deps: EngineDeps) {}
+
+  private get store(): NoticeStore {
+    return this.deps.store;
+  }
+
+  private now(): number {
+    return this.deps.clock.now();
+  }
+
+  // ---- sending -------------------------------------------------------------------------------
+
+  /** Hands the email to the provider once; resolves a send in doubt by searching first. */
+  async sendEmail(id: string): Promise<StepOutcome> {
+    const notice = await this.store.get(id);
+    if (!notice) return done('no such notice');
+    if (notice.state === 'accepted' && notice.emailPolicy !== 'allowed') {
+      const reason: FallbackReason = notice.emailPolicy === 'suppressed' ? 'email_suppressed' : 'email_consent_missing';
+      return this.decideFallback(id, reason);
+    }
+    return this.send('email', notice);
+  }
+
+  /** Hands the fallback SMS to the provider at most once. */
+  async sendSms(id: string): Promise<StepOutcome> {
+    const notice = await this.store.get(id);
+    if (!notice) return done('no such notice');
+    return this.send('sms', notice);
+  }
+
+  private async send(channel: Channel, notice: Notice): Promise<StepOutcome> {
+    const states = SEND_STATES[channel];
+    const record = channel === 'email' ? notice.emailChannel : notice.smsChannel;
+    const now = this.now();
+    const timeout = notice.providerTimeoutMs;
+    const field = (name: Parameters<typeof channelField>[1]) => channelField(channel, name);
+
+    if (notice.state !== states.ready && notice.state !== states.sending) return done(`state is ${notice.state}`);
+
+    const content = await this.store.content(notice.id);
+    if (!content) throw new Error(`content of notice ${notice.id} is gone (content TTL shorter than its life?)`);
+    const to = channel === 'email' ? notice.email! : notice.phone!;
+    const smsBody = content.sms ?? content.subject;
+
+    let retryOf: string | undefined;
+    if (notice.state === states.sending) {
+      const settleBy = (record.attemptStartedAt ?? 0) + timeout + SETTLE_MARGIN_MS;
+      if (!record.attemptSettled && now < settleBy) return retryAt(settleBy, 'an attempt is in flight');
+      if (!record.attemptSettled || record.attemptInDoubt) {
+        let found: SendResult | null;
+        try {
+          found =
+            channel === 'email'
+              ? await this.deps.email.findByIdempotencyKey(record.idempotencyKey!, to)
+              : ((await this.deps.sms.findSince(to, (record.attemptStartedAt ?? now) - PROVIDER_CLOCK_SKEW_MS, smsBody))[0] ?? null);
+        } catch (error) {
+          return this.providerFailure(channel, notice, record.attemptId!, 'search', error, {});
+        }
+        if (found) {
+          return this.accepted(channel, notice, record.attemptId!, found, 'provider_search');
+        }
+      }
+      retryOf = record.attemptId;
+    }
+
+    const attemptId = newAttemptId();
+    const provider = channel === 'email' ? this.deps.email.name : this.deps.sms.name;
+    const start = await this.store.transition(notice.id, now, iso(now), {
+      from: [notice.state],
+      to: states.sending,
+      eq: { [field('attemptId')]: record.attemptId ?? '' },
+      set: {
+        [field('attemptId')]: attemptId,
+        [field('attemptStartedAt')]: now,
+        [field('attempts')]: record.attempts + 1,
+        [field('attemptSettled')]: 0,
+        [field('attemptInDoubt')]: 1,
+      },
+      entries: [
+        {
+          type: `${channel}.requested`,
+          attemptId,
+          idempotencyKey: record.idempotencyKey,
+          provider,
+          attempt: record.attempts + 1,
+          retryOf,
+        },
+      ],
+      due: now + timeout,
+    });
+    if (!start.ok) return done('another worker took the send');
+
+    let result: SendResult;
+    try {
+      result =
+        channel === 'email'
+          ? await this.deps.email.send({
+              to,
+              subject: content.subject,
+              text: content.text,
+              html: content.html,
+              idempotencyKey: record.idempotencyKey!,
+              metadata: { notice_id: notice.id },
+            })
+          : await this.deps.sms.send({ to, body: smsBody });
+    } catch (error) {
+      return this.providerFailure(channel, notice, attemptId, 'send', error, { attemptStarted: true });
+    }
+    return this.accepted(channel, notice, attemptId, result, 'send');
+  }
+
+  /** Stores a provider's acceptance of an attempt and plans the first status check. */
+  private async accepted(
+    channel: Channel,
+    notice: Notice,
+    attemptId: string,
+    result: SendResult,
+    resolvedBy: 'send' | 'provider_search',
+  ): Promise<StepOutcome> {
+    const states = SEND_STATES[channel];
+    const field = (name: Parameters<typeof channelField>[1]) => channelField(channel, name);
+    const now = this.now();
+    const plan = channel === 'email' ? this.emailChecksBeforeDeadline(notice) : planSmsChecks(now, this.limits());
+    const nextCheck = nextCheckAfter(plan, now);
+    const entry: LogEntry = {
+      type: `${channel}.accepted`,
+      attemptId,
+      providerMessageId: result.providerMessageId,
+      providerStatus: result.providerStatus,
+      resolvedBy: resolvedBy === 'send' ? undefined : resolvedBy,
+    };
+    const set: Record<string, string | number> = {
+      [field('providerMessageId')]: result.providerMessageId,
+      [field('attemptSettled')]: 1,
+      [field('attemptInDoubt')]: 0,
+      [field('status')]: 'pending',
+    };
+    if (channel === 'sms') set.smsPlan = JSON.stringify(plan);
+    if (nextCheck !== undefined) set[field('nextCheckAt')] = nextCheck;
+    const due = channel === 'email' ? (nextCheck ?? notice.deadline) : (nextCheck ?? 'remove');
+    const stored = await this.store.transition(notice.id, now, iso(now), {
+      from: [states.sending],
+      to: states.sent,
+      eq: { [field('attemptId')]: attemptId },
+      set,
+      entries: [entry],
+      due,
+    });
+    if (!stored.ok) {
+      // The notice moved on while the provider was answering (the deadline decided the
+      // fallback, say). The message exists all the same: the log must say so.
+      await this.store.transition(notice.id, now, iso(now), {
+        from: '*',
+        set: { [field('providerMessageId')]: result.providerMessageId },
+        entries: [{ ...entry, late: true }],
+      });
+      return done('accepted after the notice moved on');
+    }
+    if (nextCheck !== undefined) {
+      const check = plan.indexOf(nextCheck) + 1;
+      if (channel === 'email') await this.deps.schedule.emailPoll(notice.id, check, nextCheck);
+      else await this.deps.schedule.smsPoll(notice.id, check, nextCheck);
+    }
+    return done(`${channel} accepted`);
+  }
+
+  /** Records a failed provider call; a refusal of the message itself ends the channel. */
+  private async providerFailure(
+    channel: Channel,
+    notice: Notice,
+    attemptId: string,
+    operation: 'send' | 'search',
+    error: unknown,
+    opts: { attemptStarted?: boolean },
+  ): Promise<StepOutcome> {
+    if (!(error instanceof ProviderError)) throw error;
+    const field = (name: Parameters<typeof channelField>[1]) => channelField(channel, name);
+    const now = this.now();
+    const record = channel === 'email' ? notice.emailChannel : notice.smsChannel;
+    const attempts = record.attempts + (opts.attemptStarted ? 1 : 0);
+    const retryTime = now + Math.max(error.retryAfterMs ?? 0, backoff(attempts));
+    const entry = this.providerErrorEntry(channel, attemptId, operation, error, notice.providerTimeoutMs);
+    const sending = SEND_STATES[channel].sending;
+
+    if (error.kind === 'rejected' && operation === 'send') {
+      if (channel === 'email') {
+        await this.store.transition(notice.id, now, iso(now), {
+          from: [sending],
+          eq: { [field('attemptId')]: attemptId },
+          set: { [field('attemptSettled')]: 1, [field('attemptInDoubt')]: 0, [field('status')]: 'failed' },
+          entries: [entry],
+        });
+        return this.decideFallback(notice.id, error.suppressed ? 'email_suppressed' : 'email_rejected');
+      }
+      await this.store.transition(notice.id, now, iso(now), {
+        from: [sending],
+        to: 'sms_failed',
+        eq: { [field('attemptId')]: attemptId },
+        set: { [field('attemptSettled')]: 1, [field('attemptInDoubt')]: 0, [field('status')]: 'failed' },
+        entries: [entry, { type: 'notice.completed', state: 'sms_failed' }],
+        due: 'remove',
+      });
+      return done('sms rejected');
+    }
+
+    // A 429 was never processed; a timeout or a 5xx may have sent the message.
+    const inDoubt = operation === 'search' || error.kind !== 'rate_limited';
+    await this.store.transition(notice.id, now, iso(now), {
+      from: [sending],
+      eq: { [field('attemptId')]: attemptId },
+      set: { [field('attemptSettled')]: 1, [field('attemptInDoubt')]: inDoubt ? 1 : 0 },
+      entries: [entry],
+      due: retryTime,
+    });
+    return retryAt(retryTime, `${channel} ${operation}: ${error.kind}`);
+  }
+
+  private providerErrorEntry(
+    channel: Channel,
+    attemptId: string | undefined,
+    operation: string,
+    error: ProviderError,
+    providerTimeoutMs: number,
+  ): LogEntry {
+    return {
+      type: 'provider.error',
+      channel,
+      attemptId,
+      operation,
+      kind: error.kind,
+      retryable: error.retryable,
+      providerTimeoutMs,
+      httpStatus: error.httpStatus,
+      providerCode: error.providerCode,
+      retryAfterMs: error.retryAfterMs,
+    };
+  }
+
+  // ---- observing -----------------------------------------------------------------------------
+
+  /** One planned email status check; asks for the next one. */
+  async pollEmail(id: string): Promise<StepOutcome> {
+    const notice = await this.store.get(id);
+    if (!notice) return done('no such notice');
+    const observable = notice.state === 'email_sent' || (notice.state === 'sms_pending' && notice.emailChannel.providerMessageId);
+    if (!observable) return done(`state is ${notice.state}`);
+    const outcome = await this.observeEmail(notice, false);
+    const after = await this.store.get(id);
+    const next = after?.emailChannel.nextCheckAt;
+    if (after?.state === 'email_sent' && next !== undefined) {
+      await this.deps.schedule.emailPoll(id, after.pollPlan.indexOf(next) + 1, next);
+    }
+    return outcome;
+  }
+
+  /**
+   * Reads the email status and records it. A delivery ends the notice (or, after the fallback
+   * was decided but before the SMS left, cancels the SMS); a bounce or a refusal decides the
+   * fallback early; anything else waits for the next check or the deadline.
+   */
+  private async observeEmail(notice: Notice, final: boolean): Promise<StepOutcome> {
+    const record = notice.emailChannel;
+    let observation: StatusObservation;
+    try {
+      observation = await this.deps.email.status(record.providerMessageId!);
+    } catch (error) {
+      if (!(error instanceof ProviderError)) throw error;
+      const now = this.now();
+      const next = final ? undefined : nextCheckAfter(this.emailChecksBeforeDeadline(notice), now);
+      await this.store.transition(notice.id, now, iso(now), {
+        from: '*',
+        set: next !== undefined ? { emailNextCheckAt: next } : {},
+        unset: next === undefined ? ['emailNextCheckAt'] : [],
+        entries: [this.providerErrorEntry('email', record.attemptId, 'status', error, notice.providerTimeoutMs)],
+        due: UNDECIDED_STATES.includes(notice.state) ? (next ?? notice.deadline) : undefined,
+      });
+      return done(`status read failed: ${error.kind}`);
+    }
+
+    for (let race = 0; race < MAX_RACES; race += 1) {
+      const current = race === 0 ? notice : await this.store.get(notice.id);
+      if (!current) return done('no such notice');
+      const now = this.now();
+      const undecided = UNDECIDED_STATES.includes(current.state);
+      const late = !undecided;
+      const next = final || !undecided ? undefined : nextCheckAfter(this.emailChecksBeforeDeadline(current), now);
+      const observed: LogEntry = {
+        type: 'email.observed',
+        attemptId: record.attemptId,
+        providerStatus: observation.providerStatus,
+        status: observation.status,
+        observedAt: iso(now),
+        nextCheckAt: next === undefined ? null : iso(next),
+        deadline: iso(current.deadline),
+        engagement: observation.engagement.length > 0 ? observation.engagement : undefined,
+        bounceType: observation.bounceType,
+        late: late ? true : undefined,
+      };
+      const set: Record<string, string | number> = {
+        emailStatus: observation.status,
+        emailProviderStatus: observation.providerStatus,
+        emailLastObservedAt: now,
+        emailChecksDone: current.emailChannel.checksDone + 1,
+      };
+      if (next !== undefined) set.emailNextCheckAt = next;
+      const spec: TransitionSpec = {
+        from: [current.state],
+        set,
+        unset: next === undefined ? ['emailNextCheckAt'] : [],
+        entries: [observed],
+      };
+      if (observation.status === 'delivered') {
+        if (undecided) {
+          Object.assign(spec, { to: 'email_delivered', due: 'remove' });
+          spec.entries.push({ type: 'notice.completed', state: 'email_delivered' });
+        } else if (current.state === 'sms_pending') {
+          Object.assign(spec, { to: 'email_delivered', due: 'remove' });
+          spec.entries.push(
+            { type: 'sms.canceled', reason: 'email_delivered_late' },
+            { type: 'notice.completed', state: 'email_delivered' },
+          );
+        }
+      } else if (undecided) {
+        spec.due = next ?? current.deadline;
+      }
+      const result = await this.store.transition(current.id, now, iso(now), spec);
+      if (!result.ok && result.reason === 'state') continue;
+      if (!result.ok) return done(`observation not stored: ${result.reason}`);
+      if (undecided && observation.status === 'bounced') return this.decideFallback(current.id, 'email_bounced');
+      if (undecided && observation.status === 'failed') {
+        return this.decideFallback(current.id, observation.suppressed ? 'email_suppressed' : 'email_rejected');
+      }
+      return done(`email ${observation.status}`);
+    }
+    return done('the notice kept moving; observation dropped');
+  }
+
+  /** One SMS status check; plans the next one from the SMS plan. */
+  async pollSms(id: string): Promise<StepOutcome> {
+    const notice = await this.store.get(id);
+    if (!notice) return done('no such notice');
+    if (notice.state !== 'sms_sent') return done(`state is ${notice.state}`);
+    const record = notice.smsChannel;
+    let observation: StatusObservation;
+    const now0 = this.now();
+    const next = nextCheckAfter(notice.smsPlan, now0);
+    try {
+      observation = await this.deps.sms.status(record.providerMessageId!);
+    } catch (error) {
+      if (!(error instanceof ProviderError)) throw error;
+      const now = this.now();
+      await this.store.transition(id, now, iso(now), {
+        from: ['sms_sent'],
+        set: next !== undefined ? { smsNextCheckAt: next } : {},
+        entries: [this.providerErrorEntry('sms', record.attemptId, 'status', error, notice.providerTimeoutMs)],
+        due: next ?? 'remove',
+      });
+      if (next !== undefined) await this.deps.schedule.smsPoll(id, notice.smsPlan.indexOf(next) + 1, next);
+      return done(`sms status read failed: ${error.kind}`);
+    }
+    const now = this.now();
+    const terminal: NoticeState | undefined =
+      observation.status === 'delivered' ? 'sms_delivered' : observation.status === 'failed' ? 'sms_failed' : undefined;
+    const entries: LogEntry[] = [
+      {
+        type: 'sms.observed',
+        attemptId: record.attemptId,
+        providerStatus: observation.providerStatus,
+        status: observation.status,
+        observedAt: iso(now),
+        nextCheckAt: terminal || next === undefined ? null : iso(next),
+        errorCode: observation.errorCode,
+      },
+    ];
+    if (terminal) entries.push({ type: 'notice.completed', state: terminal });
+    const result = await this.store.transition(id, now, iso(now), {
+      from: ['sms_sent'],
+      to: terminal,
+      set: {
+        smsStatus: observation.status,
+        smsProviderStatus: observation.providerStatus,
+        smsLastObservedAt: now,
+        smsChecksDone: record.checksDone + 1,
+        ...(next !== undefined && !terminal ? { smsNextCheckAt: next } : {}),
+      },
+      unset: terminal || next === undefined ? ['smsNextCheckAt'] : [],
+      entries,
+      due: terminal || next === undefined ? 'remove' : next,
+    });
+    if (result.ok && !terminal && next !== undefined) await this.deps.schedule.smsPoll(id, notice.smsPlan.indexOf(next) + 1, next);
+    return done(`sms ${observation.status}`);
+  }
+
+  // ---- deciding ------------------------------------------------------------------------------
+
+  /**
+   * The deadline step: never before the deadline; reads the email status one last time and
+   * records it; then, unless that read proved delivery, decides the fallback.
+   */
+  async runDeadline(id: string): Promise<StepOutcome> {
+    const notice = await this.store.get(id);
+    if (!notice) return done('no such notice');
+    if (!UNDECIDED_STATES.includes(notice.state)) return done(`state is ${notice.state}`);
+    const now = this.now();
+    if (now < notice.deadline) return retryAt(notice.deadline, 'deadline not reached');
+
+    if (notice.emailChannel.providerMessageId) {
+      await this.observeEmail(notice, true);
+    } else {
+      await this.store.transition(id, now, iso(now), {
+        from: UNDECIDED_STATES,
+        entries: [
+          {
+            type: 'email.observed',
+            attemptId: notice.emailChannel.attemptId,
+            providerStatus: null,
+            status: 'unknown',
+            observedAt: iso(now),
+            nextCheckAt: null,
+            deadline: iso(notice.deadline),
+            note: notice.state === 'accepted' ? 'email_not_sent' : 'email_send_unconfirmed',
+          },
+        ],
+      });
+    }
+    return this.decideFallback(id, 'email_deadline_elapsed');
+  }
+
+  /**
+   * Decides the fallback at most once: checks whether SMS may be used, and records either
+   * `fallback.decided` (then asks for the SMS send) or `fallback.blocked` (the notice ends).
+   */
+  async decideFallback(id: string, reason: FallbackReason): Promise<StepOutcome> {
+    for (let race = 0; race < MAX_RACES; race += 1) {
+      const notice = await this.store.get(id);
+      if (!notice) return done('no such notice');
+      if (!UNDECIDED_STATES.includes(notice.state)) return done(`already decided: ${notice.state}`);
+      const now = this.now();
+      if (reason === 'email_deadline_elapsed' && now < notice.deadline) return retryAt(notice.deadline, 'deadline not reached');
+
+      const policy = await this.deps.policies.get(notice.recipientId);
+      let outcome: PolicyOutcome = 'allowed';
+      let blocked: BlockReason | undefined;
+      if (!notice.phone) [outcome, blocked] = ['no_address', 'no_phone'];
+      else if (!policy.consent.sms) [outcome, blocked] = ['no_consent', 'sms_consent_missing'];
+
+      const smsIdempotencyKey = `${id}-sms`;
+      const common = {
+        reason,
+        deadline: iso(notice.deadline),
+        decidedAt: iso(now),
+        lastEmailStatus: notice.emailChannel.status ?? null,
+      };
+      const entries: LogEntry[] = [{ type: 'policy.checked', channel: 'sms', outcome, policyVersion: policy.version }];
+      if (blocked) {
+        entries.push(
+          { type: 'fallback.blocked', ...common, fallbackReason: reason, reason: blocked },
+          { type: 'notice.completed', state: 'blocked' },
+        );
+      } else {
+        entries.push({ type: 'fallback.decided', ...common, smsIdempotencyKey });
+      }
+      const result = await this.store.transition(id, now, iso(now), {
+        from: UNDECIDED_STATES,
+        to: blocked ? 'blocked' : 'sms_pending',
+        reached: reason === 'email_deadline_elapsed' ? 'deadline' : undefined,
+        set: {
+          fallbackReason: reason,
+          fallbackDecidedAt: now,
+          ...(blocked ? { blockReason: blocked } : { smsIdempotencyKey }),
+        },
+        unset: ['emailNextCheckAt'],
+        entries,
+        due: blocked ? 'remove' : now,
+      });
+      if (result.ok) {
+        if (!blocked) await this.deps.schedule.smsSend(id, now);
+        this.deps.log.info({ noticeId: id, reason, blocked }, 'fallback decided');
+        return done(blocked ? `fallback blocked: ${blocked}` : `fallback decided: ${reason}`);
+      }
+      if (result.reason === 'guard') return retryAt(notice.deadline, 'deadline not reached');
+      if (result.reason === 'missing') return done('no such notice');
+    }
+    return done('the notice kept moving; decision left to the next step');
+  }
+
+  // ---- reconciling ---------------------------------------------------------------------------
+
+  /**
+   * Drives an overdue notice forward with whatever step its state needs; used by the
+   * reconciler when a job was lost, killed or never enqueued.
+   */
+  async drive(id: string): Promise<StepOutcome> {
+    const notice = await this.store.get(id);
+    if (!notice) return done('no such notice');
+    const now = this.now();
+    switch (notice.state) {
+      case 'accepted':
+      case 'email_sending':
+        return now >= notice.deadline ? this.runDeadline(id) : this.sendEmail(id);
+      case 'email_sent':
+        return now >= notice.deadline ? this.runDeadline(id) : this.pollEmail(id);
+      case 'sms_pending':
+      case 'sms_sending':
+        return this.sendSms(id);
+      case 'sms_sent':
+        return this.pollSms(id);
+      default:
+        await this.store.transition(id, now, iso(now), { from: '*', entries: [], due: 'remove' });
+        return done(`state is ${notice.state}`);
+    }
+  }
+
+  /** The email checks the poll jobs run: the plan without its last check, which the deadline step makes. */
+  private emailChecksBeforeDeadline(notice: Notice): number[] {
+    return notice.pollPlan.filter((at) => at < notice.deadline);
+  }
+
+  private limits() {
+    return { minPollIntervalMs: this.deps.settings.minPollIntervalMs, maxChecks: this.deps.settings.maxChecksPerNotice };
+  }
+}
+
+function backoff(attempts: number): number {
+  return Math.min(MAX_RETRY_DELAY_MS, 1000 * 2 ** Math.max(0, attempts - 1));
+}

@@ -1,0 +1,47 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/**
+ * Notices are spread over a fixed number of shards. Every key of one notice carries its shard's
+ * hash tag, so each transition script touches one Redis Cluster slot, and each shard has one
+ * decision-log stream. The shard is written into the notice ID, so changing this number later
+ * never moves an existing notice.
+ */
+export const SHARD_COUNT = 16;
+
+const ID_PATTERN = /^ntc_([0-9a-f]{2})([0-9a-z]{26})$/;
+
+/** A new notice ID in `shard`: `ntc_` + two hex digits of shard + a time-ordered random part. */
+export function newNoticeId(shard: number, now: number): string {
+  return `ntc_${shard.toString(16).padStart(2, '0')}${timeOrderedToken(now)}`;
+}
+
+/** The shard of a notice ID, or undefined when the ID is not one of Herald's. */
+export function shardOfNoticeId(id: string): number | undefined {
+  const match = ID_PATTERN.exec(id);
+  if (!match) return undefined;
+  const shard = parseInt(match[1]!, 16);
+  return shard < SHARD_COUNT ? shard : undefined;
+}
+
+/** A stable shard for any string (an idempotency key), so a replay lands where the original did. */
+export function shardOfKey(key: string): number {
+  return createHash('sha256').update(key).digest().readUInt32BE(0) % SHARD_COUNT;
+}
+
+export function randomShard(): number {
+  return randomBytes(1)[0]! % SHARD_COUNT;
+}
+
+/** 10 base-36 characters of milliseconds, then 16 random ones: sorts by creation time. */
+function timeOrderedToken(now: number): string {
+  const time = now.toString(36).padStart(10, '0');
+  const bytes = randomBytes(16);
+  let random = '';
+  for (const byte of bytes) random += (byte % 36).toString(36);
+  return time + random;
+}
+
+/** A short random ID for one provider attempt. */
+export function newAttemptId(): string {
+  return `att_${randomBytes(9).toString('base64url')}`;
+}

@@ -1,0 +1,16 @@
+/** What a step of the engine asks of whoever ran it (a queue processor or the reconciler). */
+export type StepOutcome =
+  | { kind: 'done'; note: string }
+  | { kind: 'retry'; at: number; note: string };
+
+export const done = (note: string): StepOutcome => ({ kind: 'done', note });
+export const retryAt = (at: number, note: string): StepOutcome => ({ kind: 'retry', at, note });
+
+/** The jobs the engine asks for; queues/index.ts implements it over BullMQ. Adding twice is harmless. */
+export interface Scheduler {
+  emailSend(noticeId: string, at: number): Promise<void>;
+  emailPoll(noticeId: string, check: number, at: number): Promise<void>;
+  deadline(noticeId: string, at: number): Promise<void>;
+  smsSend(noticeId: string, at: number): Promise<void>;
+  smsPoll(noticeId: string, check: number, at: number): Promise<void>;
+}

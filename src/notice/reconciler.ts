@@ -1,0 +1,62 @@
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../clock.js';
+import type { NoticeStore } from '../store/notices.js';
+import type { NoticeEngine } from './engine.js';
+
+export interface ReconcilerDeps {
+  store: NoticeStore;
+  engine: NoticeEngine;
+  clock: Clock;
+  log: Logger;
+  /** How long past its due time a notice is left to its own job. */
+  graceMs: number;
+  /** How long one notice's lease lasts: longer than any one step (a few provider timeouts). */
+  leaseMs: number;
+  /** Identifies this worker process in leases. */
+  owner: string;
+  batchSize?: number;
+}
+
+export interface ReconcileReport {
+  examined: number;
+  driven: number;
+  skipped: number;
+}
+
+/**
+ * One sweep of the reconciler: every notice whose next action is overdue by more than the
+ * grace (a lost job, a crash between two writes, a send in doubt) is leased and driven one
+ * step forward. Safe to run in any number of workers at once.
+ */
+export async function reconcileOnce(deps: ReconcilerDeps): Promise<ReconcileReport> {
+  const report: ReconcileReport = { examined: 0, driven: 0, skipped: 0 };
+  const upTo = deps.clock.now() - deps.graceMs;
+  for (const shard of deps.store.keys.allShards()) {
+    const ids = await deps.store.dueNotices(shard, upTo, deps.batchSize ?? 200);
+    for (const id of ids) {
+      report.examined += 1;
+      if (!(await deps.store.tryLease(id, deps.owner, deps.leaseMs))) {
+        report.skipped += 1;
+        continue;
+      }
+      try {
+        const notice = await deps.store.get(id);
+        if (!notice) continue;
+        const now = deps.clock.now();
+        await deps.store.transition(id, now, iso(now), {
+          from: [notice.state],
+          entries: [{ type: 'notice.reconciled', state: notice.state }],
+        });
+        const outcome = await deps.engine.drive(id);
+        if (outcome.kind === 'retry') await deps.store.setDue(id, outcome.at);
+        report.driven += 1;
+        deps.log.info({ noticeId: id, state: notice.state, outcome: outcome.note }, 'reconciler drove an overdue notice');
+      } catch (error) {
+        deps.log.error({ err: error, noticeId: id }, 'reconciler step failed');
+      } finally {
+        await deps.store.releaseLease(id, deps.owner).catch(() => undefined);
+      }
+    }
+  }
+  return report;
+}

@@ -1,0 +1,45 @@
+/** The notice state machine's states (SPEC §2), exactly as the API and the log spell them. */
+export const STATES = [
+  'accepted',
+  'email_sending',
+  'email_sent',
+  'email_delivered',
+  'sms_pending',
+  'sms_sending',
+  'sms_sent',
+  'sms_delivered',
+  'sms_failed',
+  'blocked',
+  'canceled',
+] as const;
+
+export type NoticeState = (typeof STATES)[number];
+
+export const TERMINAL_STATES: readonly NoticeState[] = [
+  'email_delivered',
+  'sms_delivered',
+  'sms_failed',
+  'blocked',
+  'canceled',
+];
+
+/** States from which the fallback may still be decided: the email is not yet confirmed. */
+export const UNDECIDED_STATES: readonly NoticeState[] = ['accepted', 'email_sending', 'email_sent'];
+
+export function isTerminal(state: NoticeState): boolean {
+  return TERMINAL_STATES.includes(state);
+}
+
+/** Why the fallback to SMS was decided (SPEC §2). */
+export type FallbackReason =
+  | 'email_deadline_elapsed'
+  | 'email_bounced'
+  | 'email_rejected'
+  | 'email_suppressed'
+  | 'email_consent_missing';
+
+/** Why a decided fallback could not use SMS (SPEC §5 `fallback.blocked`). */
+export type BlockReason = 'no_phone' | 'sms_consent_missing' | 'sms_suppressed' | 'region_blocked';
+
+/** Outcome of a policy check (SPEC §5 `policy.checked`). */
+export type PolicyOutcome = 'allowed' | 'no_consent' | 'suppressed' | 'region_blocked' | 'no_address';

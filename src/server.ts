@@ -1,0 +1,53 @@
+import { pathToFileURL } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { systemClock, type Clock } from './clock.js';
+import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
+import { buildApp } from './app.js';
+import { createLogger } from './logger.js';
+import { exitOnSignals, once } from './signals.js';
+import { connectRedis } from './store/redis.js';
+import { NoticeStore } from './store/notices.js';
+import { PolicyStore } from './store/policies.js';
+import { closeQueues, openQueues, QueueScheduler } from '../queues/index.js';
+
+export interface WebHandle {
+  app: FastifyInstance;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the web process: the HTTP API on config.host:config.port. */
+export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Promise<WebHandle> {
+  const clock = opts.clock ?? systemClock;
+  const logger = createLogger('herald-web');
+  const redis = connectRedis(config.redisUrl, 'web', 'herald-web');
+  redis.on('error', (error) => logger.warn({ err: error }, 'redis connection error'));
+  const queues = openQueues(redis, new NoticeStore(redis, config.prefix).keys.queuePrefix);
+  const store = new NoticeStore(redis, config.prefix);
+  const policies = new PolicyStore(redis, config.prefix);
+  const app = await buildApp({ config, redis, store, policies, scheduler: new QueueScheduler(queues, clock), clock, logger });
+  const address = await app.listen({ port: config.port, host: config.host });
+  const close = once(async () => {
+    // Stop taking requests and let running ones finish, then close what this process opened.
+    await app.close().catch((error) => logger.error({ err: error }, 'closing the HTTP server failed'));
+    await closeQueues(queues);
+    await redis.quit().catch(() => redis.disconnect());
+  });
+  return { app, url: address, close };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const web = await startWeb(config);
+  const log = createLogger('herald-web');
+  log.info({ url: web.url, ...describeConfig(config) }, 'herald web listening');
+  if (config.devApiKey) log.info(`dev API key (sandbox only): ${config.devApiKey}`);
+  exitOnSignals(web.close, log);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof ConfigError ? error.message : error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,66 @@
+import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
+
+/**
+ * Redis key layout. Every key of a notice carries its shard's hash tag `{sN}`, so that one
+ * transition script touches one Redis Cluster slot; the shard's decision log, due index and
+ * idempotency records share that tag. Recipient policies have their own tag per recipient.
+ */
+export class Keys {
+  constructor(readonly prefix: string) {}
+
+  private shard(shard: number): string {
+    return `${this.prefix}:{s${shard}}`;
+  }
+
+  /** The hash holding a notice's state and fields. */
+  notice(id: string): string {
+    return `${this.shard(shardFor(id))}:notice:${id}`;
+  }
+  /** The notice's message content, kept only for the content TTL. */
+  content(id: string): string {
+    return `${this.shard(shardFor(id))}:content:${id}`;
+  }
+  /** A list of the notice's decision-log entry IDs, in order. */
+  events(id: string): string {
+    return `${this.shard(shardFor(id))}:events:${id}`;
+  }
+  /** The reconciler's lease on a notice. */
+  lease(id: string): string {
+    return `${this.shard(shardFor(id))}:lease:${id}`;
+  }
+  /** The shard's decision-log stream (append-only; trimmed only below what the archive holds). */
+  log(shard: number): string {
+    return `${this.shard(shard)}:log`;
+  }
+  /** Sorted set of the shard's live notices, scored by when each must next be looked at. */
+  due(shard: number): string {
+    return `${this.shard(shard)}:due`;
+  }
+  /** Idempotency record of one API key + Idempotency-Key pair (hashed). */
+  idempotency(shard: number, hash: string): string {
+    return `${this.shard(shard)}:idem:${hash}`;
+  }
+  /** A recipient's versioned policy. */
+  recipientPolicy(recipientId: string): string {
+    return `${this.prefix}:{r:${recipientId}}:policy`;
+  }
+  /** BullMQ's prefix: all queues in one slot. */
+  get queuePrefix(): string {
+    return `${this.prefix}:{q}`;
+  }
+
+  noticeKeysFor(id: string): { notice: string; events: string; log: string; due: string } {
+    const shard = shardFor(id);
+    return { notice: this.notice(id), events: this.events(id), log: this.log(shard), due: this.due(shard) };
+  }
+
+  allShards(): number[] {
+    return Array.from({ length: SHARD_COUNT }, (_, i) => i);
+  }
+}
+
+function shardFor(id: string): number {
+  const shard = shardOfNoticeId(id);
+  if (shard === undefined) throw new Error(`not a notice ID: ${id}`);
+  return shard;
+}

@@ -1,0 +1,58 @@
+--[[
+  Stores a new notice, its content and its first decision-log entries in one step, or finds
+  the notice an earlier request with the same idempotency key created.
+
+  KEYS[1] notice hash          KEYS[2] content hash       KEYS[3] events list
+  KEYS[4] shard log stream     KEYS[5] shard due zset     KEYS[6] idempotency hash
+  ARGV[1] noticeId             ARGV[2] at (ISO)           ARGV[3] content TTL (ms)
+  ARGV[4] idempotency TTL (ms) ARGV[5] request body hash, '' when no idempotency key
+  ARGV[6] notice fields JSON   ARGV[7] content fields JSON
+  ARGV[8] entries JSON         ARGV[9] due score (ms)
+
+  Returns { 1 } when created;
+          { 0, existingNoticeId, existingBodyHash } when the idempotency key was used before;
+          { -4 } when the notice ID exists already.
+  Log entries: those in ARGV[8] (notice.accepted, policy.checked).
+]]
+-- @include appendEntries
+-- @include setDue
+
+local noticeId = ARGV[1]
+local bodyHash = ARGV[5]
+if bodyHash ~= '' then
+  local existing = redis.call('HMGET', KEYS[6], 'noticeId', 'bodyHash')
+  if existing[1] then
+    return { 0, existing[1], existing[2] }
+  end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return { -4 }
+end
+
+local fields = cjson.decode(ARGV[6])
+local flat = {}
+for k, v in pairs(fields) do
+  flat[#flat + 1] = k
+  flat[#flat + 1] = v
+end
+redis.call('HSET', KEYS[1], unpack(flat))
+
+local content = cjson.decode(ARGV[7])
+local contentFlat = {}
+for k, v in pairs(content) do
+  contentFlat[#contentFlat + 1] = k
+  contentFlat[#contentFlat + 1] = v
+end
+if #contentFlat > 0 then
+  redis.call('HSET', KEYS[2], unpack(contentFlat))
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+
+if bodyHash ~= '' then
+  redis.call('HSET', KEYS[6], 'noticeId', noticeId, 'bodyHash', bodyHash)
+  redis.call('PEXPIRE', KEYS[6], ARGV[4])
+end
+
+appendEntries(KEYS[1], KEYS[3], KEYS[4], noticeId, ARGV[2], cjson.decode(ARGV[8]))
+setDue(KEYS[5], noticeId, ARGV[9])
+return { 1 }

@@ -1,0 +1,86 @@
+--[[
+  One guarded step of a notice: checks its current state (and optional field guards), changes
+  state and fields, and appends the decision-log entries that explain the step, all at once.
+  Every state change after creation goes through this script; each step of the engine
+  (src/notice/engine.ts) names its allowed states, new state and entries.
+
+  KEYS[1] notice hash   KEYS[2] events list   KEYS[3] shard log stream   KEYS[4] shard due zset
+  ARGV[1] noticeId
+  ARGV[2] now (ms)
+  ARGV[3] at (ISO)
+  ARGV[4] allowed current states, comma-separated ('*' = any)
+  ARGV[5] new state ('' = unchanged)
+  ARGV[6] guards JSON: { "eq": { field: value, ... }, "reached": field }
+          eq: the field must hold exactly this value ('' = the field must be absent);
+          reached: the field holds a time in ms that must be <= now (a deadline never fires early)
+  ARGV[7] fields to set JSON: { field: value }
+  ARGV[8] fields to delete JSON: [ field, ... ]
+  ARGV[9] entries JSON: [ [ type, field, value, ... ], ... ]
+  ARGV[10] due: '' keep, 'remove', or a score in ms
+
+  Returns { 1, state }                    done; state is the new state
+          { -1 }                          no such notice
+          { -2, currentState }            the notice is in another state
+          { -3, field, currentValue }     a guard failed
+]]
+-- @include appendEntries
+-- @include setDue
+
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then
+  return { -1 }
+end
+
+local allowed = ARGV[4]
+if allowed ~= '*' then
+  local ok = false
+  for s in string.gmatch(allowed, '[^,]+') do
+    if s == state then
+      ok = true
+      break
+    end
+  end
+  if not ok then
+    return { -2, state }
+  end
+end
+
+local guards = cjson.decode(ARGV[6])
+if guards.eq then
+  for field, expected in pairs(guards.eq) do
+    local actual = redis.call('HGET', KEYS[1], field) or ''
+    if actual ~= expected then
+      return { -3, field, actual }
+    end
+  end
+end
+if guards.reached then
+  local at = tonumber(redis.call('HGET', KEYS[1], guards.reached))
+  if at == nil or at > tonumber(ARGV[2]) then
+    return { -3, guards.reached, tostring(at) }
+  end
+end
+
+local newState = ARGV[5]
+local set = cjson.decode(ARGV[7])
+local flat = {}
+for k, v in pairs(set) do
+  flat[#flat + 1] = k
+  flat[#flat + 1] = v
+end
+if newState ~= '' then
+  flat[#flat + 1] = 'state'
+  flat[#flat + 1] = newState
+  state = newState
+end
+if #flat > 0 then
+  redis.call('HSET', KEYS[1], unpack(flat))
+end
+local unset = cjson.decode(ARGV[8])
+if #unset > 0 then
+  redis.call('HDEL', KEYS[1], unpack(unset))
+end
+
+appendEntries(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], cjson.decode(ARGV[9]))
+setDue(KEYS[4], ARGV[1], ARGV[10])
+return { 1, state }

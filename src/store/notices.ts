@@ -1,0 +1,313 @@
+import type { Redis } from 'ioredis';
+import type { Channel } from '../providers/types.js';
+import type { NoticeState, PolicyOutcome } from '../notice/states.js';
+import { SHARD_COUNT } from '../notice/ids.js';
+import { Keys } from './keys.js';
+import { defineScripts, type HeraldScripts } from './scripts.js';
+
+/** One decision-log entry as Herald writes it: a type and flat fields (SPEC §5). */
+export interface LogEntry {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** A decision-log entry as read back: with its stream `id`, `seq`, `noticeId` and `at`. */
+export interface StoredEntry extends LogEntry {
+  id: string;
+  seq: number;
+  noticeId: string;
+  at: string;
+}
+
+/** Per-channel send and observation fields of a notice. */
+export interface ChannelRecord {
+  idempotencyKey: string | undefined;
+  attemptId: string | undefined;
+  attempts: number;
+  attemptStartedAt: number | undefined;
+  /** The attempt has an outcome stored (accepted or an error); false while in flight or after a crash. */
+  attemptSettled: boolean;
+  /** The last attempt may have reached the provider without Herald learning the answer. */
+  attemptInDoubt: boolean;
+  providerMessageId: string | undefined;
+  status: string | undefined;
+  providerStatus: string | undefined;
+  lastObservedAt: number | undefined;
+  nextCheckAt: number | undefined;
+  checksDone: number;
+}
+
+/** A notice as stored in its Redis hash. */
+export interface Notice {
+  id: string;
+  state: NoticeState;
+  category: string;
+  recipientId: string;
+  email: string | undefined;
+  phone: string | undefined;
+  region: string | undefined;
+  createdAt: number;
+  deadline: number;
+  policyVersion: number;
+  emailPolicy: PolicyOutcome;
+  providerTimeoutMs: number;
+  pollPlan: number[];
+  smsPlan: number[];
+  contentSha256: string;
+  idempotencyKey: string | undefined;
+  metadata: Record<string, string>;
+  fallbackReason: string | undefined;
+  fallbackDecidedAt: number | undefined;
+  emailChannel: ChannelRecord;
+  smsChannel: ChannelRecord;
+}
+
+export interface NoticeContent {
+  subject: string;
+  text?: string;
+  html?: string;
+  sms?: string;
+}
+
+/** What a transition asks of the transition script (see lua/transition-4.lua). */
+export interface TransitionSpec {
+  from: readonly NoticeState[] | '*';
+  to?: NoticeState;
+  /** Field equality guards; '' means the field must be absent. */
+  eq?: Record<string, string>;
+  /** A field holding a time (ms) that must have been reached. */
+  reached?: string;
+  set?: Record<string, string | number>;
+  unset?: string[];
+  entries: LogEntry[];
+  /** '' keep, 'remove', or the time (ms) the reconciler should look at the notice. */
+  due?: number | 'remove';
+}
+
+export type TransitionResult =
+  | { ok: true; state: NoticeState }
+  | { ok: false; reason: 'missing' }
+  | { ok: false; reason: 'state'; state: NoticeState }
+  | { ok: false; reason: 'guard'; field: string; value: string };
+
+export interface CreateNoticeInput {
+  id: string;
+  fields: Record<string, string | number>;
+  content: NoticeContent;
+  entries: LogEntry[];
+  at: string;
+  due: number;
+  contentTtlMs: number;
+  idempotency?: { shard: number; keyHash: string; bodyHash: string; ttlMs: number };
+}
+
+export type CreateNoticeResult =
+  | { created: true }
+  | { created: false; existingId: string; bodyHash: string };
+
+/** Field name of a channel's record in the notice hash: `emailAttemptId`, `smsStatus`, ... */
+export function channelField(channel: Channel, name: keyof ChannelRecord): string {
+  return `${channel}${name[0]!.toUpperCase()}${name.slice(1)}`;
+}
+
+/** Typed access to notices, their decision log and the due index. All writes go through scripts. */
+export class NoticeStore {
+  readonly keys: Keys;
+  private readonly redis: Redis & HeraldScripts;
+
+  constructor(redis: Redis, prefix: string) {
+    this.redis = defineScripts(redis);
+    this.keys = new Keys(prefix);
+  }
+
+  async create(input: CreateNoticeInput): Promise<CreateNoticeResult> {
+    const k = this.keys.noticeKeysFor(input.id);
+    const idem = input.idempotency;
+    const idemKey = this.keys.idempotency(idem ? idem.shard : 0, idem ? idem.keyHash : 'unused');
+    const reply = await this.redis.createNotice(
+      k.notice,
+      this.keys.content(input.id),
+      k.events,
+      k.log,
+      k.due,
+      idemKey,
+      input.id,
+      input.at,
+      input.contentTtlMs,
+      idem?.ttlMs ?? 0,
+      idem?.bodyHash ?? '',
+      JSON.stringify(input.fields),
+      JSON.stringify(input.content),
+      JSON.stringify(input.entries.map(encodeEntry)),
+      input.due,
+    );
+    const code = Number(reply[0]);
+    if (code === 1) return { created: true };
+    if (code === 0) return { created: false, existingId: String(reply[1]), bodyHash: String(reply[2]) };
+    throw new Error(`notice ${input.id} exists already`);
+  }
+
+  /** The notice an idempotency key created, with the hash of the body it was created from. */
+  async findIdempotent(shard: number, keyHash: string): Promise<{ noticeId: string; bodyHash: string } | null> {
+    const [noticeId, bodyHash] = await this.redis.hmget(this.keys.idempotency(shard, keyHash), 'noticeId', 'bodyHash');
+    return noticeId && bodyHash ? { noticeId, bodyHash } : null;
+  }
+
+  /** Runs one guarded transition (lua/transition-4.lua). */
+  async transition(id: string, now: number, at: string, spec: TransitionSpec): Promise<TransitionResult> {
+    const k = this.keys.noticeKeysFor(id);
+    const guards: Record<string, unknown> = {};
+    if (spec.eq && Object.keys(spec.eq).length > 0) guards.eq = spec.eq;
+    if (spec.reached) guards.reached = spec.reached;
+    const set: Record<string, string> = {};
+    for (const [field, value] of Object.entries(spec.set ?? {})) set[field] = String(value);
+    const reply = await this.redis.transition(
+      k.notice,
+      k.events,
+      k.log,
+      k.due,
+      id,
+      now,
+      at,
+      spec.from === '*' ? '*' : spec.from.join(','),
+      spec.to ?? '',
+      JSON.stringify(guards),
+      JSON.stringify(set),
+      JSON.stringify(spec.unset ?? []),
+      JSON.stringify(spec.entries.map(encodeEntry)),
+      spec.due === undefined ? '' : String(spec.due),
+    );
+    switch (Number(reply[0])) {
+      case 1:
+        return { ok: true, state: String(reply[1]) as NoticeState };
+      case -1:
+        return { ok: false, reason: 'missing' };
+      case -2:
+        return { ok: false, reason: 'state', state: String(reply[1]) as NoticeState };
+      case -3:
+        return { ok: false, reason: 'guard', field: String(reply[1]), value: String(reply[2]) };
+      default:
+        throw new Error(`transition script answered ${JSON.stringify(reply)}`);
+    }
+  }
+
+  async get(id: string): Promise<Notice | null> {
+    const hash = await this.redis.hgetall(this.keys.notice(id));
+    return hash.state ? parseNotice(hash) : null;
+  }
+
+  async content(id: string): Promise<NoticeContent | null> {
+    const hash = await this.redis.hgetall(this.keys.content(id));
+    return hash.subject !== undefined ? (hash as unknown as NoticeContent) : null;
+  }
+
+  /** The notice's decision log, in order, as far as Redis still holds it. */
+  async events(id: string): Promise<StoredEntry[]> {
+    const ids = await this.redis.lrange(this.keys.events(id), 0, -1);
+    if (ids.length === 0) return [];
+    const log = this.keys.noticeKeysFor(id).log;
+    const pipeline = this.redis.pipeline();
+    for (const entryId of ids) pipeline.xrange(log, entryId, entryId);
+    const replies = (await pipeline.exec()) ?? [];
+    const entries: StoredEntry[] = [];
+    for (const [error, rows] of replies) {
+      if (error) throw error;
+      for (const [entryId, fields] of rows as [string, string[]][]) entries.push(decodeEntry(entryId, fields));
+    }
+    return entries;
+  }
+
+  /** Notices of one shard whose due time is at or before `upTo`, oldest first. */
+  async dueNotices(shard: number, upTo: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.due(shard), '-inf', upTo, 'LIMIT', 0, limit);
+  }
+
+  /** Moves a live notice's due time (only when it is still in the due index). */
+  async setDue(id: string, at: number): Promise<void> {
+    await this.redis.zadd(this.keys.noticeKeysFor(id).due, 'XX', at, id);
+  }
+
+  /** Takes the reconciler's lease on a notice; false when another worker holds it. */
+  async tryLease(id: string, owner: string, ms: number): Promise<boolean> {
+    return (await this.redis.set(this.keys.lease(id), owner, 'PX', ms, 'NX')) === 'OK';
+  }
+
+  async releaseLease(id: string, owner: string): Promise<void> {
+    const key = this.keys.lease(id);
+    if ((await this.redis.get(key)) === owner) await this.redis.del(key);
+  }
+
+  /** Number of live (not terminal) notices per shard, for readiness and metrics. */
+  async liveCount(): Promise<number> {
+    const pipeline = this.redis.pipeline();
+    for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.zcard(this.keys.due(shard));
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.reduce((sum, [, count]) => sum + Number(count ?? 0), 0);
+  }
+}
+
+const HEADER_FIELDS = new Set(['type', 'noticeId', 'at', 'seq']);
+
+/** Flattens an entry for the script: [type, field, JSON value, ...]; undefined fields are left out. */
+export function encodeEntry(entry: LogEntry): string[] {
+  const flat = [entry.type];
+  for (const [field, value] of Object.entries(entry)) {
+    if (field === 'type' || value === undefined) continue;
+    if (HEADER_FIELDS.has(field)) throw new Error(`log entry field "${field}" is written by Herald itself`);
+    flat.push(field, JSON.stringify(value));
+  }
+  return flat;
+}
+
+export function decodeEntry(id: string, fields: string[]): StoredEntry {
+  const entry: Record<string, unknown> = { id };
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const field = fields[i]!;
+    const raw = fields[i + 1]!;
+    if (field === 'seq') entry.seq = Number(raw);
+    else if (HEADER_FIELDS.has(field)) entry[field] = raw;
+    else entry[field] = JSON.parse(raw);
+  }
+  return entry as StoredEntry;
+}
+
+function parseNotice(hash: Record<string, string>): Notice {
+  const num = (field: string): number | undefined => (hash[field] === undefined ? undefined : Number(hash[field]));
+  const channel = (c: Channel): ChannelRecord => ({
+    idempotencyKey: hash[channelField(c, 'idempotencyKey')],
+    attemptId: hash[channelField(c, 'attemptId')],
+    attempts: num(channelField(c, 'attempts')) ?? 0,
+    attemptStartedAt: num(channelField(c, 'attemptStartedAt')),
+    attemptSettled: hash[channelField(c, 'attemptSettled')] === '1',
+    attemptInDoubt: hash[channelField(c, 'attemptInDoubt')] === '1',
+    providerMessageId: hash[channelField(c, 'providerMessageId')],
+    status: hash[channelField(c, 'status')],
+    providerStatus: hash[channelField(c, 'providerStatus')],
+    lastObservedAt: num(channelField(c, 'lastObservedAt')),
+    nextCheckAt: num(channelField(c, 'nextCheckAt')),
+    checksDone: num(channelField(c, 'checksDone')) ?? 0,
+  });
+  return {
+    id: hash.id!,
+    state: hash.state as NoticeState,
+    category: hash.category!,
+    recipientId: hash.recipientId!,
+    email: hash.email,
+    phone: hash.phone,
+    region: hash.region,
+    createdAt: Number(hash.createdAt),
+    deadline: Number(hash.deadline),
+    policyVersion: Number(hash.policyVersion ?? 0),
+    emailPolicy: (hash.emailPolicy ?? 'allowed') as PolicyOutcome,
+    providerTimeoutMs: Number(hash.providerTimeoutMs),
+    pollPlan: JSON.parse(hash.pollPlan ?? '[]') as number[],
+    smsPlan: JSON.parse(hash.smsPlan ?? '[]') as number[],
+    contentSha256: hash.contentSha256!,
+    idempotencyKey: hash.idempotencyKey,
+    metadata: JSON.parse(hash.metadata ?? '{}') as Record<string, string>,
+    fallbackReason: hash.fallbackReason,
+    fallbackDecidedAt: num('fallbackDecidedAt'),
+    emailChannel: channel('email'),
+    smsChannel: channel('sms'),
+  };
+}

@@ -1,0 +1,41 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+/**
+ * The two kinds of connection Herald opens. Workers wait for Redis to come back
+ * (`maxRetriesPerRequest: null`, as BullMQ requires); the web side fails fast so that a request
+ * answers 503 at once instead of hanging while Redis is down.
+ */
+export function connectRedis(url: string, role: 'web' | 'worker', name: string): Redis {
+  const options: RedisOptions =
+    role === 'worker'
+      ? { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: name }
+      : {
+          maxRetriesPerRequest: 1,
+          enableOfflineQueue: false,
+          connectTimeout: 1000,
+          commandTimeout: 1000,
+          connectionName: name,
+          retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+        };
+  return new Redis(url, options);
+}
+
+/** Resolves once the connection is ready, or rejects after `timeoutMs`. */
+export async function waitReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`Redis not ready after ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = () => {
+      cleanup();
+      resolve();
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+    };
+    redis.on('ready', onReady);
+  });
+}

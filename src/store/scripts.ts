@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+const LUA_DIR = new URL('./lua/', import.meta.url);
+const INCLUDE = /^-- @include (\S+)\s*$/gm;
+
+/** Reads a script and splices in its `-- @include name` lines from lua/includes/. */
+export function loadScript(name: string): string {
+  const source = readFileSync(new URL(`${name}.lua`, LUA_DIR), 'utf8');
+  return source.replace(INCLUDE, (_, include: string) => readFileSync(new URL(`includes/${include}.lua`, LUA_DIR), 'utf8'));
+}
+
+/** The scripts Herald defines on a connection, with their key counts from their names. */
+export const SCRIPTS = ['createNotice-6', 'transition-4', 'putRecipientPolicy-1'] as const;
+
+export interface HeraldScripts {
+  createNotice(...args: (string | number)[]): Promise<unknown[]>;
+  transition(...args: (string | number)[]): Promise<unknown[]>;
+  putRecipientPolicy(...args: (string | number)[]): Promise<number>;
+}
+
+/** Defines Herald's scripts as commands on an ioredis connection (EVALSHA with EVAL fallback). */
+export function defineScripts(redis: Redis): Redis & HeraldScripts {
+  for (const file of SCRIPTS) {
+    const [name, keys] = file.split('-') as [string, string];
+    if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: Number(keys), lua: loadScript(file) });
+  }
+  return redis as Redis & HeraldScripts;
+}

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { iso, ManualClock } from '../../src/clock.js';
+import { createLogger } from '../../src/logger.js';
+import { NoticeEngine } from '../../src/notice/engine.js';
+import { reconcileOnce } from '../../src/notice/reconciler.js';
+import { createPostmarkProvider } from '../../src/providers/postmark.js';
+import { createTwilioProvider } from '../../src/providers/twilio.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { PolicyStore } from '../../src/store/policies.js';
+import { QueueScheduler } from '../../queues/index.js';
+import { testConfig, testPrefix } from '../helpers/env.js';
+import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+
+const prefix = testPrefix('clock');
+const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
+let sandbox: Sandbox;
+let web: WebUnderTest;
+let engine: NoticeEngine;
+const log = createLogger('test', 'silent');
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0, indexLagMs: 0 });
+  const config = testConfig(prefix, { HERALD_MIN_POLL_INTERVAL_MS: '30000' });
+  web = await startWebUnderTest(config, clock);
+  // No worker runs here: the test takes every step itself, at the times it sets.
+  engine = new NoticeEngine({
+    store: web.store,
+    policies: new PolicyStore(web.redis, prefix),
+    email: createPostmarkProvider({ serverToken: 't', from: 'herald@example.com', messageStream: 'outbound', apiUrl: sandbox.url, timeoutMs: 1000 }),
+    sms: createTwilioProvider({ accountSid: 'AC00000000000000000000000000000000', authToken: 't', from: '+15005550006', apiUrl: sandbox.url, timeoutMs: 1000 }),
+    clock,
+    log,
+    schedule: new QueueScheduler(web.queues, clock),
+    settings: { providerTimeoutMs: 1000, minPollIntervalMs: 30_000, maxChecksPerNotice: 20 },
+  });
+});
+afterAll(async () => {
+  await web.close();
+  await sandbox.close();
+  await cleanUp(prefix);
+});
+
+async function acceptedAndSent(phone: string): Promise<{ id: string; deadline: number }> {
+  const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p1', email: 'never@example.com', phone }, deadlineInSeconds: 600 }));
+  const id = res.json().id as string;
+  expect((await engine.sendEmail(id)).note).toBe('email accepted');
+  return { id, deadline: Date.parse(res.json().deadline) };
+}
+
+describe('the deadline, on the injected clock', () => {
+  it('does not decide 1 ms before the deadline, and decides exactly at it', async () => {
+    const { id, deadline } = await acceptedAndSent('+12025550100');
+
+    clock.set(deadline - 1);
+    const early = await engine.runDeadline(id);
+    expect(early).toMatchObject({ kind: 'retry', at: deadline });
+    expect(await engine.decideFallback(id, 'email_deadline_elapsed')).toMatchObject({ kind: 'retry', at: deadline });
+    expect((await web.store.get(id))!.state).toBe('email_sent');
+    expect((await web.store.events(id)).some((e) => e.type === 'fallback.decided')).toBe(false);
+
+    clock.set(deadline);
+    expect((await engine.runDeadline(id)).note).toBe('fallback decided: email_deadline_elapsed');
+    const events = await web.store.events(id);
+    const decided = events.filter((e) => e.type === 'fallback.decided');
+    expect(decided).toHaveLength(1);
+    expect(decided[0]).toMatchObject({ decidedAt: iso(deadline), deadline: iso(deadline), reason: 'email_deadline_elapsed' });
+    expect((await web.store.get(id))!.state).toBe('sms_pending');
+  });
+
+  it('decides once when several deadline steps race at the deadline', async () => {
+    const { id, deadline } = await acceptedAndSent('+12035550100');
+    clock.set(deadline + 17_000);
+    await Promise.all(Array.from({ length: 6 }, () => engine.runDeadline(id)));
+    const decided = (await web.store.events(id)).filter((e) => e.type === 'fallback.decided');
+    expect(decided).toHaveLength(1);
+    expect(decided[0]!.decidedAt).toBe(iso(deadline + 17_000));
+    // And several SMS steps racing send one SMS.
+    await Promise.all(Array.from({ length: 6 }, () => engine.sendSms(id)));
+    expect(sandbox.sms().filter((m) => m.to === '+12035550100')).toHaveLength(1);
+  });
+});
+
+describe('the reconciler, on the injected clock', () => {
+  it('drives a notice whose jobs never ran: sends the email, then decides at the deadline', async () => {
+    const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p2', email: 'never@example.com', phone: '+12045550100' }, deadlineInSeconds: 600 }));
+    const id = res.json().id as string;
+    const deadline = Date.parse(res.json().deadline);
+    const deps = { store: web.store, engine, clock, log, graceMs: 10_000, leaseMs: 60_000, owner: 'test' };
+
+    clock.set(deadline - 600_000 + 5_000);
+    await reconcileOnce(deps);
+    // Within the grace the notice is left to its own job.
+    expect((await web.store.get(id))!.state).toBe('accepted');
+    expect((await web.store.events(id)).some((e) => e.type === 'notice.reconciled')).toBe(false);
+
+    clock.set(deadline - 600_000 + 11_000);
+    await reconcileOnce(deps);
+    expect((await web.store.get(id))!.state).toBe('email_sent');
+
+    clock.set(deadline + 11_000);
+    await reconcileOnce(deps);
+    const notice = (await web.store.get(id))!;
+    expect(notice.state).toBe('sms_pending');
+    const types = (await web.store.events(id)).map((e) => e.type);
+    expect(types.filter((t) => t === 'notice.reconciled').length).toBeGreaterThanOrEqual(2);
+    expect(types.filter((t) => t === 'fallback.decided')).toHaveLength(1);
+  });
+
+  it('resolves an SMS send in doubt by asking the provider, and does not send again', async () => {
+    const { id, deadline } = await acceptedAndSent('+12055550100');
+    clock.set(deadline);
+    await engine.runDeadline(id);
+    // The SMS leaves, the answer never comes back: the process "dies" with the attempt open.
+    sandbox.injectFault({ operation: 'twilio.create', mode: 'accept_then_hang', match: '+12055550100' });
+    const realNow = Date.now();
+    clock.set(realNow);
+    const outcome = await engine.sendSms(id);
+    expect(outcome.kind).toBe('retry');
+    expect(sandbox.sms().filter((m) => m.to === '+12055550100')).toHaveLength(1);
+
+    clock.set(realNow + 60_000);
+    const resolved = await engine.sendSms(id);
+    expect(resolved.note).toBe('sms accepted');
+    expect(sandbox.sms().filter((m) => m.to === '+12055550100')).toHaveLength(1);
+    const accepted = (await web.store.events(id)).filter((e) => e.type === 'sms.accepted');
+    expect(accepted).toHaveLength(1);
+    expect(accepted[0]).toMatchObject({ resolvedBy: 'provider_search', providerMessageId: sandbox.sms().find((m) => m.to === '+12055550100')!.sid });
+  });
+});

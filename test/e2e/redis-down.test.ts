@@ -1,0 +1,81 @@
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testConfig, testPrefix } from '../helpers/env.js';
+import { noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import { buildApp } from '../../src/app.js';
+import { systemClock } from '../../src/clock.js';
+import { createLogger } from '../../src/logger.js';
+import { NoticeStore } from '../../src/store/notices.js';
+import { PolicyStore } from '../../src/store/policies.js';
+import { connectRedis } from '../../src/store/redis.js';
+import { closeQueues, openQueues, QueueScheduler } from '../../queues/index.js';
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('the web side when Redis is unreachable', () => {
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  let close: () => Promise<void>;
+
+  beforeAll(async () => {
+    const config = testConfig(testPrefix('down'), { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
+    const redis = connectRedis(config.redisUrl, 'web', 'test');
+    redis.on('error', () => undefined);
+    const store = new NoticeStore(redis, config.prefix);
+    const queues = openQueues(redis, store.keys.queuePrefix);
+    for (const q of Object.values(queues)) q.on('error', () => undefined);
+    app = await buildApp({
+      config,
+      redis,
+      store,
+      policies: new PolicyStore(redis, config.prefix),
+      scheduler: new QueueScheduler(queues, systemClock),
+      clock: systemClock,
+      logger: createLogger('test', 'silent'),
+    });
+    close = async () => {
+      await app.close();
+      await closeQueues(queues);
+      redis.disconnect();
+    };
+  });
+  afterAll(async () => close());
+
+  it('answers POST /v1/notices with 503 unavailable within a second, not a hang', async () => {
+    const started = Date.now();
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/notices',
+      payload: noticeBody(),
+      headers: { authorization: 'Bearer test-api-key-0123456789' },
+    });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().error.code).toBe('unavailable');
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('is alive but not ready', async () => {
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    const ready = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().error.code).toBe('unavailable');
+  });
+});
+
+describe('the web side when Redis is reachable', () => {
+  let web: WebUnderTest;
+  const prefix = testPrefix('up');
+  beforeAll(async () => {
+    web = await startWebUnderTest(testConfig(prefix));
+  });
+  afterAll(async () => web.close());
+  it('is ready', async () => {
+    expect((await web.call('GET', '/readyz')).json()).toEqual({ status: 'ready' });
+  });
+});

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { loadConfig, type Config } from '../../src/config.js';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const TEST_API_KEY = 'test-api-key-0123456789';
+
+/** A key prefix of this test run's own: tests share one Redis and touch only their keys. */
+export function testPrefix(label = 't'): string {
+  return `herald-test-${label}-${randomBytes(5).toString('hex')}`;
+}
+
+/** A configuration for tests: fast polls, short grace, the given prefix and overrides. */
+export function testConfig(prefix: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    REDIS_URL,
+    HERALD_PREFIX: prefix,
+    HERALD_API_KEYS: TEST_API_KEY,
+    HERALD_PROVIDERS: 'sandbox',
+    HERALD_MIN_POLL_INTERVAL_MS: '200',
+    HERALD_PROVIDER_TIMEOUT_MS: '1000',
+    HERALD_RECONCILE_INTERVAL_MS: '300',
+    HERALD_RECONCILE_GRACE_MS: '1500',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ...env,
+  });
+}
+
+/** Deletes every key under `prefix` (and only those). */
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+export function plainRedis(): Redis {
+  return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `probe` until it returns a truthy value or `timeoutMs` passes. */
+export async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs: number, what: string): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}

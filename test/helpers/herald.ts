@@ -1,0 +1,80 @@
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { buildApp } from '../../src/app.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import type { Config } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { NoticeStore } from '../../src/store/notices.js';
+import { PolicyStore } from '../../src/store/policies.js';
+import { connectRedis, waitReady } from '../../src/store/redis.js';
+import { closeQueues, openQueues, QueueScheduler, type HeraldQueues } from '../../queues/index.js';
+import { deleteKeys, plainRedis, TEST_API_KEY } from './env.js';
+
+export interface WebUnderTest {
+  app: FastifyInstance;
+  store: NoticeStore;
+  queues: HeraldQueues;
+  redis: Redis;
+  /** Sends a request with the test API key unless headers say otherwise. */
+  call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, headers?: Record<string, string>): ReturnType<FastifyInstance['inject']>;
+  close(): Promise<void>;
+}
+
+/** The web app of a test (in-process, `inject`), on real Redis and real queues under `config.prefix`. */
+export async function startWebUnderTest(config: Config, clock: Clock = systemClock): Promise<WebUnderTest> {
+  const redis = connectRedis(config.redisUrl, 'web', 'herald-test-web');
+  redis.on('error', () => undefined);
+  await waitReady(redis);
+  const store = new NoticeStore(redis, config.prefix);
+  const queues = openQueues(redis, store.keys.queuePrefix);
+  const app = await buildApp({
+    config,
+    redis,
+    store,
+    policies: new PolicyStore(redis, config.prefix),
+    scheduler: new QueueScheduler(queues, clock),
+    clock,
+    logger: createLogger('herald-test', 'silent'),
+  });
+  return {
+    app,
+    store,
+    queues,
+    redis,
+    call: (method, url, body, headers = {}) =>
+      app.inject({
+        method,
+        url,
+        payload: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+        headers: {
+          authorization: `Bearer ${TEST_API_KEY}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
+      }),
+    close: async () => {
+      await app.close();
+      await closeQueues(queues);
+      await redis.quit();
+    },
+  };
+}
+
+/** Removes every key a test run made under its prefix. */
+export async function cleanUp(prefix: string): Promise<void> {
+  const redis = plainRedis();
+  await deleteKeys(redis, prefix);
+  await redis.quit();
+}
+
+/** A valid notice request; tests override what they examine. */
+export function noticeBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    recipient: { id: 'player-42', email: 'never@example.com', phone: '+12025550100', region: 'JP' },
+    category: 'terms_change',
+    content: { subject: 'Terms update', text: 'The terms change on Monday.', sms: 'Terms change Monday.' },
+    deadlineInSeconds: 600,
+    metadata: { event: 'winter-cup' },
+    ...overrides,
+  };
+}

@@ -1,0 +1,128 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { StoredEntry } from '../../src/store/notices.js';
+import { startWorker, type WorkerHandle } from '../../src/worker.js';
+import { REDIS_URL, TEST_API_KEY, testConfig, waitFor } from './env.js';
+import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface Stack {
+  config: Config;
+  env: Record<string, string>;
+  sandbox: Sandbox;
+  web: WebUnderTest;
+  /** In-process worker, when the stack was started with one. */
+  worker: WorkerHandle | undefined;
+  /** Creates a notice through the API and returns its ID. */
+  createNotice(body: Record<string, unknown>, headers?: Record<string, string>): Promise<string>;
+  view(id: string): Promise<any>;
+  events(id: string): Promise<StoredEntry[]>;
+  /** Waits until the notice is in one of `states`. */
+  waitForState(id: string, states: string[], timeoutMs?: number): Promise<any>;
+  /** SMS the emulator received for a phone number. */
+  smsTo(phone: string): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Herald as a test runs it: the sandbox emulators, the web app (in-process, `inject`), and
+ * optionally an in-process worker, all on real Redis under the test's own prefix.
+ */
+export async function startStack(opts: { prefix: string; env?: Record<string, string>; inProcessWorker?: boolean }): Promise<Stack> {
+  const sandbox = await startSandbox({ port: 0 });
+  const env = {
+    REDIS_URL,
+    HERALD_PREFIX: opts.prefix,
+    HERALD_API_KEYS: TEST_API_KEY,
+    HERALD_PROVIDERS: 'sandbox',
+    HERALD_MIN_POLL_INTERVAL_MS: '200',
+    HERALD_PROVIDER_TIMEOUT_MS: '1000',
+    HERALD_RECONCILE_INTERVAL_MS: '300',
+    HERALD_RECONCILE_GRACE_MS: '1500',
+    POSTMARK_API_URL: sandbox.url,
+    TWILIO_API_URL: sandbox.url,
+    LOG_LEVEL: 'warn',
+    ...opts.env,
+  };
+  const config = testConfig(opts.prefix, env);
+  const web = await startWebUnderTest(config);
+  const worker = opts.inProcessWorker === false ? undefined : await startWorker(config, { logger: createLogger('herald-test-worker', 'silent') });
+
+  const stack: Stack = {
+    config,
+    env,
+    sandbox,
+    web,
+    worker,
+    async createNotice(body, headers) {
+      const res = await web.call('POST', '/v1/notices', body, headers);
+      if (res.statusCode !== 202) throw new Error(`create answered ${res.statusCode}: ${res.body}`);
+      return res.json().id as string;
+    },
+    async view(id) {
+      return (await web.call('GET', `/v1/notices/${id}`)).json();
+    },
+    async events(id) {
+      return (await web.call('GET', `/v1/notices/${id}/events`)).json().events as StoredEntry[];
+    },
+    async waitForState(id, states, timeoutMs = 20_000) {
+      return waitFor(
+        async () => {
+          const view = await stack.view(id);
+          return states.includes(view.state) ? view : undefined;
+        },
+        timeoutMs,
+        `notice ${id} to reach ${states.join('|')}`,
+      );
+    },
+    smsTo(phone) {
+      return sandbox.sms().filter((m) => m.to === phone).length;
+    },
+    async close() {
+      await worker?.close();
+      await web.close();
+      await sandbox.close();
+      await cleanUp(opts.prefix);
+    },
+  };
+  return stack;
+}
+
+/** A worker in its own process (compiled JavaScript, as the Procfile runs it). */
+export class WorkerProcess {
+  private child: ChildProcess | undefined;
+  exitCode: number | null = null;
+  output = '';
+
+  constructor(private readonly env: Record<string, string>) {}
+
+  start(): this {
+    this.exitCode = null;
+    this.child = spawn(process.execPath, ['dist/src/worker.js'], {
+      cwd: ROOT,
+      env: { ...process.env, ...this.env, LOG_LEVEL: this.env.LOG_LEVEL ?? 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
+    this.child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
+    this.child.on('exit', (code, signal) => (this.exitCode = code ?? (signal ? 128 : -1)));
+    return this;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Sends a signal and resolves with the exit code once the process is gone. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return this.exitCode;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill(signal);
+    return exited;
+  }
+}
