@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig, testPrefix } from '../helpers/env.js';
-import { noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { buildApp } from '../../src/app.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
@@ -74,7 +74,10 @@ describe('the web side when Redis is reachable', () => {
   beforeAll(async () => {
     web = await startWebUnderTest(testConfig(prefix));
   });
-  afterAll(async () => web.close());
+  afterAll(async () => {
+    await web.close();
+    await cleanUp(prefix);
+  });
   it('is ready', async () => {
     expect((await web.call('GET', '/readyz')).json()).toEqual({ status: 'ready' });
   });
