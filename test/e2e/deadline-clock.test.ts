@@ -80,6 +80,26 @@ describe('the deadline, on the injected clock', () => {
   });
 });
 
+describe('a late email delivery', () => {
+  it('after the fallback was decided but before the SMS left: is recorded late and cancels the SMS', async () => {
+    const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p3', email: 'delivered+2s@example.com', phone: '+12065550100' }, deadlineInSeconds: 600 }));
+    const id = res.json().id as string;
+    const deadline = Date.parse(res.json().deadline);
+    await engine.sendEmail(id);
+    clock.set(deadline);
+    expect((await engine.runDeadline(id)).note).toBe('fallback decided: email_deadline_elapsed');
+    await new Promise((resolve) => setTimeout(resolve, 2300)); // the emulator delivers the email now
+    await engine.pollEmail(id);
+    expect((await web.store.get(id))!.state).toBe('email_delivered');
+    expect((await engine.sendSms(id)).note).toBe('state is email_delivered');
+    expect(sandbox.sms().filter((m) => m.to === '+12065550100')).toHaveLength(0);
+    const events = await web.store.events(id);
+    expect(events.filter((e) => e.type === 'email.observed').at(-1)).toMatchObject({ status: 'delivered', late: true });
+    expect(events.find((e) => e.type === 'sms.canceled')).toMatchObject({ reason: 'email_delivered_late' });
+    expect(events.at(-1)).toMatchObject({ type: 'notice.completed', state: 'email_delivered' });
+  });
+});
+
 describe('the reconciler, on the injected clock', () => {
   it('drives a notice whose jobs never ran: sends the email, then decides at the deadline', async () => {
     const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p2', email: 'never@example.com', phone: '+12045550100' }, deadlineInSeconds: 600 }));

@@ -132,6 +132,36 @@ describe('a notice', () => {
     });
   });
 
+  describe('when the email send is accepted but its answer never arrives', () => {
+    it('finds the email by its idempotency metadata instead of sending a second one', async () => {
+      const address = 'delivered+300ms+doubt@example.com';
+      stack.sandbox.injectFault({ operation: 'postmark.send', mode: 'accept_then_hang', match: address });
+      const id = await stack.createNotice(notice(address, phone(), 15));
+      await stack.waitForState(id, ['email_delivered']);
+      expect(stack.sandbox.emails().filter((m) => m.to === address)).toHaveLength(1);
+      const events = await stack.events(id);
+      expect(ofType(events, 'provider.error')[0]).toMatchObject({ kind: 'timeout', operation: 'send', channel: 'email' });
+      expect(ofType(events, 'email.accepted')).toHaveLength(1);
+      expect(ofType(events, 'email.accepted')[0]).toMatchObject({ resolvedBy: 'provider_search' });
+    });
+  });
+
+  describe('when Postmark refuses the email', () => {
+    it('falls back at once with email_rejected for an invalid request (422/300)', async () => {
+      const to = phone();
+      const id = await stack.createNotice(notice('rejected@example.com', to, 30));
+      const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
+      expect(view.fallback.reason).toBe('email_rejected');
+      expect(ofType(await stack.events(id), 'provider.error')[0]).toMatchObject({ kind: 'rejected', retryable: false, providerCode: 300 });
+      expect(stack.smsTo(to)).toBe(1);
+    });
+    it('falls back at once with email_suppressed for an inactive recipient (422/406)', async () => {
+      const id = await stack.createNotice(notice('inactive@example.com', phone(), 30));
+      const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
+      expect(view.fallback.reason).toBe('email_suppressed');
+    });
+  });
+
   describe('when the recipient withdraws SMS consent before the deadline', () => {
     it('records fallback.blocked, ends blocked, and sends no SMS', async () => {
       const to = phone();
