@@ -36,6 +36,10 @@ export class Keys {
   due(shard: number): string {
     return `${this.shard(shard)}:due`;
   }
+  /** The shard's metric counters (src/store/metrics.ts). */
+  metrics(shard: number): string {
+    return `${this.shard(shard)}:metrics`;
+  }
   /** Idempotency record of one API key + Idempotency-Key pair (hashed). */
   idempotency(shard: number, hash: string): string {
     return `${this.shard(shard)}:idem:${hash}`;
@@ -49,9 +53,9 @@ export class Keys {
     return `${this.prefix}:{q}`;
   }
 
-  noticeKeysFor(id: string): { notice: string; events: string; log: string; due: string } {
+  noticeKeysFor(id: string): { notice: string; events: string; log: string; due: string; metrics: string } {
     const shard = shardFor(id);
-    return { notice: this.notice(id), events: this.events(id), log: this.log(shard), due: this.due(shard) };
+    return { notice: this.notice(id), events: this.events(id), log: this.log(shard), due: this.due(shard), metrics: this.metrics(shard) };
   }
 
   allShards(): number[] {

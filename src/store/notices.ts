@@ -4,6 +4,7 @@ import type { NoticeState, PolicyOutcome } from '../notice/states.js';
 import { SHARD_COUNT } from '../notice/ids.js';
 import { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
+import { metricIncrements } from './metrics.js';
 
 /** One decision-log entry as Herald writes it: a type and flat fields (SPEC §5). */
 export interface LogEntry {
@@ -69,7 +70,7 @@ export interface NoticeContent {
   sms?: string;
 }
 
-/** What a transition asks of the transition script (see lua/transition-4.lua). */
+/** What a transition asks of the transition script (see lua/transition-5.lua). */
 export interface TransitionSpec {
   from: readonly NoticeState[] | '*';
   to?: NoticeState;
@@ -131,6 +132,7 @@ export class NoticeStore {
       k.log,
       k.due,
       idemKey,
+      k.metrics,
       input.id,
       input.at,
       input.contentTtlMs,
@@ -140,6 +142,7 @@ export class NoticeStore {
       JSON.stringify(input.content),
       JSON.stringify(input.entries.map(encodeEntry)),
       input.due,
+      JSON.stringify(metricIncrements(input.entries, 'accepted')),
     );
     const code = Number(reply[0]);
     if (code === 1) return { created: true };
@@ -153,7 +156,7 @@ export class NoticeStore {
     return noticeId && bodyHash ? { noticeId, bodyHash } : null;
   }
 
-  /** Runs one guarded transition (lua/transition-4.lua). */
+  /** Runs one guarded transition (lua/transition-5.lua). */
   async transition(id: string, now: number, at: string, spec: TransitionSpec): Promise<TransitionResult> {
     const k = this.keys.noticeKeysFor(id);
     const guards: Record<string, unknown> = {};
@@ -166,6 +169,7 @@ export class NoticeStore {
       k.events,
       k.log,
       k.due,
+      k.metrics,
       id,
       now,
       at,
@@ -176,6 +180,7 @@ export class NoticeStore {
       JSON.stringify(spec.unset ?? []),
       JSON.stringify(spec.entries.map(encodeEntry)),
       spec.due === undefined ? '' : String(spec.due),
+      JSON.stringify(metricIncrements(spec.entries, spec.to)),
     );
     switch (Number(reply[0])) {
       case 1:

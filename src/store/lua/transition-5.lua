@@ -5,6 +5,7 @@
   (src/notice/engine.ts) names its allowed states, new state and entries.
 
   KEYS[1] notice hash   KEYS[2] events list   KEYS[3] shard log stream   KEYS[4] shard due zset
+  KEYS[5] shard metrics hash
   ARGV[1] noticeId
   ARGV[2] now (ms)
   ARGV[3] at (ISO)
@@ -17,6 +18,7 @@
   ARGV[8] fields to delete JSON: [ field, ... ]
   ARGV[9] entries JSON: [ [ type, field, value, ... ], ... ]
   ARGV[10] due: '' keep, 'remove', or a score in ms
+  ARGV[11] metric increments JSON: [ field, n, ... ] (src/store/metrics.ts)
 
   Returns { 1, state }                    done; state is the new state
           { -1 }                          no such notice
@@ -25,6 +27,7 @@
 ]]
 -- @include appendEntries
 -- @include setDue
+-- @include countMetrics
 
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then
@@ -83,4 +86,5 @@ end
 
 appendEntries(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], cjson.decode(ARGV[9]))
 setDue(KEYS[4], ARGV[1], ARGV[10])
+countMetrics(KEYS[5], cjson.decode(ARGV[11]))
 return { 1, state }

@@ -1,0 +1,56 @@
+import type { NoticeState } from '../notice/states.js';
+import type { LogEntry } from './notices.js';
+
+/**
+ * Counters are kept in Redis, one hash per shard, incremented by the same script that appends
+ * the log entries they count: they hold for every web and worker process together, survive
+ * restarts, and never disagree with the decision log. `/metrics` reads and sums them.
+ */
+
+/** Upper bounds (ms) of the `decidedAt − deadline` histogram buckets. */
+export const DECISION_LAG_BUCKETS_MS = [0, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
+
+/** The metric increments a transition causes: `[field, n, field, n, ...]` for the script. */
+export function metricIncrements(entries: readonly LogEntry[], newState?: NoticeState): (string | number)[] {
+  const counts = new Map<string, number>();
+  const add = (field: string, n = 1) => counts.set(field, (counts.get(field) ?? 0) + n);
+  if (newState) add(`state|${newState}`);
+  for (const entry of entries) {
+    add(`entry|${entry.type}`);
+    switch (entry.type) {
+      case 'email.accepted':
+      case 'sms.accepted': {
+        const channel = entry.type.split('.')[0]!;
+        add(`call|${channel}|${entry.resolvedBy === 'provider_search' ? 'search' : 'send'}|ok`);
+        break;
+      }
+      case 'email.observed':
+      case 'sms.observed':
+        if (entry.providerStatus !== null) {
+          const channel = entry.type.split('.')[0]!;
+          add(`poll|${channel}|${String(entry.status)}`);
+          add(`call|${channel}|status|ok`);
+        }
+        break;
+      case 'provider.error':
+        add(`perr|${String(entry.channel)}|${String(entry.kind)}`);
+        add(`call|${String(entry.channel)}|${String(entry.operation)}|${String(entry.kind)}`);
+        break;
+      case 'fallback.decided': {
+        add(`fallback|${String(entry.reason)}`);
+        if (entry.reason === 'email_deadline_elapsed') {
+          const lag = Math.max(0, Date.parse(String(entry.decidedAt)) - Date.parse(String(entry.deadline)));
+          const bucket = DECISION_LAG_BUCKETS_MS.find((le) => lag <= le);
+          add(`lag_le|${bucket ?? '+Inf'}`);
+          add('lag_sum_ms', lag);
+          add('lag_count');
+        }
+        break;
+      }
+      case 'fallback.blocked':
+        add(`blocked|${String(entry.reason)}`);
+        break;
+    }
+  }
+  return [...counts].flat();
+}
