@@ -1,3 +1,6 @@
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -6,8 +9,11 @@ import type { Config } from './config.js';
 import type { Scheduler } from './notice/outcome.js';
 import type { NoticeStore } from './store/notices.js';
 import type { PolicyStore } from './store/policies.js';
+import type { HeraldQueues } from '../queues/index.js';
+import { adminRoutes } from './http/admin.js';
+import { metricsRoutes } from './http/metrics.js';
 import { apiKeyVerifier } from './http/auth.js';
-import { errorBody, errorHandler } from './http/errors.js';
+import { ERROR_CATALOGUE, errorBody, errorHandler } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { noticeRoutes } from './http/notices.js';
 import { recipientRoutes } from './http/recipients.js';
@@ -25,6 +31,7 @@ export interface AppDeps {
   store: NoticeStore;
   policies: PolicyStore;
   scheduler: Scheduler;
+  queues: HeraldQueues;
   clock: Clock;
   logger: Logger;
 }
@@ -44,13 +51,52 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.status(404).send(errorBody('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );
 
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'Herald',
+        version: '0.1.0',
+        description:
+          'Gets a notice to a person before a deadline: email first, then exactly one SMS when delivery is not confirmed by the channel deadline, with a decision log that explains every step. ' +
+          `Errors are { "error": { "code", "message", "details"? } } with these codes: ${Object.entries(ERROR_CATALOGUE)
+            .map(([code, { status }]) => `${code} (${status})`)
+            .join(', ')}.`,
+      },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key from HERALD_API_KEYS.' } } },
+      tags: [
+        { name: 'notices', description: 'Accept, read, audit and cancel notices.' },
+        { name: 'recipients', description: 'Versioned recipient consent and region.' },
+        { name: 'operations', description: 'Health and readiness.' },
+      ],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
   await app.register(async (scope) => healthRoutes(scope, deps));
+  await app.register(async (scope) => metricsRoutes(scope, deps));
+  await app.register(async (scope) => adminRoutes(scope, deps));
   const verify = apiKeyVerifier(deps.config.apiKeys);
   await app.register(async (v1) => {
     v1.decorateRequest('apiKeyId', '');
     v1.addHook('onRequest', async (request) => {
       request.apiKeyId = verify(request);
     });
+    if (deps.config.rateLimitPerMinute > 0) {
+      // Per API key, shared by every web process through Redis; a Redis outage does not block
+      // requests here (the route itself answers 503).
+      await v1.register(rateLimit, {
+        max: deps.config.rateLimitPerMinute,
+        timeWindow: 60_000,
+        keyGenerator: (request) => request.apiKeyId,
+        redis: deps.redis,
+        nameSpace: `${deps.config.prefix}:{rl}:`,
+        skipOnError: true,
+        errorResponseBuilder: (_request, context) =>
+          Object.assign(new Error(`Rate limit of ${context.max} requests per minute reached; retry in ${context.after}.`), {
+            statusCode: 429,
+          }),
+      });
+    }
     await noticeRoutes(v1, deps);
     await recipientRoutes(v1, deps);
   });

@@ -42,6 +42,10 @@ export interface Config {
   readonly reconcileGraceMs: number;
   /** Jobs each worker runs at once, per queue. */
   readonly workerConcurrency: number;
+  /** Bull Board without retry/remove/promote buttons. */
+  readonly adminReadOnly: boolean;
+  /** Requests per minute per API key on /v1 routes; 0 turns the limit off. */
+  readonly rateLimitPerMinute: number;
 }
 
 export class ConfigError extends Error {
@@ -183,6 +187,8 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalMs: integer('HERALD_RECONCILE_INTERVAL_MS', 10_000, 50),
     reconcileGraceMs: integer('HERALD_RECONCILE_GRACE_MS', Math.max(2 * providerTimeoutMs, 10_000), 0),
     workerConcurrency: integer('HERALD_WORKER_CONCURRENCY', 20, 1, 1000),
+    adminReadOnly: ['1', 'true', 'yes'].includes((read('HERALD_ADMIN_READ_ONLY') ?? '').toLowerCase()),
+    rateLimitPerMinute: integer('HERALD_RATE_LIMIT_PER_MINUTE', 6000, 0),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);

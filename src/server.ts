@@ -25,7 +25,7 @@ export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Pr
   const queues = openQueues(redis, new NoticeStore(redis, config.prefix).keys.queuePrefix);
   const store = new NoticeStore(redis, config.prefix);
   const policies = new PolicyStore(redis, config.prefix);
-  const app = await buildApp({ config, redis, store, policies, scheduler: new QueueScheduler(queues, clock), clock, logger });
+  const app = await buildApp({ config, redis, store, policies, scheduler: new QueueScheduler(queues, clock), queues, clock, logger });
   const address = await app.listen({ port: config.port, host: config.host });
   const close = once(async () => {
     // Stop taking requests and let running ones finish, then close what this process opened.

@@ -7,6 +7,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
  */
 export const ERROR_CATALOGUE = {
   unauthorized: { status: 401, message: 'Missing or unknown API key.' },
+  forbidden: { status: 403, message: 'Not allowed.' },
   validation_failed: { status: 400, message: 'The request is not valid.' },
   not_found: { status: 404, message: 'No such resource.' },
   payload_too_large: { status: 413, message: 'The request body is larger than the limit.' },
@@ -60,7 +61,7 @@ function classify(error: FastifyError | HttpError, storeReady: () => boolean): H
       return new HttpError('validation_failed', 'The body is not valid JSON.');
   }
   if (error instanceof SyntaxError) return new HttpError('validation_failed', 'The body is not valid JSON.');
-  if (typeof error.statusCode === 'number' && error.statusCode === 429) return new HttpError('rate_limited');
+  if (typeof error.statusCode === 'number' && error.statusCode === 429) return new HttpError('rate_limited', error.message);
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     return new HttpError('validation_failed', error.message);
   }

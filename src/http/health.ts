@@ -4,8 +4,8 @@ import { errorBody } from './errors.js';
 
 /** `/healthz` (the process answers) and `/readyz` (Redis answers within a second). */
 export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
+  app.get('/healthz', { schema: { tags: ['operations'], summary: 'The process answers' } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { tags: ['operations'], summary: 'Redis answers (503 otherwise)' } }, async (_request, reply) => {
     try {
       if (deps.redis.status !== 'ready') throw new Error(`redis is ${deps.redis.status}`);
       await deps.redis.ping();

@@ -5,7 +5,10 @@ import { noticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { AppDeps } from '../app.js';
 import { HttpError } from './errors.js';
-import { CreateNoticeBody, ErrorResponse, NoticeParams } from './schemas.js';
+import { AcceptedResponse, CreateNoticeBody, ErrorResponse, EventsResponse, NoticeParams, NoticeViewSchema } from './schemas.js';
+
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse };
+const secured = { tags: ['notices'], security: [{ apiKey: [] }] };
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -21,7 +24,17 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
 
   app.post<{ Body: CreateNoticeBody }>(
     '/v1/notices',
-    { schema: { body: CreateNoticeBody, response: { 400: ErrorResponse, 409: ErrorResponse } } },
+    {
+      schema: {
+        ...secured,
+        summary: 'Accept a notice',
+        description:
+          'Stores the notice and its first log entries, plans the status checks from the deadline backwards and queues the email. With an Idempotency-Key, the same body returns the original notice (200, Idempotent-Replayed: true) and a different body 409 idempotency_key_reused.',
+        headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', maxLength: 255 } } },
+        body: CreateNoticeBody,
+        response: { 202: AcceptedResponse, 200: NoticeViewSchema, 413: ErrorResponse, 415: ErrorResponse, ...errors },
+      },
+    },
     async (request, reply) => {
       const idempotencyKey = request.headers['idempotency-key'];
       if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))) {
@@ -72,33 +85,59 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
     },
   );
 
-  app.get<{ Params: NoticeParams }>('/v1/notices/:id', { schema: { params: NoticeParams } }, async (request) =>
-    noticeView(await load(request.params.id)),
+  app.get<{ Params: NoticeParams }>(
+    '/v1/notices/:id',
+    {
+      schema: { ...secured, summary: 'The current view of a notice', params: NoticeParams, response: { 200: NoticeViewSchema, ...errors } },
+    },
+    async (request) => noticeView(await load(request.params.id)),
   );
 
-  app.get<{ Params: NoticeParams }>('/v1/notices/:id/events', { schema: { params: NoticeParams } }, async (request) => {
-    await load(request.params.id);
-    return { events: await store.events(request.params.id) };
-  });
+  app.get<{ Params: NoticeParams }>(
+    '/v1/notices/:id/events',
+    {
+      schema: {
+        ...secured,
+        summary: 'The decision log of a notice, in order',
+        params: NoticeParams,
+        response: { 200: EventsResponse, ...errors },
+      },
+    },
+    async (request) => {
+      await load(request.params.id);
+      return { events: await store.events(request.params.id) };
+    },
+  );
 
-  app.post<{ Params: NoticeParams }>('/v1/notices/:id/cancel', { schema: { params: NoticeParams } }, async (request) => {
-    const notice = await load(request.params.id);
-    const now = clock.now();
-    const result = await store.transition(notice.id, now, iso(now), {
-      from: ['accepted'],
-      to: 'canceled',
-      entries: [
-        { type: 'notice.canceled', by: 'api' },
-        { type: 'notice.completed', state: 'canceled' },
-      ],
-      due: 'remove',
-    });
-    if (!result.ok) {
-      const state = result.reason === 'state' ? result.state : notice.state;
-      throw new HttpError('invalid_state', `The notice is ${state}; only a notice not yet handed to a provider can be canceled.`, {
-        state,
+  app.post<{ Params: NoticeParams }>(
+    '/v1/notices/:id/cancel',
+    {
+      schema: {
+        ...secured,
+        summary: 'Cancel a notice not yet handed to any provider',
+        params: NoticeParams,
+        response: { 200: NoticeViewSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const notice = await load(request.params.id);
+      const now = clock.now();
+      const result = await store.transition(notice.id, now, iso(now), {
+        from: ['accepted'],
+        to: 'canceled',
+        entries: [
+          { type: 'notice.canceled', by: 'api' },
+          { type: 'notice.completed', state: 'canceled' },
+        ],
+        due: 'remove',
       });
-    }
-    return noticeView((await store.get(notice.id))!);
-  });
+      if (!result.ok) {
+        const state = result.reason === 'state' ? result.state : notice.state;
+        throw new HttpError('invalid_state', `The notice is ${state}; only a notice not yet handed to a provider can be canceled.`, {
+          state,
+        });
+      }
+      return noticeView((await store.get(notice.id))!);
+    },
+  );
 }

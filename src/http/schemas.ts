@@ -37,9 +37,7 @@ export const CreateNoticeBody = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    metadata: Type.Optional(
-      Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), { maxProperties: 20 }),
-    ),
+    metadata: Type.Optional(Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), { maxProperties: 20 })),
   },
   { additionalProperties: false },
 );
@@ -62,4 +60,57 @@ export type RecipientPolicyBody = Static<typeof RecipientPolicyBody>;
 
 export const ErrorResponse = Type.Object({
   error: Type.Object({ code: Type.String(), message: Type.String(), details: Type.Optional(Type.Unknown()) }),
+});
+
+const Time = Type.String({ format: 'date-time' });
+const NullableTime = Type.Union([Time, Type.Null()]);
+
+export const AcceptedResponse = Type.Object({
+  id: Type.String({ examples: ['ntc_0d00mx1l4t4jmyryn45sd718zk6o'] }),
+  state: Type.Literal('accepted'),
+  deadline: Time,
+  plannedChecks: Type.Array(Time, { description: 'Planned email status checks; the last is the deadline itself.' }),
+});
+
+export const NoticeViewSchema = Type.Object({
+  id: Type.String(),
+  state: Type.String({
+    description:
+      'accepted, email_sending, email_sent, email_delivered, sms_pending, sms_sending, sms_sent, sms_delivered, sms_failed, blocked or canceled',
+  }),
+  category: Type.String(),
+  recipientId: Type.String(),
+  createdAt: Time,
+  deadline: Time,
+  policyVersion: Type.Integer(),
+  plannedChecks: Type.Array(Time),
+  email: Type.Object({
+    status: Type.Union([Type.String(), Type.Null()]),
+    providerMessageId: Type.Union([Type.String(), Type.Null()]),
+    lastObservedAt: NullableTime,
+    nextCheckAt: NullableTime,
+  }),
+  fallback: Type.Union([Type.Object({ reason: Type.String(), decidedAt: NullableTime }), Type.Null()]),
+  sms: Type.Union([
+    Type.Object({ status: Type.Union([Type.String(), Type.Null()]), providerMessageId: Type.Union([Type.String(), Type.Null()]) }),
+    Type.Null(),
+  ]),
+});
+
+export const EventsResponse = Type.Object({
+  events: Type.Array(
+    Type.Object(
+      { id: Type.String(), seq: Type.Integer(), type: Type.String(), noticeId: Type.String(), at: Time },
+      { additionalProperties: true, description: 'One decision-log entry: its type-specific fields are flat on the entry.' },
+    ),
+  ),
+});
+
+export const PolicyVersionResponse = Type.Object({ version: Type.Integer({ minimum: 1 }) });
+
+export const RecipientPolicyResponse = Type.Object({
+  version: Type.Integer({ minimum: 0 }),
+  consent: Type.Object({ email: Type.Boolean(), sms: Type.Boolean() }),
+  region: Type.Optional(Type.String()),
+  updatedAt: Type.Optional(Type.String({ format: 'date-time' })),
 });

@@ -238,6 +238,7 @@ export class NoticeEngine {
     const retryTime = now + Math.max(error.retryAfterMs ?? 0, backoff(attempts));
     const entry = this.providerErrorEntry(channel, attemptId, operation, error, notice.providerTimeoutMs);
     const sending = SEND_STATES[channel].sending;
+    this.deps.log.warn({ err: error, noticeId: notice.id, channel, operation, kind: error.kind }, 'provider call failed');
 
     if (error.kind === 'rejected' && operation === 'send') {
       if (channel === 'email') {

@@ -36,6 +36,7 @@ describe('the web side when Redis is unreachable', () => {
       store,
       policies: new PolicyStore(redis, config.prefix),
       scheduler: new QueueScheduler(queues, systemClock),
+      queues,
       clock: systemClock,
       logger: createLogger('test', 'silent'),
     });

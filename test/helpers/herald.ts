@@ -33,6 +33,7 @@ export async function startWebUnderTest(config: Config, clock: Clock = systemClo
     store,
     policies: new PolicyStore(redis, config.prefix),
     scheduler: new QueueScheduler(queues, clock),
+    queues,
     clock,
     logger: createLogger('herald-test', 'silent'),
   });

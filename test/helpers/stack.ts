@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
@@ -32,7 +33,12 @@ export interface Stack {
  * Herald as a test runs it: the sandbox emulators, the web app (in-process, `inject`), and
  * optionally an in-process worker, all on real Redis under the test's own prefix.
  */
-export async function startStack(opts: { prefix: string; env?: Record<string, string>; inProcessWorker?: boolean }): Promise<Stack> {
+export async function startStack(opts: {
+  prefix: string;
+  env?: Record<string, string>;
+  inProcessWorker?: boolean;
+  workerLogger?: Logger;
+}): Promise<Stack> {
   const sandbox = await startSandbox({ port: 0 });
   const env = {
     REDIS_URL,
@@ -50,7 +56,10 @@ export async function startStack(opts: { prefix: string; env?: Record<string, st
   };
   const config = testConfig(opts.prefix, env);
   const web = await startWebUnderTest(config);
-  const worker = opts.inProcessWorker === false ? undefined : await startWorker(config, { logger: createLogger('herald-test-worker', 'silent') });
+  const worker =
+    opts.inProcessWorker === false
+      ? undefined
+      : await startWorker(config, { logger: opts.workerLogger ?? createLogger('herald-test-worker', 'silent') });
 
   const stack: Stack = {
     config,

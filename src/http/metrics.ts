@@ -1,0 +1,118 @@
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { AppDeps } from '../app.js';
+import { SHARD_COUNT } from '../notice/ids.js';
+import { DECISION_LAG_BUCKETS_MS } from '../store/metrics.js';
+
+const PROVIDER_OF: Record<string, string> = { email: 'postmark', sms: 'twilio' };
+
+type Sample = { value: number; labels?: Record<string, string | number>; metricName?: string };
+type Snapshot = { counters: Map<string, number>; queues: Record<string, Record<string, number>>; live: number };
+
+/** A metric whose samples are computed from the scrape's snapshot of Redis. */
+function mirrored(name: string, help: string, type: 'counter' | 'gauge' | 'histogram', samples: (s: Snapshot) => Sample[]) {
+  let snapshot: Snapshot | undefined;
+  return {
+    name,
+    use(s: Snapshot) {
+      snapshot = s;
+    },
+    get: async () => ({ name, help, type, aggregator: 'sum' as const, values: snapshot ? samples(snapshot) : [] }),
+  };
+}
+
+/** Counter samples for every field `<prefix>|a|b|...`, labelled by `labelNames`. */
+function byFields(
+  s: Snapshot,
+  prefix: string,
+  labelNames: string[],
+  map?: (labels: Record<string, string>) => Record<string, string>,
+): Sample[] {
+  const samples: Sample[] = [];
+  for (const [field, value] of s.counters) {
+    const parts = field.split('|');
+    if (parts[0] !== prefix || parts.length !== labelNames.length + 1) continue;
+    const labels = Object.fromEntries(labelNames.map((l, i) => [l, parts[i + 1]!]));
+    samples.push({ value, labels: map ? map(labels) : labels });
+  }
+  return samples;
+}
+
+/**
+ * `/metrics`: Prometheus text. Herald's counters live in Redis (incremented by the transition
+ * scripts), so any web process reports the totals of all workers; queue depths are read from
+ * BullMQ at scrape time; the process's own runtime metrics are added by prom-client.
+ */
+export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'herald_web_' });
+  const metrics = [
+    mirrored('herald_notices_accepted_total', 'Notices accepted through the API.', 'counter', (s) => [
+      { value: s.counters.get('entry|notice.accepted') ?? 0 },
+    ]),
+    mirrored('herald_transitions_total', 'Notice state changes, by the state entered.', 'counter', (s) => byFields(s, 'state', ['state'])),
+    mirrored('herald_log_entries_total', 'Decision-log entries written, by type.', 'counter', (s) => byFields(s, 'entry', ['type'])),
+    mirrored('herald_status_polls_total', 'Status reads that returned a status, by channel and normalized status.', 'counter', (s) =>
+      byFields(s, 'poll', ['channel', 'status']),
+    ),
+    mirrored('herald_provider_calls_total', 'Provider calls, by provider, operation and outcome (ok or the error kind).', 'counter', (s) =>
+      byFields(s, 'call', ['channel', 'operation', 'outcome'], (l) => ({ provider: PROVIDER_OF[l.channel!] ?? l.channel!, ...l })),
+    ),
+    mirrored('herald_provider_errors_total', 'Provider errors, by channel and kind.', 'counter', (s) =>
+      byFields(s, 'perr', ['channel', 'kind']),
+    ),
+    mirrored('herald_fallback_decisions_total', 'Fallbacks to SMS decided, by reason.', 'counter', (s) =>
+      byFields(s, 'fallback', ['reason']),
+    ),
+    mirrored('herald_fallback_blocked_total', 'Fallbacks that could not use SMS, by reason.', 'counter', (s) =>
+      byFields(s, 'blocked', ['reason']),
+    ),
+    mirrored('herald_sms_sent_total', 'SMS handed to the provider.', 'counter', (s) => [
+      { value: s.counters.get('entry|sms.accepted') ?? 0 },
+    ]),
+    mirrored('herald_reconciler_repairs_total', 'Overdue notices the reconciler drove forward.', 'counter', (s) => [
+      { value: s.counters.get('entry|notice.reconciled') ?? 0 },
+    ]),
+    mirrored('herald_fallback_decision_lag_seconds', 'decidedAt − deadline of deadline fallbacks.', 'histogram', (s) => {
+      let cumulative = 0;
+      const samples: Sample[] = [];
+      for (const le of [...DECISION_LAG_BUCKETS_MS, '+Inf'] as const) {
+        cumulative += s.counters.get(`lag_le|${le}`) ?? 0;
+        samples.push({
+          metricName: 'herald_fallback_decision_lag_seconds_bucket',
+          labels: { le: le === '+Inf' ? '+Inf' : le / 1000 },
+          value: cumulative,
+        });
+      }
+      samples.push({ metricName: 'herald_fallback_decision_lag_seconds_sum', value: (s.counters.get('lag_sum_ms') ?? 0) / 1000 });
+      samples.push({ metricName: 'herald_fallback_decision_lag_seconds_count', value: s.counters.get('lag_count') ?? 0 });
+      return samples;
+    }),
+    mirrored('herald_queue_jobs', 'Jobs in each queue, by state.', 'gauge', (s) =>
+      Object.entries(s.queues).flatMap(([queue, counts]) =>
+        Object.entries(counts).map(([state, value]) => ({ value, labels: { queue, state } })),
+      ),
+    ),
+    mirrored('herald_live_notices', 'Notices not yet in a terminal state.', 'gauge', (s) => [{ value: s.live }]),
+  ];
+  for (const metric of metrics) registry.registerMetric(metric as never);
+
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    const pipeline = deps.redis.pipeline();
+    for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.hgetall(deps.store.keys.metrics(shard));
+    const replies = (await pipeline.exec()) ?? [];
+    const counters = new Map<string, number>();
+    for (const [error, hash] of replies) {
+      if (error) throw error;
+      for (const [field, value] of Object.entries(hash as Record<string, string>))
+        counters.set(field, (counters.get(field) ?? 0) + Number(value));
+    }
+    const queues: Snapshot['queues'] = {};
+    for (const queue of Object.values(deps.queues)) {
+      queues[queue.name] = await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed', 'prioritized');
+    }
+    const snapshot: Snapshot = { counters, queues, live: await deps.store.liveCount() };
+    for (const metric of metrics) metric.use(snapshot);
+    return reply.header('content-type', registry.contentType).send(await registry.metrics());
+  });
+}

@@ -1,0 +1,38 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { noticeBody } from '../helpers/herald.js';
+import { testPrefix, waitFor } from '../helpers/env.js';
+import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
+import { SHUTDOWN_BOUND_MS } from '../../src/signals.js';
+
+let stack: Stack | undefined;
+let worker: WorkerProcess | undefined;
+afterEach(async () => {
+  await worker?.stop('SIGKILL');
+  await stack?.close();
+  stack = undefined;
+});
+
+describe('a worker process sent SIGTERM while a job runs', () => {
+  it('finishes that job, exits 0 within the bound, and leaves no job active', async () => {
+    stack = await startStack({ prefix: testPrefix('term'), inProcessWorker: false, env: { HERALD_PROVIDER_TIMEOUT_MS: '5000' } });
+    worker = new WorkerProcess({ ...stack.env, LOG_LEVEL: 'info' }).start();
+    // `slow` makes the emulator answer 1.5 s late: the send job is mid-call when the signal lands.
+    const id = await stack.createNotice(noticeBody({ recipient: { id: 'slow-1', email: 'slow+200ms@example.com' }, deadlineInSeconds: 60 }));
+    await waitFor(
+      async () => stack!.sandbox.requests().some((r) => r.operation === 'postmark.send' && r.outcome === 'pending'),
+      20_000,
+      'the email send to be in flight',
+    );
+    const signalled = Date.now();
+    const code = await worker.stop('SIGTERM');
+    const took = Date.now() - signalled;
+    expect(code).toBe(0);
+    expect(took).toBeLessThan(SHUTDOWN_BOUND_MS);
+    expect(worker.output).toMatch(/shut down cleanly/);
+    // The job that was running finished its step: the email is stored as accepted.
+    const view = await stack.view(id);
+    expect(view.state).toBe('email_sent');
+    expect((await stack.events(id)).filter((e) => e.type === 'email.accepted')).toHaveLength(1);
+    expect(await stack.web.queues.emailSend.getActiveCount()).toBe(0);
+  });
+});
