@@ -3,7 +3,7 @@ import type { Clock } from '../src/clock.js';
 import type { NoticeEngine } from '../src/notice/engine.js';
 import { runStep, type NoticeJob } from './index.js';
 
-/** The `email-poll` queue: one engine step, `pollEmail`, per job. */
-export function pollEmailProcessor(engine: NoticeEngine, clock: Clock): Processor<NoticeJob> {
-  return (job, token) => runStep(job, token, clock, () => engine.pollEmail(job.data.noticeId));
+/** The `email-poll` queue: one engine step, `pollEmail`, per job; its workers share the provider's status-call limit. */
+export function pollEmailProcessor(engine: NoticeEngine, clock: Clock, pause?: (ms: number) => Promise<void>): Processor<NoticeJob> {
+  return (job, token) => runStep(job, token, clock, () => engine.pollEmail(job.data.noticeId), pause);
 }

@@ -10,6 +10,8 @@ export const QUEUE_NAMES = {
   smsSend: 'sms-send',
   smsPoll: 'sms-poll',
   reconcile: 'reconcile',
+  logMirror: 'log-mirror',
+  contentPurge: 'content-purge',
 } as const;
 
 export type QueueKey = keyof typeof QUEUE_NAMES;
@@ -39,19 +41,25 @@ export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   removeOnFail: { count: 5000 },
 };
 
-export type HeraldQueues = Record<Exclude<QueueKey, 'reconcile'>, Queue<NoticeJob>> & { reconcile: Queue };
+/** Queues of scheduled sweeps, whose jobs carry no notice. */
+type SweepQueueKey = 'reconcile' | 'logMirror' | 'contentPurge';
+
+export type HeraldQueues = Record<Exclude<QueueKey, SweepQueueKey>, Queue<NoticeJob>> & Record<SweepQueueKey, Queue>;
 
 /** Opens every Herald queue on one connection. Whoever opens them closes them (closeQueues). */
 export function openQueues(connection: ConnectionOptions, prefix: string): HeraldQueues {
   const open = (name: string) => new Queue<NoticeJob>(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
-  const reconcile = new Queue(QUEUE_NAMES.reconcile, { connection, prefix, defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 100 } } });
+  const sweep = (name: string) =>
+    new Queue(name, { connection, prefix, defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 100 } } });
   return {
     emailSend: open(QUEUE_NAMES.emailSend),
     emailPoll: open(QUEUE_NAMES.emailPoll),
     deadline: open(QUEUE_NAMES.deadline),
     smsSend: open(QUEUE_NAMES.smsSend),
     smsPoll: open(QUEUE_NAMES.smsPoll),
-    reconcile,
+    reconcile: sweep(QUEUE_NAMES.reconcile),
+    logMirror: sweep(QUEUE_NAMES.logMirror),
+    contentPurge: sweep(QUEUE_NAMES.contentPurge),
   };
 }
 
@@ -89,10 +97,18 @@ export class QueueScheduler implements Scheduler {
 
 /**
  * Runs one engine step for a job. A step that must come back later moves the same job back to
- * delayed (no second job is added), at the time the step asked for.
+ * delayed (no second job is added), at the time the step asked for. A provider's 429 pauses the
+ * queue for every worker (`pause`, BullMQ's global rate limit) for its Retry-After.
  */
-export async function runStep(job: Job<NoticeJob>, token: string | undefined, clock: Clock, step: () => Promise<StepOutcome>): Promise<string> {
+export async function runStep(
+  job: Job<NoticeJob>,
+  token: string | undefined,
+  clock: Clock,
+  step: () => Promise<StepOutcome>,
+  pause?: (ms: number) => Promise<void>,
+): Promise<string> {
   const outcome = await step();
+  if (outcome.kind === 'done' && outcome.pauseMs && pause) await pause(outcome.pauseMs);
   if (outcome.kind === 'retry' && token) {
     await job.moveToDelayed(Date.now() + Math.max(0, outcome.at - clock.now()), token);
     throw new DelayedError(outcome.note);

@@ -17,6 +17,8 @@ import { ERROR_CATALOGUE, errorBody, errorHandler } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { noticeRoutes } from './http/notices.js';
 import { recipientRoutes } from './http/recipients.js';
+import { statsRoutes } from './http/stats.js';
+import { suppressionRoutes } from './http/suppressions.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -66,6 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       tags: [
         { name: 'notices', description: 'Accept, read, audit and cancel notices.' },
         { name: 'recipients', description: 'Versioned recipient consent and region.' },
+        { name: 'suppressions', description: 'Addresses no notice may be sent to, per channel.' },
         { name: 'operations', description: 'Health and readiness.' },
       ],
     },
@@ -99,6 +102,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     await noticeRoutes(v1, deps);
     await recipientRoutes(v1, deps);
+    await suppressionRoutes(v1, deps);
+    await statsRoutes(v1, deps);
   });
   return app;
 }

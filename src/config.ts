@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { parseEncryptionKeys, type EncryptionKey } from './crypto.js';
 import { formatDuration, parseDuration } from './durations.js';
+import { loadRules, RulesError, type Rules } from './policy/rules.js';
 
 /** Herald's configuration, read once from the environment at start-up and frozen. */
 export interface Config {
@@ -34,7 +36,26 @@ export interface Config {
   readonly archiveUrl: string;
   readonly contentTtlMs: number;
   readonly auditRetentionMs: number;
-  readonly encryptionKey: string | undefined;
+  /** Content encryption keys (HERALD_ENCRYPTION_KEY); the first seals, all open. Empty: content is stored as is. */
+  readonly encryptionKeys: readonly EncryptionKey[];
+  /** For an `s3://` archive; credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID, ...). */
+  readonly s3: { readonly endpoint: string | undefined; readonly region: string; readonly forcePathStyle: boolean };
+  readonly mirror: {
+    /** Most log entries in one archive object. */
+    readonly batchSize: number;
+    /** How often the log mirror sweeps every shard. */
+    readonly intervalMs: number;
+    /** How long a batch held by another consumer stays untouched before it is claimed. */
+    readonly reclaimAfterMs: number;
+    /** How long archived entries stay in Redis too (0: trimmed as soon as they are archived). */
+    readonly keepHotMs: number;
+    /** Readiness warns when the oldest unarchived entry is older than this ... */
+    readonly warnLagMs: number;
+    /** ... or when more entries than this wait for the archive. */
+    readonly warnBacklog: number;
+  };
+  /** How often the worker records `content.purged` for content past its TTL. */
+  readonly contentPurgeIntervalMs: number;
   readonly rulesFile: string | undefined;
   /** How often the reconciler sweeps for overdue notices. */
   readonly reconcileIntervalMs: number;
@@ -46,7 +67,23 @@ export interface Config {
   readonly adminReadOnly: boolean;
   /** Requests per minute per API key on /v1 routes; 0 turns the limit off. */
   readonly rateLimitPerMinute: number;
+  /** The regional rules file, validated at start-up; undefined: SMS everywhere, no quiet hours. */
+  readonly rules: Rules | undefined;
+  /** Unit prices for cost estimates (HERALD_PRICES). */
+  readonly prices: Prices;
+  /** Status calls per second per provider, shared by all workers (BullMQ limiter). */
+  readonly statusChecksPerSecond: { readonly email: number; readonly sms: number };
 }
+
+/** Unit prices per provider call, in one currency. */
+export interface Prices {
+  readonly currency: string;
+  readonly email: { readonly send: number; readonly status: number };
+  readonly sms: { readonly segment: number; readonly status: number };
+}
+
+/** List prices of Postmark (per email) and Twilio (per US SMS segment); override with HERALD_PRICES. */
+export const DEFAULT_PRICES: Prices = { currency: 'USD', email: { send: 0.0015, status: 0 }, sms: { segment: 0.0083, status: 0 } };
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -74,12 +111,12 @@ export function loadConfig(env: Env = process.env): Config {
     }
     return value;
   };
-  const duration = (name: string, fallback: number): number => {
+  const duration = (name: string, fallback: number, allowZero = false): number => {
     const raw = read(name);
     if (raw === undefined) return fallback;
     try {
       const ms = parseDuration(raw);
-      if (ms <= 0) throw new Error(`"${raw}" must be longer than zero`);
+      if (ms <= 0 && !(allowZero && ms === 0)) throw new Error(`"${raw}" must be longer than zero`);
       return ms;
     } catch (error) {
       problems.push(`${name}: ${(error as Error).message}`);
@@ -161,8 +198,37 @@ export function loadConfig(env: Env = process.env): Config {
     apiUrl: url('TWILIO_API_URL', sandbox ? undefined : 'https://api.twilio.com', ['http:', 'https:']),
   };
 
+  let rules: Rules | undefined;
+  const rulesFile = read('HERALD_RULES_FILE');
+  if (rulesFile) {
+    try {
+      rules = loadRules(rulesFile);
+    } catch (error) {
+      if (!(error instanceof RulesError)) throw error;
+      problems.push(`HERALD_RULES_FILE: ${error.message}`);
+    }
+  }
+  const prices = parsePrices(read('HERALD_PRICES'), problems);
+
   const minPollIntervalMs = integer('HERALD_MIN_POLL_INTERVAL_MS', 30_000, 1);
   const providerTimeoutMs = integer('HERALD_PROVIDER_TIMEOUT_MS', 5_000, 100, 120_000);
+  const archiveUrl = url('HERALD_ARCHIVE_URL', 'file://./data/archive', ['file:', 's3:'])!;
+  if (archiveUrl.startsWith('s3:') && !/^s3:\/\/[^/]+/.test(archiveUrl)) {
+    problems.push(`HERALD_ARCHIVE_URL="${archiveUrl}" must name a bucket: s3://bucket/prefix`);
+  }
+  if (archiveUrl.startsWith('file:') && archiveUrl.length <= 'file://'.length) {
+    problems.push('HERALD_ARCHIVE_URL must name a directory: file:///var/lib/herald/archive or file://./data/archive');
+  }
+  const s3Endpoint = url('S3_ENDPOINT', undefined, ['http:', 'https:']);
+  const forcePathStyleRaw = read('S3_FORCE_PATH_STYLE')?.toLowerCase();
+  if (forcePathStyleRaw !== undefined && !['true', 'false', '1', '0'].includes(forcePathStyleRaw)) {
+    problems.push(`S3_FORCE_PATH_STYLE="${forcePathStyleRaw}" must be true or false`);
+  }
+  const encryption = parseEncryptionKeys(read('HERALD_ENCRYPTION_KEY') ?? '');
+  if (read('HERALD_ENCRYPTION_KEY') !== undefined) {
+    for (const problem of encryption.problems) problems.push(`HERALD_ENCRYPTION_KEY: ${problem}`);
+  }
+
   const config: Config = {
     nodeEnv,
     redisUrl: url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
@@ -179,19 +245,60 @@ export function loadConfig(env: Env = process.env): Config {
     minPollIntervalMs,
     maxChecksPerNotice: integer('HERALD_MAX_CHECKS_PER_NOTICE', 20, 1, 1000),
     bodyLimit: integer('HERALD_BODY_LIMIT', 1_048_576, 1024),
-    archiveUrl: url('HERALD_ARCHIVE_URL', 'file://./data/archive', ['file:', 's3:'])!,
+    archiveUrl,
     contentTtlMs: duration('HERALD_CONTENT_TTL', parseDuration('7d')),
     auditRetentionMs: duration('HERALD_AUDIT_RETENTION', parseDuration('400d')),
-    encryptionKey: read('HERALD_ENCRYPTION_KEY'),
+    encryptionKeys: read('HERALD_ENCRYPTION_KEY') === undefined ? [] : encryption.keys,
+    s3: {
+      endpoint: s3Endpoint,
+      region: read('AWS_REGION') ?? read('AWS_DEFAULT_REGION') ?? 'us-east-1',
+      // Custom endpoints (MinIO and most S3-compatible stores) need path-style URLs.
+      forcePathStyle: forcePathStyleRaw === undefined ? s3Endpoint !== undefined : ['true', '1'].includes(forcePathStyleRaw),
+    },
+    mirror: {
+      batchSize: integer('HERALD_MIRROR_BATCH_SIZE', 1000, 1, 5000),
+      intervalMs: integer('HERALD_MIRROR_INTERVAL_MS', 1000, 50),
+      reclaimAfterMs: integer('HERALD_MIRROR_RECLAIM_MS', 60_000, 0),
+      keepHotMs: duration('HERALD_LOG_KEEP_HOT', parseDuration('10m'), true),
+      warnLagMs: duration('HERALD_MIRROR_WARN_LAG', parseDuration('5m')),
+      warnBacklog: integer('HERALD_MIRROR_WARN_BACKLOG', 1_000_000, 1),
+    },
+    contentPurgeIntervalMs: integer('HERALD_CONTENT_PURGE_INTERVAL_MS', 10_000, 50),
     rulesFile: read('HERALD_RULES_FILE'),
     reconcileIntervalMs: integer('HERALD_RECONCILE_INTERVAL_MS', 10_000, 50),
     reconcileGraceMs: integer('HERALD_RECONCILE_GRACE_MS', Math.max(2 * providerTimeoutMs, 10_000), 0),
     workerConcurrency: integer('HERALD_WORKER_CONCURRENCY', 20, 1, 1000),
     adminReadOnly: ['1', 'true', 'yes'].includes((read('HERALD_ADMIN_READ_ONLY') ?? '').toLowerCase()),
     rateLimitPerMinute: integer('HERALD_RATE_LIMIT_PER_MINUTE', 6000, 0),
+    rules,
+    prices,
+    statusChecksPerSecond: {
+      email: integer('HERALD_POSTMARK_STATUS_PER_SECOND', 10, 1, 10_000),
+      sms: integer('HERALD_TWILIO_STATUS_PER_SECOND', 10, 1, 10_000),
+    },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+function parsePrices(raw: string | undefined, problems: string[]): Prices {
+  if (raw === undefined) return DEFAULT_PRICES;
+  try {
+    const given = JSON.parse(raw) as Partial<{ currency: string; email: Partial<Prices['email']>; sms: Partial<Prices['sms']> }>;
+    const prices: Prices = {
+      currency: given.currency ?? DEFAULT_PRICES.currency,
+      email: { ...DEFAULT_PRICES.email, ...given.email },
+      sms: { ...DEFAULT_PRICES.sms, ...given.sms },
+    };
+    const numbers = [prices.email.send, prices.email.status, prices.sms.segment, prices.sms.status];
+    if (!/^[A-Z]{3}$/.test(prices.currency) || numbers.some((n) => typeof n !== 'number' || !(n >= 0))) throw new Error();
+    return prices;
+  } catch {
+    problems.push(
+      'HERALD_PRICES must be JSON like {"currency":"USD","email":{"send":0.0015,"status":0},"sms":{"segment":0.0083,"status":0}}',
+    );
+    return DEFAULT_PRICES;
+  }
 }
 
 /** A summary safe to log: no secrets. */
@@ -205,6 +312,8 @@ export function describeConfig(config: Config): Record<string, unknown> {
     contentTtl: formatDuration(config.contentTtlMs),
     auditRetention: formatDuration(config.auditRetentionMs),
     archiveUrl: config.archiveUrl,
+    contentEncryption: config.encryptionKeys.length > 0 ? `aes-256-gcm, sealing with key "${config.encryptionKeys[0]!.id}"` : 'off',
+    rulesVersion: config.rules?.version ?? null,
   };
 }
 

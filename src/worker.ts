@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Worker, type Processor } from 'bullmq';
@@ -14,6 +15,7 @@ import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
 import { NoticeStore } from './store/notices.js';
 import { PolicyStore } from './store/policies.js';
+import { SuppressionStore } from './store/suppressions.js';
 import { connectRedis } from './store/redis.js';
 import { closeQueues, openQueues, QUEUE_NAMES, QueueScheduler, type NoticeJob } from '../queues/index.js';
 import { sendEmailProcessor } from '../queues/email-send.js';
@@ -22,14 +24,27 @@ import { runDeadlineProcessor } from '../queues/deadline.js';
 import { sendSmsProcessor } from '../queues/sms-send.js';
 import { pollSmsProcessor } from '../queues/sms-poll.js';
 import { reconcileProcessor } from '../queues/reconcile.js';
+import { logMirrorProcessor } from '../queues/log-mirror.js';
+import { contentPurgeProcessor } from '../queues/content-purge.js';
+import { LogMirror } from './archive/mirror.js';
+import { openArchive } from './archive/open.js';
+import { keyringOf } from './crypto.js';
 
 export interface WorkerHandle {
   engine: NoticeEngine;
   reconciler: ReconcilerDeps;
   /** The embedded sandbox, when sandbox mode had no emulator URL given. */
   sandbox: Sandbox | undefined;
+  /** The decision-log mirror this worker runs on the `log-mirror` schedule. */
+  mirror: LogMirror;
   close(): Promise<void>;
 }
+
+/**
+ * Longest a log-mirror sweep keeps reading new batches: long enough to drain a burst, short
+ * enough that a shutdown waiting for the running sweep stays within its bound.
+ */
+const MIRROR_SWEEP_BUDGET_MS = 10_000;
 
 /** The provider adapters for this configuration; sandbox mode without URLs starts the emulators. */
 export async function createProviders(
@@ -70,12 +85,13 @@ export async function startWorker(
   const log = opts.logger ?? createLogger('herald-worker');
   const redis = connectRedis(config.redisUrl, 'worker', 'herald-worker');
   redis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
-  const store = new NoticeStore(redis, config.prefix);
+  const store = new NoticeStore(redis, config.prefix, { keyring: keyringOf(config.encryptionKeys) });
   const queues = openQueues(redis, store.keys.queuePrefix);
   const made = opts.providers ? { ...opts.providers, sandbox: undefined } : await createProviders(config, log);
   const engine = new NoticeEngine({
     store,
     policies: new PolicyStore(redis, config.prefix),
+    suppressions: new SuppressionStore(redis, config.prefix),
     email: made.email,
     sms: made.sms,
     clock,
@@ -85,6 +101,8 @@ export async function startWorker(
       providerTimeoutMs: config.providerTimeoutMs,
       minPollIntervalMs: config.minPollIntervalMs,
       maxChecksPerNotice: config.maxChecksPerNotice,
+      prices: config.prices,
+      rules: config.rules,
     },
   });
   const reconciler: ReconcilerDeps = {
@@ -98,33 +116,68 @@ export async function startWorker(
   };
 
   const prefix = store.keys.queuePrefix;
-  const processors: [string, Processor<NoticeJob>][] = [
-    [QUEUE_NAMES.emailSend, sendEmailProcessor(engine, clock)],
-    [QUEUE_NAMES.emailPoll, pollEmailProcessor(engine, clock)],
-    [QUEUE_NAMES.deadline, runDeadlineProcessor(engine, clock)],
-    [QUEUE_NAMES.smsSend, sendSmsProcessor(engine, clock)],
-    [QUEUE_NAMES.smsPoll, pollSmsProcessor(engine, clock)],
+  // Status calls are limited per provider for all workers together (BullMQ's limiter is global
+  // per queue); a 429 pauses the queue for its Retry-After.
+  const pausers = new Map<string, Worker<NoticeJob>>();
+  const pause = (queue: string) => async (ms: number) => pausers.get(queue)?.rateLimit(ms);
+  const processors: [string, Processor<NoticeJob>, { max: number; duration: number } | undefined][] = [
+    [QUEUE_NAMES.emailSend, sendEmailProcessor(engine, clock), undefined],
+    [QUEUE_NAMES.emailPoll, pollEmailProcessor(engine, clock, pause(QUEUE_NAMES.emailPoll)), { max: config.statusChecksPerSecond.email, duration: 1000 }],
+    [QUEUE_NAMES.deadline, runDeadlineProcessor(engine, clock), undefined],
+    [QUEUE_NAMES.smsSend, sendSmsProcessor(engine, clock), undefined],
+    [QUEUE_NAMES.smsPoll, pollSmsProcessor(engine, clock, pause(QUEUE_NAMES.smsPoll)), { max: config.statusChecksPerSecond.sms, duration: 1000 }],
   ];
-  const workers = processors.map(
-    ([name, processor]) => new Worker<NoticeJob>(name, processor, { connection: redis, prefix, concurrency: config.workerConcurrency }),
-  );
+  const workers = processors.map(([name, processor, limiter]) => {
+    const worker = new Worker<NoticeJob>(name, processor, { connection: redis, prefix, concurrency: config.workerConcurrency, limiter });
+    pausers.set(name, worker);
+    return worker;
+  });
   workers.push(new Worker(QUEUE_NAMES.reconcile, reconcileProcessor(reconciler), { connection: redis, prefix, concurrency: 1 }));
+  const archive = openArchive(config);
+  const mirror = new LogMirror({
+    redis,
+    keys: store.keys,
+    archive,
+    clock,
+    log,
+    // Unique per process and per start: a restarted worker's old batches are claimed like a dead one's.
+    consumer: `${reconciler.owner}:${randomBytes(3).toString('hex')}`,
+    settings: {
+      batchSize: config.mirror.batchSize,
+      reclaimAfterMs: config.mirror.reclaimAfterMs,
+      keepHotMs: config.mirror.keepHotMs,
+      sweepBudgetMs: MIRROR_SWEEP_BUDGET_MS,
+    },
+    contentTtlMs: config.contentTtlMs,
+  });
+  workers.push(new Worker(QUEUE_NAMES.logMirror, logMirrorProcessor(mirror), { connection: redis, prefix, concurrency: 1 }));
+  workers.push(
+    new Worker(QUEUE_NAMES.contentPurge, contentPurgeProcessor({ redis, store, clock, log }), {
+      connection: redis,
+      prefix,
+      concurrency: 1,
+    }),
+  );
   for (const worker of workers) {
     worker.on('failed', (job, error) => log.warn({ err: error, queue: worker.name, jobId: job?.id }, 'job failed'));
     worker.on('error', (error) => log.warn({ err: error, queue: worker.name }, 'worker error'));
   }
   await queues.reconcile.upsertJobScheduler('reconcile-sweep', { every: config.reconcileIntervalMs }, { name: 'reconcile' });
+  await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
+  await queues.contentPurge.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
 
   const close = once(async () => {
     // Stop fetching jobs and wait for the running ones, within the shutdown bound.
+    mirror.stop();
     const bound = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_BOUND_MS - 5_000).unref());
     await Promise.race([Promise.allSettled(workers.map((w) => w.close())), bound]);
     await Promise.allSettled(workers.map((w) => w.close(true)));
     await closeQueues(queues);
     await redis.quit().catch(() => redis.disconnect());
+    await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));
     await made.sandbox?.close();
   });
-  return { engine, reconciler, sandbox: made.sandbox, close };
+  return { engine, reconciler, sandbox: made.sandbox, mirror, close };
 }
 
 async function main(): Promise<void> {

@@ -9,6 +9,7 @@ import { noticeView } from '../notice/view.js';
 import { ADMIN_COOKIE, adminGate, sameSecret, sessionValue } from './admin-auth.js';
 import { HttpError } from './errors.js';
 import { renderTimeline } from './timeline.js';
+import { trailReader } from '../archive/trail.js';
 
 const loginPage = (next: string, failed: boolean) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Herald admin — log in</title>
@@ -43,12 +44,15 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     return reply.redirect(next, 303);
   });
 
+  // The timeline reads the whole trail, from the archive where the log mirror trimmed Redis.
+  const trails = trailReader({ redis: deps.redis, keys: deps.store.keys, config: deps.config, clock: deps.clock });
+  app.addHook('onClose', async () => trails.close());
   app.get<{ Params: { id: string } }>('/admin/notices/:id', { schema: { hide: true } }, async (request, reply) => {
     const id = request.params.id;
     const notice = shardOfNoticeId(id) === undefined ? null : await deps.store.get(id);
     if (!notice) throw new HttpError('not_found', `No notice ${id}.`);
-    const events = await deps.store.events(id);
-    return reply.type('text/html').send(renderTimeline(noticeView(notice), events));
+    const trail = await trails.read(id);
+    return reply.type('text/html').send(renderTimeline(noticeView(notice), trail.entries));
   });
 
   const board = new FastifyAdapter();

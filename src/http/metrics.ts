@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { AppDeps } from '../app.js';
+import { readBacklog } from '../archive/backlog.js';
+import { logMirrorBacklogGauges } from '../archive/metrics.js';
 import { SHARD_COUNT } from '../notice/ids.js';
 import { DECISION_LAG_BUCKETS_MS } from '../store/metrics.js';
 
@@ -96,6 +98,9 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promis
     mirrored('herald_live_notices', 'Notices not yet in a terminal state.', 'gauge', (s) => [{ value: s.live }]),
   ];
   for (const metric of metrics) registry.registerMetric(metric as never);
+  // The log mirror's backlog, read from Redis at scrape time like the counters above.
+  const backlog = () => readBacklog(deps.redis, deps.store.keys, deps.clock.now());
+  for (const gauge of logMirrorBacklogGauges(backlog)) registry.registerMetric(gauge);
 
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     const pipeline = deps.redis.pipeline();

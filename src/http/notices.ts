@@ -5,6 +5,9 @@ import { noticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { AppDeps } from '../app.js';
 import { HttpError } from './errors.js';
+import { ArchiveUnavailableError } from '../archive/archive.js';
+import { trailReader } from '../archive/trail.js';
+import { SuppressionStore } from '../store/suppressions.js';
 import { AcceptedResponse, CreateNoticeBody, ErrorResponse, EventsResponse, NoticeParams, NoticeViewSchema } from './schemas.js';
 
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse };
@@ -15,6 +18,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** `/v1/notices`: create, read, read the decision log, cancel. */
 export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { store, policies, scheduler, clock, config } = deps;
+  const suppressions = new SuppressionStore(deps.redis, config.prefix);
 
   const load = async (id: string) => {
     const notice = shardOfNoticeId(id) === undefined ? null : await store.get(id);
@@ -48,11 +52,14 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
           now,
           apiKeyId: request.apiKeyId,
           idempotencyKey,
+          emailSuppressed: await suppressions.has('email', request.body.recipient.email.toLowerCase()),
           settings: {
             providerTimeoutMs: config.providerTimeoutMs,
             minPollIntervalMs: config.minPollIntervalMs,
             maxChecksPerNotice: config.maxChecksPerNotice,
             contentTtlMs: config.contentTtlMs,
+            prices: config.prices,
+            encryptionKeys: config.encryptionKeys,
           },
         });
       } catch (error) {
@@ -93,19 +100,32 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
     async (request) => noticeView(await load(request.params.id)),
   );
 
+  // Entries the log mirror has trimmed from Redis are read back from the archive.
+  const trails = trailReader({ redis: deps.redis, keys: store.keys, config, clock });
+  app.addHook('onClose', async () => trails.close());
   app.get<{ Params: NoticeParams }>(
     '/v1/notices/:id/events',
     {
       schema: {
         ...secured,
         summary: 'The decision log of a notice, in order',
+        description:
+          'The complete trail, whether its entries are still in Redis, only in the audit archive, or split between both; entries older than HERALD_AUDIT_RETENTION may be gone.',
         params: NoticeParams,
         response: { 200: EventsResponse, ...errors },
       },
     },
     async (request) => {
       await load(request.params.id);
-      return { events: await store.events(request.params.id) };
+      try {
+        return { events: (await trails.read(request.params.id)).entries };
+      } catch (error) {
+        if (error instanceof ArchiveUnavailableError) {
+          request.log.warn({ err: error }, 'audit archive unreachable');
+          throw new HttpError('unavailable', 'Part of this trail is in the audit archive, which cannot be reached; retry later.');
+        }
+        throw error;
+      }
     },
   );
 

@@ -7,6 +7,10 @@ import type { RecipientPolicy } from '../store/policies.js';
 import { newNoticeId, randomShard, shardOfKey } from './ids.js';
 import { planChecks, type PollPolicy } from './planner.js';
 import type { PolicyOutcome } from './states.js';
+import type { Prices } from '../config.js';
+import { keyringOf, type EncryptionKey } from '../crypto.js';
+import { sealContent } from '../store/content.js';
+import { costOf, smsSegments } from './cost.js';
 
 export interface AcceptRequest {
   recipient: { id: string; email: string; phone?: string; region?: string };
@@ -24,6 +28,9 @@ export interface AcceptSettings {
   minPollIntervalMs: number;
   maxChecksPerNotice: number;
   contentTtlMs: number;
+  prices: Prices;
+  /** HERALD_ENCRYPTION_KEY: content is sealed with the first key before it is stored; none: stored as is. */
+  encryptionKeys: readonly EncryptionKey[];
 }
 
 /** A request Herald refuses, with the field at fault. */
@@ -63,7 +70,7 @@ export async function acceptNotice(
   store: NoticeStore,
   request: AcceptRequest,
   policy: RecipientPolicy,
-  ctx: { now: number; apiKeyId: string; idempotencyKey?: string; settings: AcceptSettings },
+  ctx: { now: number; apiKeyId: string; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
 ): Promise<AcceptResult> {
   const { now, settings } = ctx;
   const bodyHash = sha256(canonicalize(request) ?? '');
@@ -100,8 +107,16 @@ export async function acceptNotice(
   const shard = idemHash === undefined ? randomShard() : shardOfKey(idemHash);
   const id = newNoticeId(shard, now);
   const contentSha256 = sha256(canonicalize(request.content) ?? '');
-  const emailPolicy: PolicyOutcome = policy.consent.email ? 'allowed' : 'no_consent';
-  const region = request.recipient.region ?? policy.region;
+  const emailPolicy: PolicyOutcome = !policy.consent.email ? 'no_consent' : ctx.emailSuppressed ? 'suppressed' : 'allowed';
+  // Only the notice's own region is kept: the policy's region is read when the fallback is decided.
+  const region = request.recipient.region;
+  const expectedCost = {
+    email: costOf({ emailSends: 1, emailChecks: plan.checks.length, smsSegments: 0, smsChecks: 0 }, settings.prices),
+    smsIfFallback:
+      phone === undefined
+        ? null
+        : costOf({ emailSends: 0, emailChecks: 0, smsSegments: smsSegments(request.content.sms ?? request.content.subject), smsChecks: 0 }, settings.prices),
+  };
 
   const fields: Record<string, string | number> = {
     id,
@@ -139,6 +154,7 @@ export async function acceptNotice(
       minCheckIntervalMs: plan.minCheckIntervalMs,
       pollFloorMs: settings.minPollIntervalMs,
       expectedProviderCalls: { email: 1 + plan.checks.length },
+      expectedCost,
       idempotencyKey: ctx.idempotencyKey,
       hasPhone: phone !== undefined,
     },
@@ -147,8 +163,9 @@ export async function acceptNotice(
 
   const result = await store.create({
     id,
+    createdAt: now,
     fields,
-    content: request.content,
+    content: sealContent(keyringOf(settings.encryptionKeys), id, request.content),
     entries,
     at: iso(now),
     due: now,

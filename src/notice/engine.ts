@@ -8,22 +8,31 @@ import {
   type SmsProvider,
   type StatusObservation,
 } from '../providers/types.js';
+import type { Prices } from '../config.js';
+import { decideSms } from '../policy/decide.js';
+import type { Rules } from '../policy/rules.js';
 import type { PolicyStore } from '../store/policies.js';
+import type { SuppressionSource, SuppressionStore } from '../store/suppressions.js';
+import { costOf, smsSegments } from './cost.js';
 import { channelField, type LogEntry, type Notice, type NoticeStore, type TransitionSpec } from '../store/notices.js';
 import { newAttemptId } from './ids.js';
 import { done, retryAt, type Scheduler, type StepOutcome } from './outcome.js';
 import { nextCheckAfter, planSmsChecks } from './planner.js';
-import { UNDECIDED_STATES, type BlockReason, type FallbackReason, type NoticeState, type PolicyOutcome } from './states.js';
+import { UNDECIDED_STATES, type FallbackReason, type NoticeState } from './states.js';
 
 export interface EngineSettings {
   providerTimeoutMs: number;
   minPollIntervalMs: number;
   maxChecksPerNotice: number;
+  prices: Prices;
+  /** The regional rules file; undefined: SMS allowed everywhere, no quiet hours. */
+  rules: Rules | undefined;
 }
 
 export interface EngineDeps {
   store: NoticeStore;
   policies: PolicyStore;
+  suppressions: SuppressionStore;
   email: EmailProvider;
   sms: SmsProvider;
   clock: Clock;
@@ -78,10 +87,22 @@ export class NoticeEngine {
     return this.send('email', notice);
   }
 
-  /** Hands the fallback SMS to the provider at most once. */
+  /**
+   * Hands the fallback SMS to the provider at most once, not before the time the decision set
+   * (quiet hours). After such a wait the email status is read once more: a delivery meanwhile
+   * cancels the SMS that has not left yet.
+   */
   async sendSms(id: string): Promise<StepOutcome> {
-    const notice = await this.store.get(id);
+    let notice = await this.store.get(id);
     if (!notice) return done('no such notice');
+    if (notice.state === 'sms_pending' && notice.smsSendNotBefore !== undefined) {
+      if (this.now() < notice.smsSendNotBefore) return retryAt(notice.smsSendNotBefore, 'waiting for the end of quiet hours');
+      if (notice.emailChannel.providerMessageId && notice.smsChannel.attempts === 0) {
+        await this.observeEmail(notice, true);
+        notice = await this.store.get(id);
+        if (!notice) return done('no such notice');
+      }
+    }
     return this.send('sms', notice);
   }
 
@@ -114,7 +135,7 @@ export class NoticeEngine {
           return this.providerFailure(channel, notice, record.attemptId!, 'search', error, {});
         }
         if (found) {
-          return this.accepted(channel, notice, record.attemptId!, found, 'provider_search');
+          return this.accepted(channel, notice, record.attemptId!, found, 'provider_search', smsBody);
         }
       }
       retryOf = record.attemptId;
@@ -159,11 +180,11 @@ export class NoticeEngine {
               idempotencyKey: record.idempotencyKey!,
               metadata: { notice_id: notice.id },
             })
-          : await this.deps.sms.send({ to, body: smsBody });
+          : await this.deps.sms.send({ to, body: smsBody, ...(notice.smsFrom ? { from: notice.smsFrom } : {}) });
     } catch (error) {
       return this.providerFailure(channel, notice, attemptId, 'send', error, { attemptStarted: true });
     }
-    return this.accepted(channel, notice, attemptId, result, 'send');
+    return this.accepted(channel, notice, attemptId, result, 'send', smsBody);
   }
 
   /** Stores a provider's acceptance of an attempt and plans the first status check. */
@@ -173,6 +194,7 @@ export class NoticeEngine {
     attemptId: string,
     result: SendResult,
     resolvedBy: 'send' | 'provider_search',
+    smsBody?: string,
   ): Promise<StepOutcome> {
     const states = SEND_STATES[channel];
     const field = (name: Parameters<typeof channelField>[1]) => channelField(channel, name);
@@ -193,6 +215,7 @@ export class NoticeEngine {
       [field('status')]: 'pending',
     };
     if (channel === 'sms') set.smsPlan = JSON.stringify(plan);
+    if (channel === 'sms' && smsBody !== undefined) set.smsSegments = smsSegments(smsBody);
     if (nextCheck !== undefined) set[field('nextCheckAt')] = nextCheck;
     const due = channel === 'email' ? (nextCheck ?? notice.deadline) : (nextCheck ?? 'remove');
     const stored = await this.store.transition(notice.id, now, iso(now), {
@@ -241,6 +264,16 @@ export class NoticeEngine {
     this.deps.log.warn({ err: error, noticeId: notice.id, channel, operation, kind: error.kind }, 'provider call failed');
 
     if (error.kind === 'rejected' && operation === 'send') {
+      if (error.suppressed) {
+        const to = channel === 'email' ? notice.email! : notice.phone!;
+        await this.suppress(
+          notice,
+          channel,
+          to,
+          channel === 'email' ? 'postmark_inactive' : 'twilio_opt_out',
+          `provider code ${error.providerCode ?? 'unknown'}`,
+        );
+      }
       if (channel === 'email') {
         await this.store.transition(notice.id, now, iso(now), {
           from: [sending],
@@ -255,7 +288,7 @@ export class NoticeEngine {
         to: 'sms_failed',
         eq: { [field('attemptId')]: attemptId },
         set: { [field('attemptSettled')]: 1, [field('attemptInDoubt')]: 0, [field('status')]: 'failed' },
-        entries: [entry, { type: 'notice.completed', state: 'sms_failed' }],
+        entries: [entry, this.completed(notice, 'sms_failed')],
         due: 'remove',
       });
       return done('sms rejected');
@@ -305,8 +338,8 @@ export class NoticeEngine {
     const outcome = await this.observeEmail(notice, false);
     const after = await this.store.get(id);
     const next = after?.emailChannel.nextCheckAt;
-    if (after?.state === 'email_sent' && next !== undefined) {
-      await this.deps.schedule.emailPoll(id, after.pollPlan.indexOf(next) + 1, next);
+    if (after?.state === 'email_sent' && next !== undefined && next < after.deadline) {
+      await this.deps.schedule.emailPoll(id, after.pollPlan.filter((at) => at < next).length + 1, next);
     }
     return outcome;
   }
@@ -324,7 +357,10 @@ export class NoticeEngine {
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error;
       const now = this.now();
-      const next = final ? undefined : nextCheckAfter(this.emailChecksBeforeDeadline(notice), now);
+      const pauseMs = error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined;
+      const planned = final ? undefined : nextCheckAfter(this.emailChecksBeforeDeadline(notice), now);
+      // A 429 pushes this notice's next check past the provider's Retry-After (never past the deadline).
+      const next = planned === undefined ? undefined : Math.min(Math.max(planned, now + (pauseMs ?? 0)), notice.deadline);
       await this.store.transition(notice.id, now, iso(now), {
         from: '*',
         set: next !== undefined ? { emailNextCheckAt: next } : {},
@@ -332,7 +368,7 @@ export class NoticeEngine {
         entries: [this.providerErrorEntry('email', record.attemptId, 'status', error, notice.providerTimeoutMs)],
         due: UNDECIDED_STATES.includes(notice.state) ? (next ?? notice.deadline) : undefined,
       });
-      return done(`status read failed: ${error.kind}`);
+      return done(`status read failed: ${error.kind}`, pauseMs);
     }
 
     for (let race = 0; race < MAX_RACES; race += 1) {
@@ -370,12 +406,12 @@ export class NoticeEngine {
       if (observation.status === 'delivered') {
         if (undecided) {
           Object.assign(spec, { to: 'email_delivered', due: 'remove' });
-          spec.entries.push({ type: 'notice.completed', state: 'email_delivered' });
+          spec.entries.push(this.completed(current, 'email_delivered', { emailChecks: 1 }));
         } else if (current.state === 'sms_pending') {
           Object.assign(spec, { to: 'email_delivered', due: 'remove' });
           spec.entries.push(
             { type: 'sms.canceled', reason: 'email_delivered_late' },
-            { type: 'notice.completed', state: 'email_delivered' },
+            this.completed(current, 'email_delivered', { emailChecks: 1 }),
           );
         }
       } else if (undecided) {
@@ -384,6 +420,10 @@ export class NoticeEngine {
       const result = await this.store.transition(current.id, now, iso(now), spec);
       if (!result.ok && result.reason === 'state') continue;
       if (!result.ok) return done(`observation not stored: ${result.reason}`);
+      if (observation.suppressed && observation.status !== 'delivered') {
+        const source: SuppressionSource = observation.status === 'bounced' ? 'postmark_hard_bounce' : 'postmark_unsubscribe';
+        await this.suppress(current, 'email', current.email!, source, observation.bounceType ?? observation.providerStatus);
+      }
       if (undecided && observation.status === 'bounced') return this.decideFallback(current.id, 'email_bounced');
       if (undecided && observation.status === 'failed') {
         return this.decideFallback(current.id, observation.suppressed ? 'email_suppressed' : 'email_rejected');
@@ -414,7 +454,7 @@ export class NoticeEngine {
         due: next ?? 'remove',
       });
       if (next !== undefined) await this.deps.schedule.smsPoll(id, notice.smsPlan.indexOf(next) + 1, next);
-      return done(`sms status read failed: ${error.kind}`);
+      return done(`sms status read failed: ${error.kind}`, error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined);
     }
     const now = this.now();
     const terminal: NoticeState | undefined =
@@ -430,7 +470,7 @@ export class NoticeEngine {
         errorCode: observation.errorCode,
       },
     ];
-    if (terminal) entries.push({ type: 'notice.completed', state: terminal });
+    if (terminal) entries.push(this.completed(notice, terminal, { smsChecks: 1 }));
     const result = await this.store.transition(id, now, iso(now), {
       from: ['sms_sent'],
       to: terminal,
@@ -497,10 +537,18 @@ export class NoticeEngine {
       if (reason === 'email_deadline_elapsed' && now < notice.deadline) return retryAt(notice.deadline, 'deadline not reached');
 
       const policy = await this.deps.policies.get(notice.recipientId);
-      let outcome: PolicyOutcome = 'allowed';
-      let blocked: BlockReason | undefined;
-      if (!notice.phone) [outcome, blocked] = ['no_address', 'no_phone'];
-      else if (!policy.consent.sms) [outcome, blocked] = ['no_consent', 'sms_consent_missing'];
+      const region = notice.region ?? policy.region;
+      const decision = decideSms({
+        phone: notice.phone,
+        region,
+        consentSms: policy.consent.sms,
+        smsSuppressed: notice.phone ? await this.deps.suppressions.has('sms', notice.phone) : false,
+        rules: this.deps.settings.rules,
+        now,
+        complianceDeadline: notice.complianceDeadline,
+      });
+      const blocked = decision.outcome === 'allowed' ? undefined : decision.block;
+      const sendAt = decision.outcome === 'allowed' ? (decision.sendNotBefore ?? now) : now;
 
       const smsIdempotencyKey = `${id}-sms`;
       const common = {
@@ -509,30 +557,50 @@ export class NoticeEngine {
         decidedAt: iso(now),
         lastEmailStatus: notice.emailChannel.status ?? null,
       };
-      const entries: LogEntry[] = [{ type: 'policy.checked', channel: 'sms', outcome, policyVersion: policy.version }];
+      const entries: LogEntry[] = [
+        {
+          type: 'policy.checked',
+          channel: 'sms',
+          outcome: decision.outcome,
+          policyVersion: policy.version,
+          rulesVersion: this.deps.settings.rules?.version ?? null,
+          region: region ?? null,
+          // What a replay of this decision needs, so that the decision's own entries suffice.
+          recipientId: notice.recipientId,
+          hasPhone: notice.phone !== undefined,
+          complianceDeadline: notice.complianceDeadline === undefined ? undefined : iso(notice.complianceDeadline),
+        },
+      ];
       if (blocked) {
-        entries.push(
-          { type: 'fallback.blocked', ...common, fallbackReason: reason, reason: blocked },
-          { type: 'notice.completed', state: 'blocked' },
-        );
-      } else {
-        entries.push({ type: 'fallback.decided', ...common, smsIdempotencyKey });
+        entries.push({ type: 'fallback.blocked', ...common, fallbackReason: reason, reason: blocked }, this.completed(notice, 'blocked'));
+      } else if (decision.outcome === 'allowed') {
+        entries.push({
+          type: 'fallback.decided',
+          ...common,
+          smsIdempotencyKey,
+          sendNotBefore: decision.sendNotBefore === undefined ? undefined : iso(decision.sendNotBefore),
+          timingRule: decision.timingRule,
+          complianceDeadline: notice.complianceDeadline === undefined ? undefined : iso(notice.complianceDeadline),
+        });
+      }
+      const set: Record<string, string | number> = { fallbackReason: reason, fallbackDecidedAt: now };
+      if (blocked) set.blockReason = blocked;
+      else {
+        set.smsIdempotencyKey = smsIdempotencyKey;
+        if (decision.outcome === 'allowed' && decision.sendNotBefore !== undefined) set.smsSendNotBefore = decision.sendNotBefore;
+        if (decision.outcome === 'allowed' && decision.from) set.smsFrom = decision.from;
       }
       const result = await this.store.transition(id, now, iso(now), {
         from: UNDECIDED_STATES,
         to: blocked ? 'blocked' : 'sms_pending',
         reached: reason === 'email_deadline_elapsed' ? 'deadline' : undefined,
-        set: {
-          fallbackReason: reason,
-          fallbackDecidedAt: now,
-          ...(blocked ? { blockReason: blocked } : { smsIdempotencyKey }),
-        },
+        set,
         unset: ['emailNextCheckAt'],
         entries,
-        due: blocked ? 'remove' : now,
+        due: blocked ? 'remove' : sendAt,
       });
       if (result.ok) {
-        if (!blocked) await this.deps.schedule.smsSend(id, now);
+        if (!blocked) await this.deps.schedule.smsSend(id, sendAt);
         this.deps.log.info({ noticeId: id, reason, blocked }, 'fallback decided');
         return done(blocked ? `fallback blocked: ${blocked}` : `fallback decided: ${reason}`);
       }
@@ -556,17 +624,48 @@ export class NoticeEngine {
       case 'accepted':
       case 'email_sending':
         return now >= notice.deadline ? this.runDeadline(id) : this.sendEmail(id);
-      case 'email_sent':
-        return now >= notice.deadline ? this.runDeadline(id) : this.pollEmail(id);
+      case 'email_sent': {
+        if (now >= notice.deadline) return this.runDeadline(id);
+        // Polls go through their queue, so the provider's shared status-call limit holds for
+        // repairs too; the job ID makes this a no-op when the check is already queued.
+        const planned = notice.emailChannel.nextCheckAt ?? now;
+        await this.deps.schedule.emailPoll(id, notice.pollPlan.filter((at) => at < planned).length + 1, now);
+        return retryAt(now + this.deps.settings.minPollIntervalMs, 'status check queued');
+      }
       case 'sms_pending':
       case 'sms_sending':
         return this.sendSms(id);
-      case 'sms_sent':
-        return this.pollSms(id);
+      case 'sms_sent': {
+        const planned = notice.smsChannel.nextCheckAt ?? now;
+        await this.deps.schedule.smsPoll(id, Math.max(1, notice.smsPlan.filter((at) => at < planned).length + 1), now);
+        return retryAt(now + this.deps.settings.minPollIntervalMs, 'status check queued');
+      }
       default:
         await this.store.transition(id, now, iso(now), { from: '*', entries: [], due: 'remove' });
         return done(`state is ${notice.state}`);
     }
+  }
+
+  /** Adds an address to the suppression list because a provider said so, and logs it (without the address). */
+  private async suppress(notice: Notice, channel: Channel, address: string, source: SuppressionSource, reason: string): Promise<void> {
+    const now = this.now();
+    const added = await this.deps.suppressions.add({ channel, address, reason, source, noticeId: notice.id, createdAt: iso(now) });
+    if (!added) return;
+    await this.store.transition(notice.id, now, iso(now), { from: '*', entries: [{ type: 'suppression.added', channel, source, reason }] });
+  }
+
+  /** The `notice.completed` entry, with what the notice cost at the configured prices. */
+  private completed(notice: Notice, state: NoticeState, extra: { emailChecks?: number; smsChecks?: number } = {}): LogEntry {
+    const cost = costOf(
+      {
+        emailSends: notice.emailChannel.providerMessageId ? 1 : 0,
+        emailChecks: notice.emailChannel.checksDone + (extra.emailChecks ?? 0),
+        smsSegments: notice.smsSegments,
+        smsChecks: notice.smsChannel.checksDone + (extra.smsChecks ?? 0),
+      },
+      this.deps.settings.prices,
+    );
+    return { type: 'notice.completed', state, cost };
   }
 
   /** The email checks the poll jobs run: the plan without its last check, which the deadline step makes. */

@@ -1,9 +1,10 @@
 /** What a step of the engine asks of whoever ran it (a queue processor or the reconciler). */
 export type StepOutcome =
-  | { kind: 'done'; note: string }
+  /** `pauseMs`: the provider asked (429 Retry-After) that this kind of call wait this long, for every worker. */
+  | { kind: 'done'; note: string; pauseMs?: number }
   | { kind: 'retry'; at: number; note: string };
 
-export const done = (note: string): StepOutcome => ({ kind: 'done', note });
+export const done = (note: string, pauseMs?: number): StepOutcome => (pauseMs ? { kind: 'done', note, pauseMs } : { kind: 'done', note });
 export const retryAt = (at: number, note: string): StepOutcome => ({ kind: 'retry', at, note });
 
 /** The jobs the engine asks for; queues/index.ts implements it over BullMQ. Adding twice is harmless. */

@@ -36,6 +36,10 @@ export class Keys {
   due(shard: number): string {
     return `${this.shard(shard)}:due`;
   }
+  /** Sorted set of the shard's notices by creation time (ms): the index /v1/stats reads. */
+  created(shard: number): string {
+    return `${this.shard(shard)}:created`;
+  }
   /** The shard's metric counters (src/store/metrics.ts). */
   metrics(shard: number): string {
     return `${this.shard(shard)}:metrics`;

@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { Channel } from '../providers/types.js';
 import type { NoticeState, PolicyOutcome } from '../notice/states.js';
-import { SHARD_COUNT } from '../notice/ids.js';
+import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
+import type { Keyring } from '../crypto.js';
+import { openContent, type StoredContent } from './content.js';
 import { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 import { metricIncrements } from './metrics.js';
@@ -57,8 +59,14 @@ export interface Notice {
   contentSha256: string;
   idempotencyKey: string | undefined;
   metadata: Record<string, string>;
+  complianceDeadline: number | undefined;
   fallbackReason: string | undefined;
   fallbackDecidedAt: number | undefined;
+  /** Quiet hours: the SMS may not leave before this time. */
+  smsSendNotBefore: number | undefined;
+  /** The regional sender, when the rule names one. */
+  smsFrom: string | undefined;
+  smsSegments: number;
   emailChannel: ChannelRecord;
   smsChannel: ChannelRecord;
 }
@@ -93,8 +101,10 @@ export type TransitionResult =
 
 export interface CreateNoticeInput {
   id: string;
+  createdAt: number;
   fields: Record<string, string | number>;
-  content: NoticeContent;
+  /** As stored: sealed (src/store/content.ts) when content encryption is on. */
+  content: StoredContent;
   entries: LogEntry[];
   at: string;
   due: number;
@@ -116,7 +126,12 @@ export class NoticeStore {
   readonly keys: Keys;
   private readonly redis: Redis & HeraldScripts;
 
-  constructor(redis: Redis, prefix: string) {
+  /** `keyring` opens sealed content; only the process that sends (the worker) needs it. */
+  constructor(
+    redis: Redis,
+    prefix: string,
+    private readonly options: { keyring?: Keyring } = {},
+  ) {
     this.redis = defineScripts(redis);
     this.keys = new Keys(prefix);
   }
@@ -133,6 +148,7 @@ export class NoticeStore {
       k.due,
       idemKey,
       k.metrics,
+      this.keys.created(shardOfNoticeId(input.id)!),
       input.id,
       input.at,
       input.contentTtlMs,
@@ -143,6 +159,7 @@ export class NoticeStore {
       JSON.stringify(input.entries.map(encodeEntry)),
       input.due,
       JSON.stringify(metricIncrements(input.entries, 'accepted')),
+      input.createdAt,
     );
     const code = Number(reply[0]);
     if (code === 1) return { created: true };
@@ -201,9 +218,9 @@ export class NoticeStore {
     return hash.state ? parseNotice(hash) : null;
   }
 
+  /** The notice's content, opened when sealed; null once it has expired. */
   async content(id: string): Promise<NoticeContent | null> {
-    const hash = await this.redis.hgetall(this.keys.content(id));
-    return hash.subject !== undefined ? (hash as unknown as NoticeContent) : null;
+    return openContent(this.options.keyring, id, await this.redis.hgetall(this.keys.content(id)));
   }
 
   /** The notice's decision log, in order, as far as Redis still holds it. */
@@ -310,8 +327,12 @@ function parseNotice(hash: Record<string, string>): Notice {
     contentSha256: hash.contentSha256!,
     idempotencyKey: hash.idempotencyKey,
     metadata: JSON.parse(hash.metadata ?? '{}') as Record<string, string>,
+    complianceDeadline: num('complianceDeadline'),
     fallbackReason: hash.fallbackReason,
     fallbackDecidedAt: num('fallbackDecidedAt'),
+    smsSendNotBefore: num('smsSendNotBefore'),
+    smsFrom: hash.smsFrom,
+    smsSegments: num('smsSegments') ?? 0,
     emailChannel: channel('email'),
     smsChannel: channel('sms'),
   };

@@ -1,15 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { iso, ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
-import { NoticeEngine } from '../../src/notice/engine.js';
+import type { NoticeEngine } from '../../src/notice/engine.js';
 import { reconcileOnce } from '../../src/notice/reconciler.js';
-import { createPostmarkProvider } from '../../src/providers/postmark.js';
-import { createTwilioProvider } from '../../src/providers/twilio.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { PolicyStore } from '../../src/store/policies.js';
-import { QueueScheduler } from '../../queues/index.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import { engineUnderTest } from '../helpers/engine.js';
 
 const prefix = testPrefix('clock');
 const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
@@ -23,16 +20,7 @@ beforeAll(async () => {
   const config = testConfig(prefix, { HERALD_MIN_POLL_INTERVAL_MS: '30000' });
   web = await startWebUnderTest(config, clock);
   // No worker runs here: the test takes every step itself, at the times it sets.
-  engine = new NoticeEngine({
-    store: web.store,
-    policies: new PolicyStore(web.redis, prefix),
-    email: createPostmarkProvider({ serverToken: 't', from: 'herald@example.com', messageStream: 'outbound', apiUrl: sandbox.url, timeoutMs: 1000 }),
-    sms: createTwilioProvider({ accountSid: 'AC00000000000000000000000000000000', authToken: 't', from: '+15005550006', apiUrl: sandbox.url, timeoutMs: 1000 }),
-    clock,
-    log,
-    schedule: new QueueScheduler(web.queues, clock),
-    settings: { providerTimeoutMs: 1000, minPollIntervalMs: 30_000, maxChecksPerNotice: 20 },
-  });
+  engine = engineUnderTest(web, sandbox, clock);
 });
 afterAll(async () => {
   await web.close();

@@ -53,7 +53,7 @@ describe('operations surface', () => {
       expect((await stack.web.call('GET', '/admin/queues', undefined, { authorization: basic })).statusCode).toBe(200);
       const api = await stack.web.call('GET', '/admin/queues/api/queues', undefined, { authorization: basic });
       const names = api.json().queues.map((q: { name: string }) => q.name).sort();
-      expect(names).toEqual(['deadline', 'email-poll', 'email-send', 'reconcile', 'sms-poll', 'sms-send']);
+      expect(names).toEqual(['content-purge', 'deadline', 'email-poll', 'email-send', 'log-mirror', 'reconcile', 'sms-poll', 'sms-send']);
     });
     it('sends a browser to the login form, whose HttpOnly cookie then opens it', async () => {
       const page = await stack.web.call('GET', '/admin/queues', undefined, { authorization: '', accept: 'text/html' });

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../src/config.js';
 
@@ -23,8 +26,14 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
     HERALD_RECONCILE_GRACE_MS: '1500',
     PORT: '0',
     HOST: '127.0.0.1',
+    HERALD_ARCHIVE_URL: testArchiveUrl(),
     ...env,
   });
+}
+
+/** A fresh archive directory of the test's own, outside the work tree. */
+export function testArchiveUrl(): string {
+  return `file://${mkdtempSync(join(tmpdir(), 'herald-archive-'))}`;
 }
 
 /** Deletes every key under `prefix` (and only those). */

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/logger.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { startWorker, type WorkerHandle } from '../../src/worker.js';
-import { REDIS_URL, TEST_API_KEY, testConfig, waitFor } from './env.js';
+import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testConfig, waitFor } from './env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -52,6 +52,7 @@ export async function startStack(opts: {
     POSTMARK_API_URL: sandbox.url,
     TWILIO_API_URL: sandbox.url,
     LOG_LEVEL: 'warn',
+    HERALD_ARCHIVE_URL: testArchiveUrl(),
     ...opts.env,
   };
   const config = testConfig(opts.prefix, env);
@@ -106,11 +107,13 @@ export class WorkerProcess {
   private child: ChildProcess | undefined;
   exitCode: number | null = null;
   output = '';
+  private outputAtStart = 0;
 
   constructor(private readonly env: Record<string, string>) {}
 
   start(): this {
     this.exitCode = null;
+    this.outputAtStart = this.output.length;
     this.child = spawn(process.execPath, ['dist/src/worker.js'], {
       cwd: ROOT,
       env: { ...process.env, ...this.env, LOG_LEVEL: this.env.LOG_LEVEL ?? 'warn' },
@@ -124,6 +127,14 @@ export class WorkerProcess {
 
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /**
+   * True once this start of the process has logged that it runs, i.e. its signal handlers are
+   * installed (needs LOG_LEVEL info or lower).
+   */
+  get ready(): boolean {
+    return this.exitCode === null && this.output.includes('herald worker running', this.outputAtStart);
   }
 
   /** Sends a signal and resolves with the exit code once the process is gone. */

@@ -22,6 +22,7 @@ async function createNotice(now = 1_000_000): Promise<string> {
   const id = newNoticeId(3, now);
   await store.create({
     id,
+    createdAt: now,
     fields: { id, state: 'accepted', category: 'c', recipientId: 'r', email: 'a@example.com', createdAt: now, deadline: now + 600_000, providerTimeoutMs: 5000, pollPlan: '[]', contentSha256: 'x', metadata: '{}' },
     content: { subject: 'S', text: 'secret body' },
     entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000) }],

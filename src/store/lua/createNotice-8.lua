@@ -4,12 +4,13 @@
 
   KEYS[1] notice hash          KEYS[2] content hash       KEYS[3] events list
   KEYS[4] shard log stream     KEYS[5] shard due zset     KEYS[6] idempotency hash
-  KEYS[7] shard metrics hash
+  KEYS[7] shard metrics hash     KEYS[8] shard created zset (notices by creation time, for /v1/stats)
   ARGV[1] noticeId             ARGV[2] at (ISO)           ARGV[3] content TTL (ms)
   ARGV[4] idempotency TTL (ms) ARGV[5] request body hash, '' when no idempotency key
   ARGV[6] notice fields JSON   ARGV[7] content fields JSON
   ARGV[8] entries JSON         ARGV[9] due score (ms)
   ARGV[10] metric increments JSON: [ field, n, ... ]
+  ARGV[11] createdAt (ms)
 
   Returns { 1 } when created;
           { 0, existingNoticeId, existingBodyHash } when the idempotency key was used before;
@@ -59,4 +60,5 @@ end
 appendEntries(KEYS[1], KEYS[3], KEYS[4], noticeId, ARGV[2], cjson.decode(ARGV[8]))
 setDue(KEYS[5], noticeId, ARGV[9])
 countMetrics(KEYS[7], cjson.decode(ARGV[10]))
+redis.call('ZADD', KEYS[8], ARGV[11], noticeId)
 return { 1 }

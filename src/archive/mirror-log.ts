@@ -1,0 +1,142 @@
+import type { Redis } from 'ioredis';
+import { decodeEntry, type StoredEntry } from '../store/notices.js';
+import type { Keys } from '../store/keys.js';
+import { loadScript } from '../store/scripts.js';
+import { PARTITION_MS } from './names.js';
+
+/** The consumer group the log mirror reads every shard's log through. */
+export const MIRROR_GROUP = 'mirror';
+
+/** A batch handed to one consumer: `own` (its earlier batch), `claimed` (a dead consumer's), `new`. */
+export interface MirrorBatch {
+  shard: number;
+  mode: 'own' | 'claimed' | 'new';
+  entries: StoredEntry[];
+  firstId: string;
+  lastId: string;
+}
+
+/** How far the mirror is behind on one shard. */
+export interface ShardBacklog {
+  shard: number;
+  /** Entries in the stream (archived ones still inside the hot window included). */
+  length: number;
+  /** Entries the archive does not hold yet. */
+  unarchived: number;
+  /** The oldest of those, or undefined when the shard is fully archived. */
+  oldestUnarchivedId: string | undefined;
+}
+
+interface MirrorScripts {
+  nextMirrorBatch(...args: (string | number)[]): Promise<[string, [string, string[] | null][]?]>;
+  ackMirrorBatch(...args: (string | number)[]): Promise<number>;
+  trimMirroredLog(...args: (string | number)[]): Promise<[number, string]>;
+  mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;
+}
+
+const SCRIPTS = ['nextMirrorBatch-2', 'ackMirrorBatch-2', 'trimMirroredLog-1', 'mirrorBacklog-1'] as const;
+
+/**
+ * The Redis side of the log mirror: the consumer group on each shard's log, the batch records
+ * (`<prefix>:{s<N>}:mirror-batches`), acknowledgement and trimming. Every script touches the
+ * keys of one shard only, passed through KEYS.
+ */
+export class MirrorLog {
+  private readonly redis: Redis & MirrorScripts;
+  private readonly groupsReady = new Set<number>();
+
+  constructor(
+    redis: Redis,
+    readonly keys: Keys,
+  ) {
+    for (const file of SCRIPTS) {
+      const [name, count] = file.split('-') as [string, string];
+      if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: Number(count), lua: loadScript(file) });
+    }
+    this.redis = redis as Redis & MirrorScripts;
+  }
+
+  batchesKey(shard: number): string {
+    // Derived from the log key so that it carries the shard's hash tag.
+    return this.keys.log(shard).replace(/:log$/, ':mirror-batches');
+  }
+
+  /** Creates the group at the start of the stream (so nothing written before is skipped). */
+  async ensureGroup(shard: number): Promise<void> {
+    if (this.groupsReady.has(shard)) return;
+    try {
+      await this.redis.xgroup('CREATE', this.keys.log(shard), MIRROR_GROUP, '0', 'MKSTREAM');
+    } catch (error) {
+      if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
+    }
+    this.groupsReady.add(shard);
+  }
+
+  /** The consumer's next batch of the shard (nextMirrorBatch-2.lua), or null when there is none. */
+  async next(shard: number, consumer: string, most: number, reclaimAfterMs: number): Promise<MirrorBatch | null> {
+    await this.ensureGroup(shard);
+    let reply;
+    try {
+      reply = await this.redis.nextMirrorBatch(
+        this.keys.log(shard),
+        this.batchesKey(shard),
+        MIRROR_GROUP,
+        consumer,
+        most,
+        reclaimAfterMs,
+        PARTITION_MS,
+      );
+    } catch (error) {
+      // The stream was deleted under us (a test cleaning up, an operator): create the group again next time.
+      if (String((error as Error).message).includes('NOGROUP')) this.groupsReady.delete(shard);
+      throw error;
+    }
+    const [mode, rows] = reply;
+    const entries = (rows ?? [])
+      .filter((row): row is [string, string[]] => Array.isArray(row[1]))
+      .map(([id, fields]) => decodeEntry(id, fields));
+    if (mode === 'none' || entries.length === 0) return null;
+    return { shard, mode: mode as MirrorBatch['mode'], entries, firstId: entries[0]!.id, lastId: entries.at(-1)!.id };
+  }
+
+  /** Acknowledges a batch the archive confirmed (ackMirrorBatch-2.lua). */
+  async ack(batch: MirrorBatch): Promise<number> {
+    return this.redis.ackMirrorBatch(
+      this.keys.log(batch.shard),
+      this.batchesKey(batch.shard),
+      MIRROR_GROUP,
+      batch.firstId,
+      batch.lastId,
+      batch.entries.length,
+    );
+  }
+
+  /**
+   * Trims the shard's log below what the archive confirmed and below `keepFromMs` (the hot
+   * window), and forgets consumers idle and empty for `forgetAfterMs` (trimMirroredLog-1.lua).
+   */
+  async trim(shard: number, keepFromMs: number, forgetAfterMs: number): Promise<{ removed: number; trimPoint: string }> {
+    const [removed, trimPoint] = await this.redis.trimMirroredLog(
+      this.keys.log(shard),
+      MIRROR_GROUP,
+      `${Math.max(0, Math.floor(keepFromMs))}-0`,
+      forgetAfterMs,
+    );
+    return { removed: Number(removed), trimPoint: String(trimPoint) };
+  }
+
+  /** The backlog of every given shard, in one round trip. */
+  async backlog(shards: readonly number[]): Promise<ShardBacklog[]> {
+    const pipeline = this.redis.pipeline() as unknown as {
+      mirrorBacklog(...args: (string | number)[]): unknown;
+      exec(): Promise<[Error | null, unknown][] | null>;
+    };
+    for (const shard of shards) pipeline.mirrorBacklog(this.keys.log(shard), MIRROR_GROUP);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, reply], i) => {
+      if (error) throw error;
+      const [length, unarchived, oldest] = reply as [number, number, string];
+      return { shard: shards[i]!, length: Number(length), unarchived: Number(unarchived), oldestUnarchivedId: oldest || undefined };
+    });
+  }
+}

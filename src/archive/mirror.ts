@@ -1,0 +1,139 @@
+import { performance } from 'node:perf_hooks';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Keys } from '../store/keys.js';
+import type { Archive, PutOutcome } from './archive.js';
+import { ContentExpiryIndex } from './content-purge.js';
+import { MirrorLog, type MirrorBatch } from './mirror-log.js';
+import { idTime } from './names.js';
+
+const FAILURE_WARN_EVERY_MS = 60_000;
+
+export interface MirrorSettings {
+  /** Most entries in one archive object. */
+  batchSize: number;
+  /** How long another consumer's batch stays untouched before it is claimed. */
+  reclaimAfterMs: number;
+  /** How long archived entries also stay in Redis, so recent trails read without the archive. */
+  keepHotMs: number;
+  /** Longest a sweep keeps reading new batches (it always finishes the batch in hand). */
+  sweepBudgetMs: number;
+}
+
+/**
+ * Crash points for tests: a hook that throws stops the mirror right there, as a killed process
+ * would, leaving Redis and the archive exactly as they are at that point.
+ */
+export interface MirrorHooks {
+  afterUpload?(batch: MirrorBatch): void | Promise<void>;
+  afterAck?(batch: MirrorBatch): void | Promise<void>;
+}
+
+export interface MirrorDeps {
+  redis: Redis;
+  keys: Keys;
+  archive: Archive;
+  clock: Clock;
+  log: Logger;
+  /** This mirror's name in the consumer group: unique per process. */
+  consumer: string;
+  settings: MirrorSettings;
+  /** The content TTL, to index when each accepted notice's content expires. */
+  contentTtlMs: number;
+  hooks?: MirrorHooks;
+}
+
+export interface MirrorReport {
+  batches: number;
+  entries: number;
+  written: number;
+  /** Batches whose object was already there (uploaded before a crash). */
+  existed: number;
+  failures: number;
+  trimmed: number;
+}
+
+/**
+ * The log mirror: copies each shard's decision log into the archive as batch objects, through
+ * the consumer group `mirror`, and trims Redis only below what the archive has confirmed.
+ *
+ * One batch goes: read (or reclaim) → index content expiry → upload → acknowledge; then the
+ * shard is trimmed. A crash after the upload leaves the batch pending: it is uploaded again as
+ * the same object (by this consumer, or by another after `reclaimAfterMs`). A crash after the
+ * acknowledgement only delays the trim, which any later sweep does. When the archive cannot be
+ * reached the batch stays pending and the stream grows; nothing is dropped.
+ */
+export class LogMirror {
+  /** The Redis side: consumer group, batch records, trimming. */
+  readonly stream: MirrorLog;
+  private readonly expiry: ContentExpiryIndex;
+  private stopping = false;
+  /** When each shard last warned that the archive failed, so that an outage logs once a minute per shard. */
+  private readonly warnedAt = new Map<number, number>();
+
+  constructor(private readonly deps: MirrorDeps) {
+    this.stream = new MirrorLog(deps.redis, deps.keys);
+    this.expiry = new ContentExpiryIndex(deps.redis, deps.keys);
+  }
+
+  /** One sweep over the given shards (all by default), in parallel. */
+  async mirrorOnce(shards: readonly number[] = this.deps.keys.allShards()): Promise<MirrorReport> {
+    const report: MirrorReport = { batches: 0, entries: 0, written: 0, existed: 0, failures: 0, trimmed: 0 };
+    const until = performance.now() + this.deps.settings.sweepBudgetMs;
+    const results = await Promise.allSettled(shards.map((shard) => this.mirrorShard(shard, report, until)));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return report;
+  }
+
+  /** Stops reading new batches; the batch in hand is finished (used on shutdown). */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  private async mirrorShard(shard: number, report: MirrorReport, until: number): Promise<void> {
+    const { settings, archive, hooks, log } = this.deps;
+    while (!this.stopping) {
+      const batch = await this.stream.next(shard, this.deps.consumer, settings.batchSize, settings.reclaimAfterMs);
+      if (!batch) break;
+      await this.indexContentExpiry(batch);
+      let outcome: PutOutcome;
+      try {
+        ({ outcome } = await archive.putBatch(shard, batch.entries, { firstAttempt: batch.mode === 'new' }));
+      } catch (error) {
+        // The batch stays pending and is tried again on the next sweep; the stream keeps growing meanwhile.
+        report.failures += 1;
+        const now = performance.now();
+        if (now - (this.warnedAt.get(shard) ?? -Infinity) >= FAILURE_WARN_EVERY_MS) {
+          this.warnedAt.set(shard, now);
+          log.warn(
+            { err: error, shard, firstId: batch.firstId, lastId: batch.lastId },
+            'log mirror could not store a batch; it stays in Redis',
+          );
+        }
+        break;
+      }
+      await hooks?.afterUpload?.(batch);
+      await this.stream.ack(batch);
+      await hooks?.afterAck?.(batch);
+      report.batches += 1;
+      report.entries += batch.entries.length;
+      report[outcome] += 1;
+      if (batch.mode !== 'new')
+        log.info({ shard, mode: batch.mode, firstId: batch.firstId, lastId: batch.lastId, outcome }, 'log mirror stored a batch again');
+      if (performance.now() >= until) break;
+    }
+    const now = this.deps.clock.now();
+    const { removed } = await this.stream.trim(shard, now - settings.keepHotMs, settings.reclaimAfterMs);
+    report.trimmed += removed;
+  }
+
+  private async indexContentExpiry(batch: MirrorBatch): Promise<void> {
+    const accepted = batch.entries
+      .filter((entry) => entry.type === 'notice.accepted')
+      // The content's PEXPIRE was set in the same script that wrote this entry, at the entry's Redis time.
+      .map((entry) => ({ noticeId: entry.noticeId, expiresAt: idTime(entry.id) + this.deps.contentTtlMs }));
+    await this.expiry.add(batch.shard, accepted);
+  }
+}

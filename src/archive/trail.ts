@@ -1,0 +1,110 @@
+import type { Redis } from 'ioredis';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { shardOfNoticeId } from '../notice/ids.js';
+import type { Keys } from '../store/keys.js';
+import { decodeEntry, type StoredEntry } from '../store/notices.js';
+import type { Archive } from './archive.js';
+import { idTime } from './names.js';
+import { openArchive } from './open.js';
+
+/** Entries of a notice's trail that neither Redis nor the archive holds, though both should. */
+export class TrailGapError extends Error {
+  constructor(
+    readonly noticeId: string,
+    readonly missing: string[],
+  ) {
+    super(`the trail of ${noticeId} lacks ${missing.length} entries that are neither in Redis nor in the archive (first: ${missing[0]})`);
+    this.name = 'TrailGapError';
+  }
+}
+
+export interface TrailSources {
+  redis: Redis;
+  keys: Keys;
+  /** Opened only when an entry is no longer in Redis. */
+  archive: () => Archive;
+  /** Entries older than this (ms) may have left the archive too (HERALD_AUDIT_RETENTION). */
+  retainedSince: number;
+}
+
+export interface Trail {
+  entries: StoredEntry[];
+  fromRedis: number;
+  fromArchive: number;
+  /** Entries past the audit retention, gone from both. */
+  expired: number;
+}
+
+/**
+ * A notice's complete decision log, in order and without duplicates: the notice's events list
+ * names every entry; those Redis still holds are read there, the rest from the archive objects
+ * whose ID ranges hold them. The mirror trims only what the archive confirmed, so an entry
+ * missing from Redis is in the archive — unless it is older than the audit retention.
+ */
+export async function readTrail(sources: TrailSources, noticeId: string): Promise<Trail> {
+  const shard = shardOfNoticeId(noticeId);
+  if (shard === undefined) throw new Error(`not a notice ID: ${noticeId}`);
+  const ids = [...new Set(await sources.redis.lrange(sources.keys.events(noticeId), 0, -1))];
+  const trail: Trail = { entries: [], fromRedis: 0, fromArchive: 0, expired: 0 };
+  if (ids.length === 0) return trail;
+
+  const pipeline = sources.redis.pipeline();
+  for (const id of ids) pipeline.xrange(sources.keys.log(shard), id, id);
+  const found = new Map<string, StoredEntry>();
+  for (const [error, rows] of (await pipeline.exec()) ?? []) {
+    if (error) throw error;
+    for (const [id, fields] of rows as [string, string[]][]) found.set(id, decodeEntry(id, fields));
+  }
+  trail.fromRedis = found.size;
+
+  const missing = ids.filter((id) => !found.has(id));
+  if (missing.length > 0) {
+    const archived = await sources.archive().findEntries(shard, missing);
+    const gaps: string[] = [];
+    for (const id of missing) {
+      const entry = archived.get(id);
+      if (entry && entry.noticeId === noticeId) {
+        found.set(id, entry);
+        trail.fromArchive += 1;
+      } else if (idTime(id) < sources.retainedSince) trail.expired += 1;
+      else gaps.push(id);
+    }
+    if (gaps.length > 0) throw new TrailGapError(noticeId, gaps);
+  }
+  trail.entries = ids.map((id) => found.get(id)).filter((entry): entry is StoredEntry => entry !== undefined);
+  return trail;
+}
+
+/** Reads trails for a process that serves them: the archive is opened on first need and closed by `close`. */
+export function trailReader(opts: {
+  redis: Redis;
+  keys: Keys;
+  config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'auditRetentionMs'>;
+  clock: Clock;
+}): { read(noticeId: string): Promise<Trail>; close(): Promise<void> } {
+  let archive: Archive | undefined;
+  return {
+    read: (noticeId) =>
+      readTrail(
+        {
+          redis: opts.redis,
+          keys: opts.keys,
+          archive: () => (archive ??= openArchive(opts.config)),
+          retainedSince: opts.clock.now() - opts.config.auditRetentionMs,
+        },
+        noticeId,
+      ),
+    close: async () => archive?.close(),
+  };
+}
+
+/**
+ * When a notice was created, from its ID (`ntc_` + 2 hex digits of shard + 10 base-36 digits
+ * of milliseconds + 16 random: src/notice/ids.ts), or undefined for anything else.
+ */
+export function noticeCreatedAt(noticeId: string): number | undefined {
+  if (shardOfNoticeId(noticeId) === undefined) return undefined;
+  const ms = parseInt(noticeId.slice(6, 16), 36);
+  return Number.isFinite(ms) ? ms : undefined;
+}

@@ -1,0 +1,348 @@
+#!/usr/bin/env node
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { Writable } from 'node:stream';
+import type { Archive } from './archive/archive.js';
+import { exportEntries, type ExportProgress } from './archive/export.js';
+import { idTime } from './archive/names.js';
+import { openArchive } from './archive/open.js';
+import { noticeCreatedAt, readTrail } from './archive/trail.js';
+import { iso } from './clock.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { formatDuration, parseDuration } from './durations.js';
+import { shardOfNoticeId } from './notice/ids.js';
+import type { Redis } from 'ioredis';
+import { collectDecisions, replayDecisions } from './policy/replay.js';
+import { loadRules, RulesError, type Rules } from './policy/rules.js';
+import { decodeEntry, NoticeStore, type StoredEntry } from './store/notices.js';
+import { PolicyStore } from './store/policies.js';
+import { connectRedis, waitReady } from './store/redis.js';
+
+const USAGE = `herald: read and keep Herald's audit trail (uses the same environment as web and worker)
+
+  herald audit <noticeId> [--json]
+      The notice's decision log in order, from Redis and the archive (--json: one entry per line).
+
+  herald export --from <time> [--to <time>] [--out <file>] [--quiet]
+      The archive's decision log for [from, to) as NDJSON, ordered by entry ID, to stdout or a
+      file. Times are ISO 8601 (2026-11-01, 2026-11-01T14:00:00Z) or an age (90m, 24h, 7d: that
+      long ago); --to defaults to now. Progress goes to stderr unless --quiet.
+
+  herald retention apply [--dry-run]
+      Deletes archive objects whose entries are all older than HERALD_AUDIT_RETENTION.
+
+  herald policy replay --rules <file> --from <time> [--to <time>] [--current-policies] [--json]
+      Decides every fallback recorded in [from, to) again (from Redis and the archive) with the
+      proposed rules file and the recipient policy versions the decisions used (or, with
+      --current-policies, today's), and lists the notices whose outcome or timing would change.
+`;
+
+/** Where the CLI writes, and what it reads the configuration from (tests pass their own). */
+export interface CliIo {
+  stdout: Writable;
+  stderr: Writable & { isTTY?: boolean };
+  env: Record<string, string | undefined>;
+  now: () => number;
+}
+
+class UsageError extends Error {}
+
+/** Runs one `herald` command; resolves with the exit code. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const say = (text: string) => io.stderr.write(`${text}\n`);
+  try {
+    const [command, ...rest] = argv;
+    if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+      io.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    }
+    const config = loadConfig(io.env);
+    switch (command) {
+      case 'audit':
+        return await audit(config, rest, io);
+      case 'export':
+        return await exportPeriod(config, rest, io);
+      case 'retention':
+        return await retention(config, rest, io);
+      case 'policy':
+        return await policyReplay(config, rest, io);
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      say(`herald: ${(error as Error).message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      say(error.message);
+      return 2;
+    }
+    say(`herald: ${(error as Error).message ?? String(error)}`);
+    return 1;
+  }
+}
+
+async function audit(config: Config, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: 'boolean' } } });
+  const id = positionals[0];
+  if (positionals.length !== 1 || id === undefined) throw new UsageError('audit takes one notice ID');
+  const shard = shardOfNoticeId(id);
+  const createdAt = noticeCreatedAt(id);
+  if (shard === undefined || createdAt === undefined) throw new UsageError(`"${id}" is not a notice ID`);
+
+  const archive = openArchive(config);
+  const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
+  redis.on('error', () => undefined);
+  try {
+    const reachable = await waitReady(redis, 3000).then(
+      () => true,
+      () => false,
+    );
+    const store = new NoticeStore(redis, config.prefix);
+    const notice = reachable ? await store.get(id) : null;
+    let entries: StoredEntry[];
+    let source: string;
+    if (notice) {
+      const trail = await readTrail(
+        { redis, keys: store.keys, archive: () => archive, retainedSince: io.now() - config.auditRetentionMs },
+        id,
+      );
+      entries = trail.entries;
+      source = `${trail.fromRedis} from Redis, ${trail.fromArchive} from the archive${trail.expired ? `, ${trail.expired} past the audit retention` : ''}`;
+      if (!values.json) io.stdout.write(`${id}  ${notice.state}  created ${iso(notice.createdAt)}  deadline ${iso(notice.deadline)}\n`);
+    } else {
+      io.stderr.write(
+        `${reachable ? 'Redis no longer holds this notice' : 'Redis cannot be reached'}; searching the archive of shard ${shard} from ${iso(createdAt)} (slow).\n`,
+      );
+      entries = await scanArchive(archive, shard, id, createdAt, io);
+      source = 'from the archive';
+      if (entries.length === 0) {
+        io.stderr.write(`No entries of ${id} in the archive.\n`);
+        return 1;
+      }
+    }
+    if (values.json) {
+      await writeLines(
+        io.stdout,
+        entries.map((e) => JSON.stringify(e)),
+      );
+    } else {
+      await writeLines(io.stdout, [...entries.map(timelineLine), `${entries.length} entries (${source})`]);
+    }
+    return 0;
+  } finally {
+    redis.disconnect();
+    await archive.close();
+  }
+}
+
+/** `herald policy replay`: a proposed rules file against the decisions of a period. */
+async function policyReplay(config: Config, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      rules: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      json: { type: 'boolean' },
+      'current-policies': { type: 'boolean' },
+    },
+  });
+  if (positionals.length !== 1 || positionals[0] !== 'replay') throw new UsageError('policy takes one action: replay');
+  if (values.rules === undefined || values.from === undefined) throw new UsageError('policy replay needs --rules and --from');
+  let rules: Rules;
+  try {
+    rules = loadRules(values.rules);
+  } catch (error) {
+    if (!(error instanceof RulesError)) throw error;
+    io.stderr.write(`herald: the proposed rules are not valid:\n${error.message}\n`);
+    return 2;
+  }
+  const now = io.now();
+  const from = parseTime(values.from, now, '--from');
+  const to = values.to === undefined ? now : parseTime(values.to, now, '--to');
+  if (!(from < to)) throw new UsageError('--from must be before --to');
+
+  const archive = openArchive(config);
+  const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
+  redis.on('error', () => undefined);
+  try {
+    await waitReady(redis, 3000);
+    const store = new NoticeStore(redis, config.prefix);
+    const policies = new PolicyStore(redis, config.prefix);
+    const records = await collectDecisions(periodEntries(archive, redis, store, from, to));
+    const report = await replayDecisions(records, rules, (recipientId, version) =>
+      values['current-policies'] ? policies.get(recipientId) : policies.get(recipientId, version),
+    );
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify(report)}\n`);
+    } else {
+      await writeLines(io.stdout, [
+        `Replayed ${report.examined} fallback decisions from ${iso(from)} to ${iso(to)} against rules ${report.rulesVersion}: ${report.changed.length} would change.`,
+        ...report.changed.map((c) => `${c.noticeId}  decided ${c.decidedAt}  ${c.why}`),
+      ]);
+    }
+    return 0;
+  } finally {
+    redis.disconnect();
+    await archive.close();
+  }
+}
+
+/** The decision log of [from, to): the archive, then what only Redis holds yet (overlap is harmless to a replay). */
+async function* periodEntries(archive: Archive, redis: Redis, store: NoticeStore, from: number, to: number): AsyncGenerator<StoredEntry> {
+  yield* exportEntries(archive, from, to);
+  for (const shard of store.keys.allShards()) {
+    let start = `${from}-0`;
+    for (;;) {
+      const rows = await redis.xrange(store.keys.log(shard), start, `${to - 1}-18446744073709551615`, 'COUNT', 1000);
+      for (const [id, fields] of rows) yield decodeEntry(id, fields);
+      if (rows.length < 1000) break;
+      start = `(${rows.at(-1)![0]}`;
+    }
+  }
+}
+
+/** A notice's entries found by reading its shard's archive from its creation on. */
+async function scanArchive(archive: Archive, shard: number, id: string, createdAt: number, io: CliIo): Promise<StoredEntry[]> {
+  // Entry IDs carry Redis's clock, the notice ID the web process's: allow for some skew.
+  const from = createdAt - 10 * 60_000;
+  const to = io.now();
+  const found: StoredEntry[] = [];
+  const progress = progressWriter(io, false, from, to);
+  const scanned: ExportProgress = { entries: 0, objects: 0, position: from };
+  let completed = false;
+  let purged = false;
+  const onObject = () => {
+    scanned.objects += 1;
+    progress(scanned);
+  };
+  for await (const entry of archive.entries(shard, from, to, onObject)) {
+    scanned.entries += 1;
+    scanned.position = idTime(entry.id);
+    if (entry.noticeId !== id) continue;
+    found.push(entry);
+    completed ||= entry.type === 'notice.completed';
+    purged ||= entry.type === 'content.purged';
+    // The content purge is the last entry of a finished notice's life.
+    if (completed && purged) break;
+  }
+  progress(undefined);
+  return found;
+}
+
+function timelineLine(entry: StoredEntry): string {
+  const { id: _id, seq, at, type, noticeId: _notice, ...fields } = entry;
+  const details = Object.entries(fields)
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(' ');
+  return `${String(seq).padStart(4)}  ${at}  ${type.padEnd(18)}  ${details}`;
+}
+
+async function exportPeriod(config: Config, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: false,
+    options: { from: { type: 'string' }, to: { type: 'string' }, out: { type: 'string' }, quiet: { type: 'boolean' } },
+  });
+  if (positionals.length > 0 || values.from === undefined) throw new UsageError('export needs --from');
+  const now = io.now();
+  const from = parseTime(values.from, now, '--from');
+  const to = values.to === undefined ? now : parseTime(values.to, now, '--to');
+  if (!(from < to)) throw new UsageError('--from must be before --to');
+
+  const archive = openArchive(config);
+  const out = values.out === undefined ? io.stdout : createWriteStream(values.out);
+  const progress = progressWriter(io, values.quiet === true, from, to);
+  try {
+    let written = 0;
+    for await (const entry of exportEntries(archive, from, to, progress)) {
+      if (!out.write(`${JSON.stringify(entry)}\n`)) await once(out, 'drain');
+      written += 1;
+    }
+    progress(undefined);
+    if (!values.quiet) io.stderr.write(`Exported ${written} entries from ${iso(from)} to ${iso(to)}.\n`);
+    return 0;
+  } finally {
+    if (out !== io.stdout) await new Promise<void>((resolve) => out.end(() => resolve()));
+    await archive.close();
+  }
+}
+
+async function retention(config: Config, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'dry-run': { type: 'boolean' } } });
+  if (positionals.length !== 1 || positionals[0] !== 'apply') throw new UsageError('retention takes one action: apply');
+  const dryRun = values['dry-run'] === true;
+  const cutoff = io.now() - config.auditRetentionMs;
+  const archive = openArchive(config);
+  try {
+    io.stderr.write(
+      `${dryRun ? 'Would delete' : 'Deleting'} archive objects whose entries are all older than ${iso(cutoff)} ` +
+        `(HERALD_AUDIT_RETENTION=${formatDuration(config.auditRetentionMs)}) from ${archive.store.location}.\n`,
+    );
+    const { objects } = await archive.deleteOlderThan(cutoff, {
+      dryRun,
+      onDelete: (keys) => (dryRun ? void writeLines(io.stdout, keys) : io.stderr.write(`  ${keys.length} objects deleted\n`)),
+    });
+    io.stderr.write(`${dryRun ? 'Would delete' : 'Deleted'} ${objects} objects.\n`);
+    if (config.archiveUrl.startsWith('s3:')) {
+      io.stderr.write('On S3, a bucket lifecycle rule can do this without Herald: see "Audit archive and retention" in the README.\n');
+    }
+    return 0;
+  } finally {
+    await archive.close();
+  }
+}
+
+/** An ISO 8601 time, or an age like `24h` meaning that long before `now`. */
+function parseTime(text: string, now: number, option: string): number {
+  if (/^\d+(\.\d+)?\s*(ms|s|m|h|d)$/.test(text.trim())) return now - parseDuration(text);
+  const ms = Date.parse(text);
+  if (!Number.isFinite(ms)) throw new UsageError(`${option} "${text}" is neither an ISO 8601 time nor an age like 24h`);
+  return ms;
+}
+
+/**
+ * Progress on stderr, at most once a second and only once a run has lasted a second: one
+ * rewritten line on a terminal, a line every few seconds otherwise. `undefined` ends it.
+ */
+function progressWriter(io: CliIo, quiet: boolean, from: number, to: number): (progress: ExportProgress | undefined) => void {
+  const started = Date.now();
+  let last = started;
+  let shown = false;
+  return (progress) => {
+    if (quiet) return;
+    if (progress === undefined) {
+      if (shown && io.stderr.isTTY) io.stderr.write('\n');
+      return;
+    }
+    const now = Date.now();
+    const every = io.stderr.isTTY ? 1000 : 5000;
+    if (now - started < 1000 || now - last < every) return;
+    last = now;
+    shown = true;
+    const share = Math.min(100, Math.max(0, Math.round((100 * (progress.position - from)) / (to - from))));
+    const line = `${progress.entries} entries, ${progress.objects} objects read, at ${iso(progress.position)} (${share}% of the period)`;
+    io.stderr.write(io.stderr.isTTY ? `\r${line}` : `${line}\n`);
+  };
+}
+
+async function writeLines(out: Writable, lines: string[]): Promise<void> {
+  for (const line of lines) {
+    if (!out.write(`${line}\n`)) await once(out, 'drain');
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  // `herald export … | head` closes the pipe early: that is the reader's choice, not an error.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => process.exit(error.code === 'EPIPE' ? 0 : 1));
+  runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, now: () => Date.now() }).then(
+    (code) => {
+      process.exitCode = code;
+    },
+  );
+}

@@ -1,0 +1,57 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../app.js';
+import { noticeStats } from '../notice/stats.js';
+import { HttpError } from './errors.js';
+import { ErrorResponse } from './schemas.js';
+
+const StatsQuery = Type.Object(
+  { from: Type.Optional(Type.String({ format: 'date-time' })), to: Type.Optional(Type.String({ format: 'date-time' })) },
+  { additionalProperties: false },
+);
+const Spend = Type.Object({
+  currency: Type.String(),
+  total: Type.Number(),
+  byChannel: Type.Object({ email: Type.Number(), sms: Type.Number() }),
+});
+const StatsResponse = Type.Object({
+  from: Type.String(),
+  to: Type.String(),
+  notices: Type.Integer(),
+  byState: Type.Record(Type.String(), Type.Integer()),
+  fallbackByReason: Type.Record(Type.String(), Type.Integer()),
+  fallbackRate: Type.Number({ minimum: 0, maximum: 1 }),
+  checksPerNotice: Type.Number(),
+  estimatedSpend: Spend,
+});
+
+const DAY = 86_400_000;
+const MAX_SPAN = 31 * DAY;
+
+/** `GET /v1/stats?from=&to=`: outcomes, fallback rate, checks per notice and spend of a period. */
+export async function statsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get<{ Querystring: Static<typeof StatsQuery> }>(
+    '/v1/stats',
+    {
+      schema: {
+        tags: ['notices'],
+        security: [{ apiKey: [] }],
+        summary: 'Counts of the notices created in a period (default: the last 24 hours, at most 31 days)',
+        querystring: StatsQuery,
+        response: { 200: StatsResponse, 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse },
+      },
+    },
+    async (request) => {
+      const now = deps.clock.now();
+      const to = request.query.to ? Date.parse(request.query.to) : now;
+      const from = request.query.from ? Date.parse(request.query.from) : to - DAY;
+      if (!(from <= to))
+        throw new HttpError('validation_failed', '"from" must not be after "to"', [{ path: 'querystring.from', message: 'after "to"' }]);
+      if (to - from > MAX_SPAN)
+        throw new HttpError('validation_failed', 'the period may span at most 31 days', [
+          { path: 'querystring', message: 'period too long' },
+        ]);
+      return noticeStats(deps.redis, deps.store.keys, deps.config.prices, from, to);
+    },
+  );
+}

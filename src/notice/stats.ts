@@ -1,0 +1,62 @@
+import type { Redis } from 'ioredis';
+import type { Prices } from '../config.js';
+import type { Keys } from '../store/keys.js';
+import { costOf } from './cost.js';
+
+export interface NoticeStats {
+  from: string;
+  to: string;
+  notices: number;
+  byState: Record<string, number>;
+  fallbackByReason: Record<string, number>;
+  /** Fraction (0–1) of the period's notices whose fallback was decided (sent or blocked). */
+  fallbackRate: number;
+  /** Email and SMS status checks per notice. */
+  checksPerNotice: number;
+  estimatedSpend: { currency: string; total: number; byChannel: { email: number; sms: number } };
+}
+
+const FIELDS = ['state', 'fallbackReason', 'emailChecksDone', 'smsChecksDone', 'emailProviderMessageId', 'smsSegments'] as const;
+
+/**
+ * Counts the notices created in [from, to] from the shards' creation indexes and their hashes,
+ * pipelined a shard at a time.
+ */
+export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats> {
+  const byState: Record<string, number> = {};
+  const fallbackByReason: Record<string, number> = {};
+  let notices = 0;
+  let checks = 0;
+  const counts = { emailSends: 0, emailChecks: 0, smsSegments: 0, smsChecks: 0 };
+  for (const shard of keys.allShards()) {
+    const ids = await redis.zrangebyscore(keys.created(shard), from, to);
+    for (let i = 0; i < ids.length; i += 500) {
+      const pipeline = redis.pipeline();
+      for (const id of ids.slice(i, i + 500)) pipeline.hmget(keys.notice(id), ...FIELDS);
+      for (const [error, values] of (await pipeline.exec()) ?? []) {
+        if (error) throw error;
+        const [state, reason, emailChecks, smsChecks, emailMessage, segments] = values as (string | null)[];
+        if (!state) continue; // expired or removed
+        notices += 1;
+        byState[state] = (byState[state] ?? 0) + 1;
+        if (reason) fallbackByReason[reason] = (fallbackByReason[reason] ?? 0) + 1;
+        checks += Number(emailChecks ?? 0) + Number(smsChecks ?? 0);
+        counts.emailSends += emailMessage ? 1 : 0;
+        counts.emailChecks += Number(emailChecks ?? 0);
+        counts.smsChecks += Number(smsChecks ?? 0);
+        counts.smsSegments += Number(segments ?? 0);
+      }
+    }
+  }
+  const fallbacks = Object.values(fallbackByReason).reduce((a, b) => a + b, 0);
+  return {
+    from: new Date(from).toISOString(),
+    to: new Date(to).toISOString(),
+    notices,
+    byState,
+    fallbackByReason,
+    fallbackRate: notices === 0 ? 0 : fallbacks / notices,
+    checksPerNotice: notices === 0 ? 0 : checks / notices,
+    estimatedSpend: costOf(counts, prices),
+  };
+}

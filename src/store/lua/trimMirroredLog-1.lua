@@ -1,0 +1,50 @@
+--[[
+  Trims a shard's log below what the archive has confirmed, and never below ARGV[2] (the hot
+  window, which keeps recent entries readable from Redis). Confirmed means acknowledged by the
+  mirror's consumer group: every entry up to its last-delivered ID that is no longer pending.
+  So the trim point is the oldest pending entry, or the entry after the last delivered one
+  when nothing is pending. The stream is never capped by length.
+
+  Also forgets consumers that hold nothing and have been idle for ARGV[3] ms (workers that
+  exited); checked and deleted in this one step, so a consumer that just read a batch is kept.
+
+  KEYS[1] shard log stream
+  ARGV[1] consumer group       ARGV[2] keep entries from this ID on (`<ms>-0`)
+  ARGV[3] idle time (ms) after which an empty consumer is forgotten
+
+  Returns { entries removed, trim point ('' when the group does not exist yet) }.
+  Writes no log entries.
+]]
+-- @include streamIds
+-- @include mirrorGroup
+
+local group = ARGV[1]
+local info = mirrorGroup(KEYS[1], group)
+if not info then
+  return { 0, '' }
+end
+
+local summary = redis.call('XPENDING', KEYS[1], group)
+local confirmedBelow
+if tonumber(summary[1]) > 0 then
+  confirmedBelow = summary[2]
+else
+  confirmedBelow = idAfter(info['last-delivered-id'])
+end
+local trimPoint = confirmedBelow
+if idLess(ARGV[2], trimPoint) then
+  trimPoint = ARGV[2]
+end
+local removed = redis.call('XTRIM', KEYS[1], 'MINID', trimPoint)
+
+local idleLimit = tonumber(ARGV[3])
+for _, fields in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], group)) do
+  local c = {}
+  for i = 1, #fields, 2 do
+    c[fields[i]] = fields[i + 1]
+  end
+  if tonumber(c['pending']) == 0 and tonumber(c['idle']) >= idleLimit then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], group, c['name'])
+  end
+end
+return { removed, trimPoint }

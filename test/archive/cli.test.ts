@@ -1,0 +1,169 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Archive } from '../../src/archive/archive.js';
+import { partitionDir } from '../../src/archive/names.js';
+import { runCli } from '../../src/cli.js';
+import { DAY, HOUR, iso } from '../../src/clock.js';
+import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
+import { deleteKeys, plainRedis, REDIS_URL, TEST_API_KEY, testPrefix } from '../helpers/env.js';
+import { fileStore, mirrorFor, tempDir, writeNotices } from './support.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const redis = plainRedis();
+let dir: Awaited<ReturnType<typeof tempDir>>;
+const prefixes: string[] = [];
+
+beforeAll(async () => {
+  dir = await tempDir('cli');
+});
+afterAll(async () => {
+  for (const prefix of prefixes) await deleteKeys(redis, prefix);
+  await redis.quit();
+  await dir.remove();
+});
+
+/** A Herald prefix of its own, its archive in the test directory, and the environment the CLI reads. */
+function setUp() {
+  const prefix = testPrefix('cli');
+  prefixes.push(prefix);
+  const env = {
+    REDIS_URL,
+    HERALD_PREFIX: prefix,
+    HERALD_API_KEYS: TEST_API_KEY,
+    HERALD_ARCHIVE_URL: `file://${dir.path}`,
+    HERALD_AUDIT_RETENTION: '400d',
+  };
+  return { prefix, env, store: new NoticeStore(redis, prefix), archive: new Archive(fileStore(dir.path), prefix) };
+}
+
+function collector() {
+  let text = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      text += chunk.toString();
+      done();
+    },
+  });
+  return { stream, text: () => text };
+}
+
+async function cli(args: string[], env: Record<string, string>, now = Date.now()) {
+  const [stdout, stderr] = [collector(), collector()];
+  const code = await runCli(args, { stdout: stdout.stream, stderr: stderr.stream, env, now: () => now });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+/** An entry as the log would hold it, at a chosen time. */
+const entry = (ms: number, seq: number, type = 'test.entry'): StoredEntry => ({
+  id: `${ms}-${seq}`,
+  type,
+  noticeId: 'ntc_test',
+  at: iso(ms),
+  seq,
+});
+const lines = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as StoredEntry);
+
+describe('herald audit <noticeId>', () => {
+  it('prints the timeline after Redis has forgotten the entries, and searches the archive once the notice is gone too', async () => {
+    const { env, store, archive } = setUp();
+    const written = await writeNotices(store, redis, 6, 2);
+    const noticeId = written[0]!.noticeId;
+    const trail = written.filter((e) => e.noticeId === noticeId);
+    await mirrorFor({ redis, store, archive, consumer: 'cli-test' }).mirrorOnce([6]);
+    expect(await redis.xlen(store.keys.log(6))).toBe(0);
+
+    const timeline = await cli(['audit', noticeId], env);
+    expect(timeline.code).toBe(0);
+    expect(timeline.stdout).toMatch(new RegExp(`^${noticeId}  email_sending  created `));
+    expect(timeline.stdout).toMatch(/\n {3}1 {2}\S+ {2}notice\.accepted +deadline=\S+ contentSha256=x\n/);
+    expect(timeline.stdout).toContain(`3 entries (0 from Redis, 3 from the archive)`);
+    expect(lines((await cli(['audit', noticeId, '--json'], env)).stdout)).toEqual(trail);
+
+    await redis.del(store.keys.notice(noticeId), store.keys.events(noticeId));
+    const scanned = await cli(['audit', noticeId, '--json'], env);
+    expect(scanned.stderr).toContain('Redis no longer holds this notice; searching the archive of shard 6');
+    expect(lines(scanned.stdout)).toEqual(trail);
+  });
+
+  it('works as the installed binary', async () => {
+    const { env, store, archive } = setUp();
+    const written = await writeNotices(store, redis, 6, 1);
+    await mirrorFor({ redis, store, archive, consumer: 'cli-bin' }).mirrorOnce([6]);
+    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn(process.execPath, ['dist/src/cli.js', 'audit', written[0]!.noticeId, '--json'], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', ...env },
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('exit', (exit) => resolve({ code: exit, stdout: out }));
+    });
+    expect(code).toBe(0);
+    expect(lines(stdout)).toEqual(written);
+  });
+});
+
+describe('herald export', () => {
+  it('streams the archive of a period as NDJSON, every shard merged in entry order', async () => {
+    const { env, archive } = setUp();
+    const base = Date.UTC(2026, 0, 5, 10);
+    await archive.putBatch(1, [entry(base + 1000, 0), entry(base + 3000, 0)]);
+    await archive.putBatch(2, [entry(base + 2000, 0), entry(base + 2000, 1)]);
+    await archive.putBatch(2, [entry(base + HOUR + 5, 0)]);
+    await archive.putBatch(3, [entry(base + 2 * HOUR, 0)]);
+
+    const all = await cli(['export', '--from', iso(base), '--to', iso(base + 2 * HOUR), '--quiet'], env);
+    expect(all.code).toBe(0);
+    expect(lines(all.stdout).map((e) => e.id)).toEqual([
+      `${base + 1000}-0`,
+      `${base + 2000}-0`,
+      `${base + 2000}-1`,
+      `${base + 3000}-0`,
+      `${base + HOUR + 5}-0`,
+    ]);
+
+    const out = join(dir.path, 'export.ndjson');
+    const part = await cli(['export', '--from', iso(base + 1500), '--to', iso(base + HOUR), '--out', out], env);
+    expect(part.stderr).toContain('Exported 3 entries');
+    expect(lines(await readFile(out, 'utf8')).map((e) => e.id)).toEqual([`${base + 2000}-0`, `${base + 2000}-1`, `${base + 3000}-0`]);
+  });
+
+  it('refuses a period it cannot read', async () => {
+    const { env } = setUp();
+    expect((await cli(['export', '--to', '1h'], env)).code).toBe(2);
+    expect((await cli(['export', '--from', 'yesterday-ish'], env)).stderr).toContain('neither an ISO 8601 time nor an age');
+  });
+});
+
+describe('herald retention apply', () => {
+  it('deletes the archive objects older than HERALD_AUDIT_RETENTION and keeps the rest', async () => {
+    const { prefix, env, archive } = setUp();
+    const now = Date.now();
+    const old = now - 500 * DAY;
+    const straddling = now - 400 * DAY;
+    await archive.putBatch(3, [entry(old, 0), entry(old + 1, 0)]);
+    await archive.putBatch(3, [entry(straddling - 10, 0), entry(straddling + 10, 0)]);
+    await archive.putBatch(4, [entry(now - 10 * DAY, 0)]);
+    const oldDir = join(dir.path, partitionDir(prefix, 3, old));
+
+    const dry = await cli(['retention', 'apply', '--dry-run'], env, now);
+    expect(dry.stdout.trim().split('\n')).toEqual([`${partitionDir(prefix, 3, old)}${old}-0_${old + 1}-0.ndjson.gz`]);
+    expect(existsSync(oldDir)).toBe(true);
+
+    const applied = await cli(['retention', 'apply'], env, now);
+    expect(applied.code).toBe(0);
+    expect(applied.stderr).toContain('Deleted 1 objects.');
+    expect(existsSync(oldDir)).toBe(false);
+    expect(await archive.objectsIn(3, straddling)).toHaveLength(1);
+    expect(await archive.objectsIn(4, now - 10 * DAY)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,91 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+const problemsOf = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+};
+
+/** Runs a compiled entry point with only the given environment; resolves when it exits. */
+function run(script: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [script], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+describe('retention and archive configuration', () => {
+  it('reads HERALD_ENCRYPTION_KEY as keyId:base64 pairs, the first one sealing', () => {
+    const [a, b] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
+    const config = loadConfig({ HERALD_ENCRYPTION_KEY: `2026-11:${a}, 2026-05:${b}` });
+    expect(config.encryptionKeys.map((k) => k.id)).toEqual(['2026-11', '2026-05']);
+    expect(loadConfig({}).encryptionKeys).toEqual([]);
+  });
+
+  it('names each bad encryption key without printing key material', () => {
+    const short = randomBytes(16).toString('base64');
+    const good = randomBytes(32).toString('base64');
+    const problems = problemsOf({ HERALD_ENCRYPTION_KEY: `${good},k1:${short},k2:${good},k2:${good}` }).join('\n');
+    expect(problems).toMatch(/key 1 must be written keyId:base64/);
+    expect(problems).toMatch(/key 2 \("k1"\) must be 32 bytes/);
+    expect(problems).toMatch(/key 4 \("k2"\): the key ID is used twice/);
+    expect(problems).not.toContain(short);
+    expect(problems).not.toContain(good);
+  });
+
+  it('checks the archive URL and the S3 settings', () => {
+    expect(problemsOf({ HERALD_ARCHIVE_URL: 'ftp://x' }).join()).toMatch(/HERALD_ARCHIVE_URL/);
+    expect(problemsOf({ HERALD_ARCHIVE_URL: 's3:///prefix' }).join()).toMatch(/must name a bucket/);
+    const s3 = loadConfig({ HERALD_ARCHIVE_URL: 's3://herald-archive/log', S3_ENDPOINT: 'http://minio:9000' });
+    expect(s3.s3).toEqual({ endpoint: 'http://minio:9000', region: 'us-east-1', forcePathStyle: true });
+    expect(loadConfig({ HERALD_ARCHIVE_URL: 's3://b', AWS_REGION: 'eu-west-1' }).s3).toEqual({
+      endpoint: undefined,
+      region: 'eu-west-1',
+      forcePathStyle: false,
+    });
+  });
+
+  it('lets the hot window be zero (trim as soon as archived), and defaults the mirror knobs', () => {
+    expect(loadConfig({ HERALD_LOG_KEEP_HOT: '0s' }).mirror.keepHotMs).toBe(0);
+    expect(loadConfig({}).mirror).toEqual({
+      batchSize: 1000,
+      intervalMs: 1000,
+      reclaimAfterMs: 60_000,
+      keepHotMs: 600_000,
+      warnLagMs: 300_000,
+      warnBacklog: 1_000_000,
+    });
+    expect(problemsOf({ HERALD_MIRROR_BATCH_SIZE: '0' }).join()).toMatch(/HERALD_MIRROR_BATCH_SIZE/);
+  });
+});
+
+describe('with NODE_ENV=production', () => {
+  const env = { NODE_ENV: 'production', REDIS_URL: 'redis://127.0.0.1:1', HERALD_API_KEYS: 'prod-key-0123456789abcdef' };
+
+  it.each(['dist/src/worker.js', 'dist/src/server.js'])(
+    '%s refuses to start until retention and the archive are decided',
+    async (script) => {
+      const { code, output } = await run(script, env);
+      expect(code).toBe(1);
+      for (const name of ['HERALD_CONTENT_TTL', 'HERALD_AUDIT_RETENTION', 'HERALD_ARCHIVE_URL'])
+        expect(output).toContain(`${name} must be set explicitly`);
+    },
+  );
+});

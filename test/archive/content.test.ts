@@ -1,0 +1,127 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { iso } from '../../src/clock.js';
+import { Keyring } from '../../src/crypto.js';
+import { newNoticeId } from '../../src/notice/ids.js';
+import { sealContent } from '../../src/store/content.js';
+import { NoticeStore } from '../../src/store/notices.js';
+import { deleteKeys, plainRedis, testPrefix, waitFor } from '../helpers/env.js';
+import { noticeBody } from '../helpers/herald.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+import { tempDir } from './support.js';
+
+const newKey = () => randomBytes(32).toString('base64');
+const current = { id: 'k2', key: newKey() };
+const previous = { id: 'k1', key: newKey() };
+const SECRET = { subject: 'Quarterly-terms-7Q', text: 'Body-text-that-must-stay-private', sms: 'Sms-text-private-42' };
+
+let stack: Stack;
+let dir: Awaited<ReturnType<typeof tempDir>>;
+const redis = plainRedis();
+
+beforeAll(async () => {
+  dir = await tempDir('content');
+  stack = await startStack({
+    prefix: testPrefix('content'),
+    env: {
+      HERALD_ARCHIVE_URL: `file://${dir.path}`,
+      HERALD_CONTENT_TTL: '4s',
+      HERALD_CONTENT_PURGE_INTERVAL_MS: '200',
+      HERALD_MIRROR_INTERVAL_MS: '200',
+      HERALD_ENCRYPTION_KEY: `${current.id}:${current.key},${previous.id}:${previous.key}`,
+    },
+  });
+});
+afterAll(async () => {
+  await stack.close();
+  await redis.quit();
+  await dir.remove();
+});
+
+describe('message content', () => {
+  let id: string;
+
+  it('is encrypted at rest with the first key: Redis holds no plain text, and the worker still sends it', async () => {
+    id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'p-secret', email: 'delivered+200ms@example.com' }, content: SECRET, deadlineInSeconds: 6 }),
+    );
+    const stored = await redis.hgetall(stack.web.store.keys.content(id));
+    expect(Object.keys(stored).sort()).toEqual(['ct', 'iv', 'kid']);
+    expect(stored.kid).toBe(current.id);
+    const dump = JSON.stringify(stored) + Buffer.from(stored.ct!, 'base64').toString('latin1');
+    for (const text of Object.values(SECRET)) expect(dump).not.toContain(text);
+
+    await stack.waitForState(id, ['email_delivered']);
+    expect(stack.sandbox.emails().find((e) => e.subject === SECRET.subject)).toBeDefined();
+  });
+
+  it('is gone after its TTL, recorded once as content.purged, while the trail remains', async () => {
+    const events = await waitFor(
+      async () => {
+        const trail = await stack.events(id);
+        return trail.some((e) => e.type === 'content.purged') ? trail : undefined;
+      },
+      20_000,
+      'content.purged',
+    );
+    expect(await redis.exists(stack.web.store.keys.content(id))).toBe(0);
+    expect(events.filter((e) => e.type === 'content.purged')).toHaveLength(1);
+    const purged = events.find((e) => e.type === 'content.purged')!;
+    const accepted = events.find((e) => e.type === 'notice.accepted')!;
+    expect(Date.parse(String(purged.purgedAt))).toBeGreaterThanOrEqual(Date.parse(accepted.at));
+    expect(accepted.contentSha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(events.map((e) => e.type)).toEqual(
+      expect.arrayContaining(['notice.accepted', 'email.requested', 'email.accepted', 'notice.completed']),
+    );
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  });
+});
+
+describe('content keys', () => {
+  const prefix = testPrefix('keys');
+  afterAll(() => deleteKeys(redis, prefix));
+
+  async function storeSealed(keyring: Keyring): Promise<string> {
+    const now = Date.now();
+    const id = newNoticeId(7, now);
+    await new NoticeStore(redis, prefix).create({
+      id,
+      createdAt: now,
+      fields: {
+        id,
+        state: 'accepted',
+        category: 'c',
+        recipientId: 'r',
+        email: 'a@example.com',
+        createdAt: now,
+        deadline: now + 60_000,
+        providerTimeoutMs: 5000,
+        pollPlan: '[]',
+        contentSha256: 'x',
+        metadata: '{}',
+      },
+      content: sealContent(keyring, id, SECRET),
+      entries: [{ type: 'notice.accepted' }],
+      at: iso(now),
+      due: now,
+      contentTtlMs: 60_000,
+    });
+    return id;
+  }
+
+  it('rotate: content sealed with the previous key still opens while that key is listed after the new one', async () => {
+    const id = await storeSealed(new Keyring([previous]));
+    expect(await new NoticeStore(redis, prefix, { keyring: new Keyring([current, previous]) }).content(id)).toEqual(SECRET);
+    await expect(new NoticeStore(redis, prefix, { keyring: new Keyring([current]) }).content(id)).rejects.toThrow(/"k1"/);
+    await expect(new NoticeStore(redis, prefix).content(id)).rejects.toThrow(/HERALD_ENCRYPTION_KEY/);
+  });
+
+  it('bind each ciphertext to its notice: copied onto another notice it does not open', async () => {
+    const keyring = new Keyring([current]);
+    const [a, b] = [await storeSealed(keyring), await storeSealed(keyring)];
+    const store = new NoticeStore(redis, prefix, { keyring });
+    const copied = await redis.hgetall(store.keys.content(a));
+    await redis.hset(store.keys.content(b), copied);
+    await expect(store.content(b)).rejects.toThrow();
+  });
+});

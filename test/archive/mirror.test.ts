@@ -1,0 +1,179 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Archive, ArchiveIntegrityError } from '../../src/archive/archive.js';
+import { readinessWarnings } from '../../src/archive/backlog.js';
+import { MIRROR_GROUP } from '../../src/archive/mirror-log.js';
+import { idTime, PARTITION_MS, partitionDir } from '../../src/archive/names.js';
+import type { ArchiveStore } from '../../src/archive/store.js';
+import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
+import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
+import { archived, fileStore, killOn, mirrorFor, startS3, streamEntries, tempDir, writeNotices, type S3UnderTest } from './support.js';
+
+let redis: Redis;
+let s3: S3UnderTest;
+let dir: Awaited<ReturnType<typeof tempDir>>;
+const prefixes: string[] = [];
+
+beforeAll(async () => {
+  redis = plainRedis();
+  [s3, dir] = await Promise.all([startS3(), tempDir('mirror')]);
+});
+afterAll(async () => {
+  for (const prefix of prefixes) await deleteKeys(redis, prefix);
+  await redis.quit();
+  await Promise.all([s3.close(), dir.remove()]);
+});
+
+/** A store and an archive of their own for one test. */
+function setUp(kind: 'file' | 's3') {
+  const prefix = testPrefix('mirror');
+  prefixes.push(prefix);
+  const store = new NoticeStore(redis, prefix);
+  const objects: ArchiveStore = kind === 's3' ? s3.store(`runs/${prefix}`) : fileStore(join(dir.path, prefix));
+  return { prefix, store, archive: new Archive(objects, prefix) };
+}
+
+const ids = (entries: readonly StoredEntry[]) => entries.map((e) => e.id);
+
+async function pendingOf(log: string): Promise<{ count: number; consumers: Record<string, number> }> {
+  const [count, , , consumers] = (await redis.xpending(log, MIRROR_GROUP)) as [number, string, string, [string, string][] | null];
+  return { count: Number(count), consumers: Object.fromEntries((consumers ?? []).map(([name, n]) => [name, Number(n)])) };
+}
+
+/** The archive read back holds exactly the given entries, each once, in stream order. */
+async function expectArchivedExactlyOnce(archive: Archive, shard: number, written: readonly StoredEntry[]) {
+  const back = await archived(archive, shard);
+  expect(new Set(ids(back)).size).toBe(back.length);
+  expect(back).toEqual(written);
+}
+
+describe.each(['file', 's3'] as const)('the log mirror on the %s store', (kind) => {
+  describe('when it is killed after an upload and before the acknowledgement', () => {
+    it('keeps the batch pending, trims only below it, and a reclaiming mirror stores the same object once', async () => {
+      const { store, archive } = setUp(kind);
+      const shard = 5;
+      const log = store.keys.log(shard);
+      const written = await writeNotices(store, redis, shard, 8);
+      expect(written).toHaveLength(24);
+
+      const seen = { batches: [] as string[][] };
+      const first = mirrorFor({ redis, store, archive, consumer: 'worker-a', hooks: { afterUpload: killOn(2, seen) } });
+      await expect(first.mirrorOnce([shard])).rejects.toThrow('killed');
+      const [, unacknowledged] = seen.batches as [string[], string[]];
+      expect(await redis.xlen(log)).toBe(24);
+      expect(await pendingOf(log)).toEqual({ count: unacknowledged.length, consumers: { 'worker-a': unacknowledged.length } });
+
+      // A live mirror does not take a batch another consumer held only briefly; it goes on with
+      // new entries and trims only below the oldest unconfirmed entry.
+      const second = mirrorFor({ redis, store, archive, consumer: 'worker-b' });
+      const report = await second.mirrorOnce([shard]);
+      expect(report.failures).toBe(0);
+      const left = await streamEntries(redis, log);
+      expect(left[0]!.id).toBe(unacknowledged[0]);
+      expect(ids(left)).toEqual(ids(written).slice(ids(written).indexOf(unacknowledged[0]!)));
+
+      // Once the dead consumer's batch is idle long enough, it is claimed and uploaded again:
+      // the same name, the same bytes, so the archive still holds it once.
+      const third = mirrorFor({ redis, store, archive, consumer: 'worker-c', settings: { reclaimAfterMs: 0 } });
+      const again = await third.mirrorOnce([shard]);
+      expect(again).toMatchObject({ batches: 1, existed: 1, written: 0, entries: unacknowledged.length });
+      expect(await redis.xlen(log)).toBe(0);
+      expect((await pendingOf(log)).count).toBe(0);
+      await expectArchivedExactlyOnce(archive, shard, written);
+    });
+  });
+
+  describe('when it is killed after the acknowledgement and before the trim', () => {
+    it('leaves Redis untrimmed; the next trim removes exactly the confirmed entries', async () => {
+      const { store, archive } = setUp(kind);
+      const shard = 9;
+      const log = store.keys.log(shard);
+      const written = await writeNotices(store, redis, shard, 5);
+
+      const seen = { batches: [] as string[][] };
+      const first = mirrorFor({ redis, store, archive, consumer: 'worker-a', hooks: { afterAck: killOn(1, seen) } });
+      await expect(first.mirrorOnce([shard])).rejects.toThrow('killed');
+      const [confirmed] = seen.batches as [string[]];
+      expect(await redis.xlen(log)).toBe(written.length);
+      expect((await pendingOf(log)).count).toBe(0);
+
+      const { removed } = await first.stream.trim(shard, Date.now(), 60_000);
+      expect(removed).toBe(confirmed.length);
+      expect(ids(await streamEntries(redis, log))).toEqual(ids(written).slice(confirmed.length));
+
+      const report = await mirrorFor({ redis, store, archive, consumer: 'worker-b' }).mirrorOnce([shard]);
+      expect(report).toMatchObject({ existed: 0, entries: written.length - confirmed.length });
+      expect(await redis.xlen(log)).toBe(0);
+      await expectArchivedExactlyOnce(archive, shard, written);
+    });
+  });
+
+  it('keeps archived entries in Redis for the hot window', async () => {
+    const { store, archive } = setUp(kind);
+    const written = await writeNotices(store, redis, 2, 3);
+    const report = await mirrorFor({ redis, store, archive, consumer: 'w', settings: { keepHotMs: 3_600_000 } }).mirrorOnce([2]);
+    expect(report.entries).toBe(written.length);
+    expect(await redis.xlen(store.keys.log(2))).toBe(written.length);
+    await expectArchivedExactlyOnce(archive, 2, written);
+  });
+});
+
+describe('archive objects', () => {
+  it('never span two hours, and are named by their first and last entry IDs', async () => {
+    const { store, archive } = setUp('file');
+    const hour = Math.floor(Date.now() / PARTITION_MS) * PARTITION_MS - 5 * PARTITION_MS;
+    const log = store.keys.log(0);
+    for (const id of [`${hour - 2}-0`, `${hour - 1}-0`, `${hour - 1}-1`, `${hour}-0`, `${hour + 7}-0`]) {
+      await redis.xadd(log, id, 'type', 'test.entry', 'noticeId', 'ntc_x', 'at', new Date(idTime(id)).toISOString(), 'seq', '1');
+    }
+    await mirrorFor({ redis, store, archive, consumer: 'w', settings: { batchSize: 100 } }).mirrorOnce([0]);
+    expect((await archive.objectsIn(0, hour - 1)).map((o) => o.key)).toEqual([
+      `${partitionDir(store.keys.prefix, 0, hour - 1)}${hour - 2}-0_${hour - 1}-1.ndjson.gz`,
+    ]);
+    expect((await archive.objectsIn(0, hour)).map((o) => o.key)).toEqual([
+      `${partitionDir(store.keys.prefix, 0, hour)}${hour}-0_${hour + 7}-0.ndjson.gz`,
+    ]);
+  });
+
+  it('are byte-identical when the same batch is encoded again, and checked against their SHA-256 on read', async () => {
+    const { prefix, store, archive } = setUp('file');
+    const written = await writeNotices(store, redis, 1, 2);
+    const put = await archive.putBatch(1, written);
+    expect(put.outcome).toBe('written');
+    const path = join(dir.path, prefix, put.key);
+    const bytes = await readFile(path);
+    expect(await archive.putBatch(1, written)).toMatchObject({ outcome: 'existed' });
+    expect(await readFile(path)).toEqual(bytes);
+    expect(await readFile(`${path}.sha256`, 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
+
+    bytes[bytes.length - 5] ^= 0xff;
+    await writeFile(path, bytes);
+    await expect(archive.read(put.key)).rejects.toBeInstanceOf(ArchiveIntegrityError);
+  });
+});
+
+describe('when the archive cannot be reached', () => {
+  it('drops nothing: the stream keeps every entry, readiness warns, and the batch is stored once the archive is back', async () => {
+    const { prefix, store, archive } = setUp('file');
+    const written = await writeNotices(store, redis, 4, 3);
+    const unreachable = new Archive(fileStore('/dev/null/herald-archive'), prefix);
+    const mirror = mirrorFor({ redis, store, archive: unreachable, consumer: 'w' });
+
+    for (let sweep = 0; sweep < 3; sweep += 1) expect((await mirror.mirrorOnce([4])).failures).toBe(1);
+    expect(await redis.xlen(store.keys.log(4))).toBe(written.length);
+    const { backlog, warnings } = await readinessWarnings(redis, store.keys, Date.now(), {
+      warnLagMs: 3_600_000,
+      warnBacklog: written.length - 1,
+    });
+    expect(backlog.unarchivedEntries).toBe(written.length);
+    expect(warnings.map((w) => w.code)).toContain('log_mirror_behind');
+
+    // The same consumer, restarted with a working archive, takes its own pending batch first.
+    const report = await mirrorFor({ redis, store, archive, consumer: 'w' }).mirrorOnce([4]);
+    expect(report).toMatchObject({ failures: 0, entries: written.length });
+    await expectArchivedExactlyOnce(archive, 4, written);
+    expect((await readinessWarnings(redis, store.keys, Date.now(), { warnLagMs: 3_600_000, warnBacklog: 1 })).warnings).toEqual([]);
+  });
+});

@@ -1,0 +1,145 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import S3rver from 's3rver';
+import { Archive } from '../../src/archive/archive.js';
+import { createFileStore } from '../../src/archive/file-store.js';
+import { LogMirror, type MirrorHooks, type MirrorSettings } from '../../src/archive/mirror.js';
+import { createS3Store } from '../../src/archive/s3-store.js';
+import type { ArchiveStore } from '../../src/archive/store.js';
+import { iso, systemClock } from '../../src/clock.js';
+import { createLogger } from '../../src/logger.js';
+import { newNoticeId } from '../../src/notice/ids.js';
+import { decodeEntry, type NoticeStore, type StoredEntry } from '../../src/store/notices.js';
+
+export const silent = createLogger('herald-test-archive', 'silent');
+
+/** A fresh temporary directory; `remove` deletes it. */
+export async function tempDir(label: string): Promise<{ path: string; remove(): Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), `herald-${label}-`));
+  return { path, remove: () => rm(path, { recursive: true, force: true }) };
+}
+
+export interface S3UnderTest {
+  endpoint: string;
+  bucket: string;
+  /** A store on this server under its own key prefix. */
+  store(prefix: string): ArchiveStore;
+  close(): Promise<void>;
+}
+
+/** A real S3-protocol server (s3rver) on a free port, with one bucket, its data in a temporary directory. */
+export async function startS3(): Promise<S3UnderTest> {
+  const dir = await tempDir('s3rver');
+  const bucket = 'herald-archive';
+  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir.path, configureBuckets: [{ name: bucket }] });
+  const { port } = await server.run();
+  const endpoint = `http://127.0.0.1:${port}`;
+  return {
+    endpoint,
+    bucket,
+    store: (prefix) =>
+      createS3Store({
+        bucket,
+        prefix,
+        endpoint,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+      }),
+    close: async () => {
+      await server.close();
+      await dir.remove();
+    },
+  };
+}
+
+export function fileStore(path: string): ArchiveStore {
+  return createFileStore(path);
+}
+
+/**
+ * Writes `notices` notices into one shard through the store's own scripts, each with three
+ * log entries, and returns the shard's log as Redis holds it.
+ */
+export async function writeNotices(store: NoticeStore, redis: Redis, shard: number, notices: number): Promise<StoredEntry[]> {
+  const now = Date.now();
+  for (let i = 0; i < notices; i += 1) {
+    const id = newNoticeId(shard, now + i);
+    await store.create({
+      id,
+      createdAt: now,
+      fields: {
+        id,
+        state: 'accepted',
+        category: 'c',
+        recipientId: `r${i}`,
+        email: 'a@example.com',
+        createdAt: now,
+        deadline: now + 600_000,
+        providerTimeoutMs: 5000,
+        pollPlan: '[]',
+        contentSha256: 'x',
+        metadata: '{}',
+      },
+      content: { subject: 'S', text: 'body' },
+      entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x' }],
+      at: iso(now),
+      due: now,
+      contentTtlMs: 60_000,
+    });
+    await store.transition(id, now, iso(now), {
+      from: ['accepted'],
+      to: 'email_sending',
+      entries: [
+        { type: 'policy.checked', channel: 'email', outcome: 'allowed', policyVersion: 0 },
+        { type: 'email.requested', attemptId: `att_${i}`, idempotencyKey: `${id}-email`, provider: 'postmark' },
+      ],
+    });
+  }
+  return streamEntries(redis, store.keys.log(shard));
+}
+
+export async function streamEntries(redis: Redis, key: string): Promise<StoredEntry[]> {
+  const rows = (await redis.xrange(key, '-', '+')) as [string, string[]][];
+  return rows.map(([id, fields]) => decodeEntry(id, fields));
+}
+
+/** Every entry the archive holds for a shard, object by object, in order. */
+export async function archived(archive: Archive, shard: number): Promise<StoredEntry[]> {
+  const entries: StoredEntry[] = [];
+  for await (const entry of archive.entries(shard, 0, Number.MAX_SAFE_INTEGER)) entries.push(entry);
+  return entries;
+}
+
+export function mirrorFor(opts: {
+  redis: Redis;
+  store: NoticeStore;
+  archive: Archive;
+  consumer: string;
+  settings?: Partial<MirrorSettings>;
+  hooks?: MirrorHooks;
+}): LogMirror {
+  return new LogMirror({
+    redis: opts.redis,
+    keys: opts.store.keys,
+    archive: opts.archive,
+    clock: systemClock,
+    log: silent,
+    consumer: opts.consumer,
+    settings: { batchSize: 5, reclaimAfterMs: 60_000, keepHotMs: 0, sweepBudgetMs: 20_000, ...opts.settings },
+    contentTtlMs: 60_000,
+    hooks: opts.hooks,
+  });
+}
+
+/** A crash point: throws on the `n`-th call (1-based), as a process killed right there. */
+export function killOn(n: number, seen: { batches: string[][] } = { batches: [] }) {
+  let calls = 0;
+  return (batch: { entries: StoredEntry[] }) => {
+    calls += 1;
+    seen.batches.push(batch.entries.map((e) => e.id));
+    if (calls === n) throw new Error('killed');
+  };
+}
