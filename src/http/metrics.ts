@@ -4,7 +4,7 @@ import type { AppDeps } from '../app.js';
 import { readBacklog } from '../archive/backlog.js';
 import { logMirrorBacklogGauges } from '../archive/metrics.js';
 import { SHARD_COUNT } from '../notice/ids.js';
-import { DECISION_LAG_BUCKETS_MS } from '../store/metrics.js';
+import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, SPEND_SCALE } from '../store/metrics.js';
 
 const PROVIDER_OF: Record<string, string> = { email: 'postmark', sms: 'twilio' };
 
@@ -21,6 +21,20 @@ function mirrored(name: string, help: string, type: 'counter' | 'gauge' | 'histo
     },
     get: async () => ({ name, help, type, aggregator: 'sum' as const, values: snapshot ? samples(snapshot) : [] }),
   };
+}
+
+/** Histogram samples from per-bucket counts `<field>_le|<le>`, `<field>_sum(_ms)` and `<field>_count`; `scale` divides values. */
+function histogram(s: Snapshot, name: string, field: string, buckets: readonly number[], scale: number): Sample[] {
+  let cumulative = 0;
+  const samples: Sample[] = [];
+  for (const le of [...buckets, '+Inf'] as const) {
+    cumulative += s.counters.get(`${field}_le|${le}`) ?? 0;
+    samples.push({ metricName: `${name}_bucket`, labels: { le: le === '+Inf' ? '+Inf' : le / scale }, value: cumulative });
+  }
+  const sum = s.counters.get(`${field}_sum_ms`) ?? s.counters.get(`${field}_sum`) ?? 0;
+  samples.push({ metricName: `${name}_sum`, value: sum / scale });
+  samples.push({ metricName: `${name}_count`, value: s.counters.get(`${field}_count`) ?? 0 });
+  return samples;
 }
 
 /** Counter samples for every field `<prefix>|a|b|...`, labelled by `labelNames`. */
@@ -75,21 +89,18 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promis
     mirrored('herald_reconciler_repairs_total', 'Overdue notices the reconciler drove forward.', 'counter', (s) => [
       { value: s.counters.get('entry|notice.reconciled') ?? 0 },
     ]),
-    mirrored('herald_fallback_decision_lag_seconds', 'decidedAt − deadline of deadline fallbacks.', 'histogram', (s) => {
-      let cumulative = 0;
-      const samples: Sample[] = [];
-      for (const le of [...DECISION_LAG_BUCKETS_MS, '+Inf'] as const) {
-        cumulative += s.counters.get(`lag_le|${le}`) ?? 0;
-        samples.push({
-          metricName: 'herald_fallback_decision_lag_seconds_bucket',
-          labels: { le: le === '+Inf' ? '+Inf' : le / 1000 },
-          value: cumulative,
-        });
-      }
-      samples.push({ metricName: 'herald_fallback_decision_lag_seconds_sum', value: (s.counters.get('lag_sum_ms') ?? 0) / 1000 });
-      samples.push({ metricName: 'herald_fallback_decision_lag_seconds_count', value: s.counters.get('lag_count') ?? 0 });
-      return samples;
-    }),
+    mirrored('herald_fallback_decision_lag_seconds', 'decidedAt − deadline of deadline fallbacks.', 'histogram', (s) =>
+      histogram(s, 'herald_fallback_decision_lag_seconds', 'lag', DECISION_LAG_BUCKETS_MS, 1000),
+    ),
+    mirrored(
+      'herald_estimated_spend_total',
+      `Estimated provider spend of completed notices, by channel, in the configured currency (${deps.config.prices.currency}).`,
+      'counter',
+      (s) => byFields(s, 'spend', ['channel']).map((sample) => ({ ...sample, value: sample.value / SPEND_SCALE })),
+    ),
+    mirrored('herald_status_checks_per_notice', 'Email and SMS status checks of each completed notice.', 'histogram', (s) =>
+      histogram(s, 'herald_status_checks_per_notice', 'checks', CHECKS_BUCKETS, 1),
+    ),
     mirrored('herald_queue_jobs', 'Jobs in each queue, by state.', 'gauge', (s) =>
       Object.entries(s.queues).flatMap(([queue, counts]) =>
         Object.entries(counts).map(([state, value]) => ({ value, labels: { queue, state } })),

@@ -59,6 +59,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
             maxChecksPerNotice: config.maxChecksPerNotice,
             contentTtlMs: config.contentTtlMs,
             prices: config.prices,
+            rulesVersion: config.rules?.version ?? null,
             encryptionKeys: config.encryptionKeys,
           },
         });

@@ -29,6 +29,8 @@ export interface AcceptSettings {
   maxChecksPerNotice: number;
   contentTtlMs: number;
   prices: Prices;
+  /** Version of the regional rules file in force, recorded with every policy check. */
+  rulesVersion: string | null;
   /** HERALD_ENCRYPTION_KEY: content is sealed with the first key before it is stored; none: stored as is. */
   encryptionKeys: readonly EncryptionKey[];
 }
@@ -158,7 +160,7 @@ export async function acceptNotice(
       idempotencyKey: ctx.idempotencyKey,
       hasPhone: phone !== undefined,
     },
-    { type: 'policy.checked', channel: 'email', outcome: emailPolicy, policyVersion: policy.version },
+    { type: 'policy.checked', channel: 'email', outcome: emailPolicy, policyVersion: policy.version, rulesVersion: settings.rulesVersion },
   ];
 
   const result = await store.create({

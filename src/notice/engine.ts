@@ -665,7 +665,11 @@ export class NoticeEngine {
       },
       this.deps.settings.prices,
     );
-    return { type: 'notice.completed', state, cost };
+    const checks = {
+      email: notice.emailChannel.checksDone + (extra.emailChecks ?? 0),
+      sms: notice.smsChannel.checksDone + (extra.smsChecks ?? 0),
+    };
+    return { type: 'notice.completed', state, cost, checks };
   }
 
   /** The email checks the poll jobs run: the plan without its last check, which the deadline step makes. */

@@ -7,6 +7,12 @@ import type { LogEntry } from './notices.js';
  * restarts, and never disagree with the decision log. `/metrics` reads and sums them.
  */
 
+/** Upper bounds of the status-checks-per-notice histogram buckets. */
+export const CHECKS_BUCKETS = [0, 1, 2, 3, 5, 8, 12, 20, 40];
+
+/** Spend is counted in millionths of the currency unit (HINCRBY takes integers). */
+export const SPEND_SCALE = 1_000_000;
+
 /** Upper bounds (ms) of the `decidedAt − deadline` histogram buckets. */
 export const DECISION_LAG_BUCKETS_MS = [0, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
 
@@ -50,6 +56,18 @@ export function metricIncrements(entries: readonly LogEntry[], newState?: Notice
       case 'fallback.blocked':
         add(`blocked|${String(entry.reason)}`);
         break;
+      case 'notice.completed': {
+        const cost = entry.cost as { byChannel?: Record<string, number> } | undefined;
+        for (const [channel, amount] of Object.entries(cost?.byChannel ?? {})) add(`spend|${channel}`, Math.round(amount * SPEND_SCALE));
+        const checks = entry.checks as { email?: number; sms?: number } | undefined;
+        if (checks) {
+          const total = (checks.email ?? 0) + (checks.sms ?? 0);
+          add(`checks_le|${CHECKS_BUCKETS.find((le) => total <= le) ?? '+Inf'}`);
+          add('checks_sum', total);
+          add('checks_count');
+        }
+        break;
+      }
     }
   }
   return [...counts].flat();

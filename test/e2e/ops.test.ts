@@ -92,6 +92,10 @@ describe('operations surface', () => {
     expect(delta('herald_provider_calls_total', { provider: 'postmark', operation: 'status', outcome: 'ok' })).toBeGreaterThanOrEqual(2);
     expect(delta('herald_status_polls_total', { channel: 'sms', status: 'delivered' })).toBe(1);
     expect(after).toMatch(/herald_queue_jobs\{queue="deadline",state="delayed"\}/);
+    expect(delta('herald_estimated_spend_total', { channel: 'sms' })).toBeCloseTo(0.0083, 6);
+    expect(delta('herald_estimated_spend_total', { channel: 'email' })).toBeCloseTo(0.0015, 6);
+    expect(delta('herald_status_checks_per_notice_count')).toBe(1);
+    expect(delta('herald_status_checks_per_notice_sum')).toBeGreaterThanOrEqual(3);
   });
 
   it('keeps addresses and content out of every log line about a notice, including provider errors', async () => {
