@@ -82,7 +82,7 @@ export class QueueScheduler implements Scheduler {
     await this.queues.emailSend.add('email-send', { noticeId: id }, { jobId: jobIds.emailSend(id), delay: this.delay(at) });
   }
   async emailPoll(id: string, check: number, at: number): Promise<void> {
-    await this.queues.emailPoll.add('email-poll', { noticeId: id }, { jobId: jobIds.emailPoll(id, check), delay: this.delay(at) });
+    await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id, check), id, at);
   }
   async deadline(id: string, at: number): Promise<void> {
     await this.queues.deadline.add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: this.delay(at) });
@@ -91,7 +91,19 @@ export class QueueScheduler implements Scheduler {
     await this.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
   }
   async smsPoll(id: string, check: number, at: number): Promise<void> {
-    await this.queues.smsPoll.add('sms-poll', { noticeId: id }, { jobId: jobIds.smsPoll(id, check), delay: this.delay(at) });
+    await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsPoll(id, check), id, at);
+  }
+
+  /**
+   * BullMQ ignores an add whose job ID exists, finished jobs included. A check is asked for
+   * again only when its job finished without moving the notice on (a duplicate that ran too
+   * early, a job that failed for good), and then it must run: the finished job makes way.
+   * A check still waiting or running keeps its job, so asking twice stays harmless.
+   */
+  private async statusCheck(queue: Queue<NoticeJob>, name: string, jobId: string, noticeId: string, at: number): Promise<void> {
+    const existing = await queue.getJob(jobId);
+    if (existing?.finishedOn) await queue.remove(jobId);
+    await queue.add(name, { noticeId }, { jobId, delay: this.delay(at) });
   }
 }
 
