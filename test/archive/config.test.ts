@@ -2,19 +2,12 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { configProblems } from '../helpers/env.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+const problemsOf = configProblems;
 
 /** Runs a compiled entry point with only the given environment; resolves when it exits. */
 function run(script: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { loadConfig, type Config } from '../../src/config.js';
+import { ConfigError, loadConfig, type Config } from '../../src/config.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const TEST_API_KEY = 'test-api-key-0123456789';
@@ -13,9 +13,9 @@ export function testPrefix(label = 't'): string {
   return `herald-test-${label}-${randomBytes(5).toString('hex')}`;
 }
 
-/** A configuration for tests: fast polls, short grace, the given prefix and overrides. */
-export function testConfig(prefix: string, env: Record<string, string> = {}): Config {
-  return loadConfig({
+/** The environment of a test's Herald: fast polls, short grace, its own prefix and archive. */
+export function testEnv(prefix: string, env: Record<string, string> = {}): Record<string, string> {
+  return {
     REDIS_URL,
     HERALD_PREFIX: prefix,
     HERALD_API_KEYS: TEST_API_KEY,
@@ -28,7 +28,12 @@ export function testConfig(prefix: string, env: Record<string, string> = {}): Co
     HOST: '127.0.0.1',
     HERALD_ARCHIVE_URL: testArchiveUrl(),
     ...env,
-  });
+  };
+}
+
+/** The configuration of `testEnv`. */
+export function testConfig(prefix: string, env: Record<string, string> = {}): Config {
+  return loadConfig(testEnv(prefix, env));
 }
 
 /** A fresh archive directory of the test's own, outside the work tree. */
@@ -61,4 +66,15 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | null | fal
     if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(100);
   }
+}
+
+/** The problems `loadConfig` names for an environment (none: it loads). */
+export function configProblems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
 }

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/logger.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { startWorker, type WorkerHandle } from '../../src/worker.js';
-import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testConfig, waitFor } from './env.js';
+import { testConfig, testEnv, waitFor } from './env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -40,21 +40,7 @@ export async function startStack(opts: {
   workerLogger?: Logger;
 }): Promise<Stack> {
   const sandbox = await startSandbox({ port: 0 });
-  const env = {
-    REDIS_URL,
-    HERALD_PREFIX: opts.prefix,
-    HERALD_API_KEYS: TEST_API_KEY,
-    HERALD_PROVIDERS: 'sandbox',
-    HERALD_MIN_POLL_INTERVAL_MS: '200',
-    HERALD_PROVIDER_TIMEOUT_MS: '1000',
-    HERALD_RECONCILE_INTERVAL_MS: '300',
-    HERALD_RECONCILE_GRACE_MS: '1500',
-    POSTMARK_API_URL: sandbox.url,
-    TWILIO_API_URL: sandbox.url,
-    LOG_LEVEL: 'warn',
-    HERALD_ARCHIVE_URL: testArchiveUrl(),
-    ...opts.env,
-  };
+  const env = testEnv(opts.prefix, { POSTMARK_API_URL: sandbox.url, TWILIO_API_URL: sandbox.url, LOG_LEVEL: 'warn', ...opts.env });
   const config = testConfig(opts.prefix, env);
   const web = await startWebUnderTest(config);
   const worker =

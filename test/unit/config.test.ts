@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { configProblems } from '../helpers/env.js';
 import { formatDuration, parseDuration } from '../../src/durations.js';
 
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+const problemsOf = configProblems;
 
 describe('configuration', () => {
   it('defaults to sandbox providers with a printed dev key and the SPEC defaults', () => {

@@ -18,6 +18,7 @@
   Log entries: those in ARGV[8] (notice.accepted, policy.checked).
 ]]
 -- @include appendEntries
+-- @include flatten
 -- @include setDue
 -- @include countMetrics
 
@@ -33,20 +34,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return { -4 }
 end
 
-local fields = cjson.decode(ARGV[6])
-local flat = {}
-for k, v in pairs(fields) do
-  flat[#flat + 1] = k
-  flat[#flat + 1] = v
-end
-redis.call('HSET', KEYS[1], unpack(flat))
+redis.call('HSET', KEYS[1], unpack(flatten(ARGV[6])))
 
-local content = cjson.decode(ARGV[7])
-local contentFlat = {}
-for k, v in pairs(content) do
-  contentFlat[#contentFlat + 1] = k
-  contentFlat[#contentFlat + 1] = v
-end
+local contentFlat = flatten(ARGV[7])
 if #contentFlat > 0 then
   redis.call('HSET', KEYS[2], unpack(contentFlat))
   redis.call('PEXPIRE', KEYS[2], ARGV[3])

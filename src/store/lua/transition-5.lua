@@ -26,6 +26,7 @@
           { -3, field, currentValue }     a guard failed
 ]]
 -- @include appendEntries
+-- @include flatten
 -- @include setDue
 -- @include countMetrics
 
@@ -65,12 +66,7 @@ if guards.reached then
 end
 
 local newState = ARGV[5]
-local set = cjson.decode(ARGV[7])
-local flat = {}
-for k, v in pairs(set) do
-  flat[#flat + 1] = k
-  flat[#flat + 1] = v
-end
+local flat = flatten(ARGV[7])
 if newState ~= '' then
   flat[#flat + 1] = 'state'
   flat[#flat + 1] = newState
