@@ -32,14 +32,19 @@ export const jobIds = {
 
 /**
  * Jobs are retried with backoff on unexpected errors (Redis hiccups); anything a job leaves
- * undone is healed by the reconciler, so failed jobs are kept only for inspection.
+ * undone is healed by the reconciler. Every option here is stored in every job, so what can
+ * live on the worker instead does (KEEP_JOBS).
  */
 export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   attempts: 8,
   backoff: { type: 'exponential', delay: 1000 },
-  removeOnComplete: { count: 1000 },
-  removeOnFail: { count: 5000 },
 };
+
+/** Finished jobs kept for inspection in Bull Board: set on the workers, not on each job. */
+export const KEEP_JOBS = { removeOnComplete: { count: 1000 }, removeOnFail: { count: 5000 } } as const;
+
+/** BullMQ's per-queue event stream is for live watchers; a short one keeps memory flat. */
+const STREAMS = { events: { maxLen: 1000 } };
 
 /** Queues of scheduled sweeps, whose jobs carry no notice. */
 type SweepQueueKey = 'reconcile' | 'logMirror' | 'contentPurge';
@@ -48,9 +53,9 @@ export type HeraldQueues = Record<Exclude<QueueKey, SweepQueueKey>, Queue<Notice
 
 /** Opens every Herald queue on one connection. Whoever opens them closes them (closeQueues). */
 export function openQueues(connection: ConnectionOptions, prefix: string): HeraldQueues {
-  const open = (name: string) => new Queue<NoticeJob>(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+  const open = (name: string) => new Queue<NoticeJob>(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS, streams: STREAMS });
   const sweep = (name: string) =>
-    new Queue(name, { connection, prefix, defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 100 } } });
+    new Queue(name, { connection, prefix, streams: STREAMS, defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 100 } } });
   return {
     emailSend: open(QUEUE_NAMES.emailSend),
     emailPoll: open(QUEUE_NAMES.emailPoll),

@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
@@ -46,9 +46,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Reject what the schema does not allow instead of silently dropping or coercing it.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true } },
     requestIdHeader: 'x-request-id',
+    // One line per request, written when it completes (see the onResponse hook), not two.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => `req_${Math.random().toString(36).slice(2, 12)}`,
   });
   app.setErrorHandler(errorHandler(() => deps.redis.status === 'ready'));
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.routeOptions.url ?? request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send(errorBody('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );

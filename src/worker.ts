@@ -17,7 +17,7 @@ import { NoticeStore } from './store/notices.js';
 import { PolicyStore } from './store/policies.js';
 import { SuppressionStore } from './store/suppressions.js';
 import { connectRedis } from './store/redis.js';
-import { closeQueues, openQueues, QUEUE_NAMES, QueueScheduler, type NoticeJob } from '../queues/index.js';
+import { closeQueues, KEEP_JOBS, openQueues, QUEUE_NAMES, QueueScheduler, type NoticeJob } from '../queues/index.js';
 import { sendEmailProcessor } from '../queues/email-send.js';
 import { pollEmailProcessor } from '../queues/email-poll.js';
 import { runDeadlineProcessor } from '../queues/deadline.js';
@@ -128,7 +128,7 @@ export async function startWorker(
     [QUEUE_NAMES.smsPoll, pollSmsProcessor(engine, clock, pause(QUEUE_NAMES.smsPoll)), { max: config.statusChecksPerSecond.sms, duration: 1000 }],
   ];
   const workers = processors.map(([name, processor, limiter]) => {
-    const worker = new Worker<NoticeJob>(name, processor, { connection: redis, prefix, concurrency: config.workerConcurrency, limiter });
+    const worker = new Worker<NoticeJob>(name, processor, { connection: redis, prefix, concurrency: config.workerConcurrency, limiter, ...KEEP_JOBS });
     pausers.set(name, worker);
     return worker;
   });

@@ -44,7 +44,11 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))) {
         throw new HttpError('validation_failed', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
       }
-      const policy = await policies.get(request.body.recipient.id);
+      // Independent reads, one round trip.
+      const [policy, emailSuppressed] = await Promise.all([
+        policies.get(request.body.recipient.id),
+        suppressions.has('email', request.body.recipient.email.toLowerCase()),
+      ]);
       const now = clock.now();
       let result;
       try {
@@ -52,7 +56,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
           now,
           apiKeyId: request.apiKeyId,
           idempotencyKey,
-          emailSuppressed: await suppressions.has('email', request.body.recipient.email.toLowerCase()),
+          emailSuppressed,
           settings: {
             providerTimeoutMs: config.providerTimeoutMs,
             minPollIntervalMs: config.minPollIntervalMs,
@@ -77,8 +81,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         return reply.status(200).header('Idempotent-Replayed', 'true').send(noticeView(notice));
       }
       try {
-        await scheduler.emailSend(result.id, now);
-        await scheduler.deadline(result.id, result.deadline);
+        await Promise.all([scheduler.emailSend(result.id, now), scheduler.deadline(result.id, result.deadline)]);
       } catch (error) {
         // The notice is stored and due now: the reconciler drives it if its jobs are missing.
         request.log.warn({ err: error, noticeId: result.id }, 'jobs not enqueued; the reconciler will pick the notice up');

@@ -131,10 +131,9 @@ export async function acceptNotice(
     policyVersion: policy.version,
     emailPolicy,
     providerTimeoutMs: settings.providerTimeoutMs,
-    pollPlan: JSON.stringify(plan.checks),
+    pollFirstMs: plan.firstCheckAfterMs,
+    pollIntervalMs: plan.minCheckIntervalMs,
     contentSha256,
-    metadata: JSON.stringify(request.metadata ?? {}),
-    emailIdempotencyKey: `${id}-email`,
   };
   if (phone !== undefined) fields.phone = phone;
   if (region !== undefined) fields.region = region;
@@ -159,6 +158,7 @@ export async function acceptNotice(
       expectedCost,
       idempotencyKey: ctx.idempotencyKey,
       hasPhone: phone !== undefined,
+      metadata: request.metadata,
     },
     { type: 'policy.checked', channel: 'email', outcome: emailPolicy, policyVersion: policy.version, rulesVersion: settings.rulesVersion },
   ];

@@ -214,7 +214,10 @@ export class NoticeEngine {
       [field('attemptInDoubt')]: 0,
       [field('status')]: 'pending',
     };
-    if (channel === 'sms') set.smsPlan = JSON.stringify(plan);
+    if (channel === 'sms') {
+      const limits = this.limits();
+      Object.assign(set, { smsPlanAt: now, smsPlanFloorMs: limits.minPollIntervalMs, smsPlanMax: limits.maxChecks });
+    }
     if (channel === 'sms' && smsBody !== undefined) set.smsSegments = smsSegments(smsBody);
     if (nextCheck !== undefined) set[field('nextCheckAt')] = nextCheck;
     const due = channel === 'email' ? (nextCheck ?? notice.deadline) : (nextCheck ?? 'remove');

@@ -45,25 +45,14 @@ export function planChecks(now: number, deadline: number, policy: PollPolicy | u
   const interval =
     explicitInterval !== undefined ? explicitInterval * 1000 : Math.max(floor, Math.floor((span - first) / DEFAULT_SPREAD));
 
-  const checks: number[] = [];
-  if (first < span) {
-    if (span - first < interval) {
-      if (explicitFirst !== undefined || explicitInterval !== undefined) {
-        return {
-          ok: false,
-          field: 'policy',
-          message: `the first check (${first / 1000}s) and the deadline check (${span / 1000}s) would be closer than minCheckIntervalSeconds (${interval / 1000}s)`,
-        };
-      }
-      // Without a policy the deadline alone is checked when there is no room for two checks.
-    } else {
-      checks.push(now + first);
-      const between: number[] = [];
-      for (let at = deadline - interval; at >= now + first + interval; at -= interval) between.push(at);
-      checks.push(...between.reverse());
-    }
+  if (first < span && span - first < interval && (explicitFirst !== undefined || explicitInterval !== undefined)) {
+    return {
+      ok: false,
+      field: 'policy',
+      message: `the first check (${first / 1000}s) and the deadline check (${span / 1000}s) would be closer than minCheckIntervalSeconds (${interval / 1000}s)`,
+    };
   }
-  checks.push(deadline);
+  const checks = layoutChecks(now, deadline, first, interval);
 
   if (checks.length > limits.maxChecks) {
     return {
@@ -73,6 +62,19 @@ export function planChecks(now: number, deadline: number, policy: PollPolicy | u
     };
   }
   return { ok: true, checks, firstCheckAfterMs: first, minCheckIntervalMs: interval };
+}
+
+/**
+ * The checks of a plan from its two numbers: the first check, then checks every `intervalMs`
+ * counted back from the deadline, then the deadline. Without room for two checks, the deadline
+ * alone. Notices store only the two numbers and lay the plan out again when read.
+ */
+export function layoutChecks(start: number, deadline: number, firstMs: number, intervalMs: number): number[] {
+  const span = deadline - start;
+  if (firstMs >= span || span - firstMs < intervalMs) return [deadline];
+  const between: number[] = [];
+  for (let at = deadline - intervalMs; at >= start + firstMs + intervalMs; at -= intervalMs) between.push(at);
+  return [start + firstMs, ...between.reverse(), deadline];
 }
 
 /** The SMS status checks after the SMS was accepted: the floor, then doubling, within the budget. */

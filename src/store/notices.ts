@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Channel } from '../providers/types.js';
 import type { NoticeState, PolicyOutcome } from '../notice/states.js';
 import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
+import { layoutChecks, planSmsChecks } from '../notice/planner.js';
 import type { Keyring } from '../crypto.js';
 import { openContent, type StoredContent } from './content.js';
 import { Keys } from './keys.js';
@@ -58,7 +59,6 @@ export interface Notice {
   smsPlan: number[];
   contentSha256: string;
   idempotencyKey: string | undefined;
-  metadata: Record<string, string>;
   complianceDeadline: number | undefined;
   fallbackReason: string | undefined;
   fallbackDecidedAt: number | undefined;
@@ -296,7 +296,7 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
 function parseNotice(hash: Record<string, string>): Notice {
   const num = (field: string): number | undefined => (hash[field] === undefined ? undefined : Number(hash[field]));
   const channel = (c: Channel): ChannelRecord => ({
-    idempotencyKey: hash[channelField(c, 'idempotencyKey')],
+    idempotencyKey: c === 'email' ? `${hash.id}-email` : hash[channelField(c, 'idempotencyKey')],
     attemptId: hash[channelField(c, 'attemptId')],
     attempts: num(channelField(c, 'attempts')) ?? 0,
     attemptStartedAt: num(channelField(c, 'attemptStartedAt')),
@@ -322,11 +322,14 @@ function parseNotice(hash: Record<string, string>): Notice {
     policyVersion: Number(hash.policyVersion ?? 0),
     emailPolicy: (hash.emailPolicy ?? 'allowed') as PolicyOutcome,
     providerTimeoutMs: Number(hash.providerTimeoutMs),
-    pollPlan: JSON.parse(hash.pollPlan ?? '[]') as number[],
-    smsPlan: JSON.parse(hash.smsPlan ?? '[]') as number[],
+    // Plans are stored as their few numbers (small values keep the hash a compact listpack).
+    pollPlan: layoutChecks(Number(hash.createdAt), Number(hash.deadline), Number(hash.pollFirstMs), Number(hash.pollIntervalMs)),
+    smsPlan:
+      hash.smsPlanAt === undefined
+        ? []
+        : planSmsChecks(Number(hash.smsPlanAt), { minPollIntervalMs: Number(hash.smsPlanFloorMs), maxChecks: Number(hash.smsPlanMax) }),
     contentSha256: hash.contentSha256!,
     idempotencyKey: hash.idempotencyKey,
-    metadata: JSON.parse(hash.metadata ?? '{}') as Record<string, string>,
     complianceDeadline: num('complianceDeadline'),
     fallbackReason: hash.fallbackReason,
     fallbackDecidedAt: num('fallbackDecidedAt'),
