@@ -1,0 +1,118 @@
+/**
+ * Pending notices: Redis memory per pending notice with 10,000 of them, and deadline precision
+ * (`decidedAt − deadline`) when their deadlines all fall within one 10-second window. The
+ * baseline is 10,000 raw BullMQ delayed jobs (the notice body as data) due in the same kind
+ * of window: the memory of a pending job, and how late BullMQ itself starts a delayed job.
+ */
+import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
+import { sleep, until } from './processes.js';
+import { RawDeployment } from './raw.js';
+import { keysMemory, scanKeys, usedMemory } from './redis-stats.js';
+import { distribution, type Distribution } from './stats.js';
+
+export interface PendingRun {
+  items: number;
+  workers: number;
+  /** INFO memory `used_memory` growth per pending item. */
+  bytesPerItem: number;
+  /** The same from MEMORY USAGE of the run's own keys: blind to anything else on this Redis. */
+  keyBytesPerItem: number;
+  /** How late the deadline decision (Herald) or the job start (BullMQ) came, in ms. */
+  lateness: Distribution;
+  negative: number;
+  windowSeconds: number;
+}
+
+const WINDOW_MS = 10_000;
+
+export async function heraldPending(ctx: BenchContext, notices: number, workers: number): Promise<PendingRun> {
+  const herald = new HeraldDeployment(ctx, `${ctx.runPrefix}-pending`);
+  try {
+    await herald.startWeb();
+    await herald.startWorkers(workers);
+    ctx.sandbox.reset();
+    globalThis.gc?.();
+    await sleep(500);
+    const before = await usedMemory(ctx.redis);
+    // Far enough ahead that every notice is created and its email sent before the window opens
+    // (about 150 notices a second do both on this benchmark's 2-core machine).
+    const windowStart = Date.now() + 10_000 + Math.ceil(notices / 125) * 1000;
+    const deadlineOf = (i: number) => windowStart + Math.floor((i * WINDOW_MS) / notices);
+    ctx.log(`pending: creating ${notices} notices`);
+    const creating = Date.now();
+    await createNotices(herald.url, notices, (i) => noticeBody({ email: 'never@example.com', phone: '+12025550100', deadline: deadlineOf(i) }));
+    ctx.log(`pending: created in ${((Date.now() - creating) / 1000).toFixed(1)} s`);
+    await until(async () => ctx.sandbox.accepted.emails >= notices, 60_000, 'every email of the pending notices to be sent', 100);
+    const after = await usedMemory(ctx.redis);
+    const own = await keysMemory(ctx.redis, herald.prefix);
+    if (Date.now() > windowStart) ctx.log('pending: the memory reading came after the first deadline; raise the lead');
+    ctx.log(`pending: ${notices} pending, ${Math.round((after - before) / notices)} B each; waiting for the deadlines`);
+
+    await until(async () => (await herald.live()) === 0, WINDOW_MS + 240_000 + Math.max(0, windowStart - Date.now()), 'every pending notice to complete', 250);
+    const lateness: number[] = [];
+    const noticeKeys = await scanKeys(ctx.redis, `${herald.prefix}:*:notice:*`);
+    for (let i = 0; i < noticeKeys.length; i += 1000) {
+      const pipeline = ctx.redis.pipeline();
+      for (const key of noticeKeys.slice(i, i + 1000)) pipeline.hmget(key, 'deadline', 'fallbackDecidedAt');
+      for (const [, fields] of (await pipeline.exec()) ?? []) {
+        const [deadline, decidedAt] = fields as [string | null, string | null];
+        if (deadline && decidedAt) lateness.push(Number(decidedAt) - Number(deadline));
+      }
+    }
+    return {
+      items: notices,
+      workers,
+      bytesPerItem: (after - before) / notices,
+      keyBytesPerItem: own.bytes / notices,
+      lateness: distribution(lateness),
+      negative: lateness.filter((ms) => ms < 0).length,
+      windowSeconds: WINDOW_MS / 1000,
+    };
+  } finally {
+    await herald.close();
+  }
+}
+
+export async function rawPending(ctx: BenchContext, jobs: number, workers: number): Promise<PendingRun> {
+  const raw = new RawDeployment(ctx, `${ctx.runPrefix}-pending-raw`);
+  try {
+    await raw.startWorkers(workers);
+    globalThis.gc?.();
+    await sleep(500);
+    const before = await usedMemory(ctx.redis);
+    const windowStart = Date.now() + 15_000;
+    const body = noticeBody({ email: 'never@example.com', phone: '+12025550100', deadlineInSeconds: 600 });
+    // Completed jobs are kept so that their start times can be read afterwards.
+    const ids = await raw.addBulk(
+      jobs,
+      () => body,
+      (i) => ({ delay: windowStart + Math.floor((i * WINDOW_MS) / jobs) - Date.now(), removeOnComplete: false }),
+    );
+    const after = await usedMemory(ctx.redis);
+    const own = await keysMemory(ctx.redis, raw.prefix);
+    await sleep(Math.max(0, windowStart - Date.now()));
+    await until(() => raw.drained(), WINDOW_MS + 120_000, 'every delayed job to run', 250);
+    const lateness: number[] = [];
+    for (let i = 0; i < ids.length; i += 1000) {
+      const pipeline = ctx.redis.pipeline();
+      // The hash's own `delay` field is zeroed when BullMQ promotes the job; its options keep it.
+      for (const id of ids.slice(i, i + 1000)) pipeline.hmget(`${raw.prefix}:{q}:noop:${id}`, 'timestamp', 'opts', 'processedOn');
+      for (const [, fields] of (await pipeline.exec()) ?? []) {
+        const [timestamp, opts, processedOn] = fields as (string | null)[];
+        const delay = (JSON.parse(opts ?? '{}') as { delay?: number }).delay ?? 0;
+        if (processedOn) lateness.push(Number(processedOn) - (Number(timestamp) + delay));
+      }
+    }
+    return {
+      items: jobs,
+      workers,
+      bytesPerItem: (after - before) / jobs,
+      keyBytesPerItem: own.bytes / jobs,
+      lateness: distribution(lateness),
+      negative: lateness.filter((ms) => ms < 0).length,
+      windowSeconds: WINDOW_MS / 1000,
+    };
+  } finally {
+    await raw.close();
+  }
+}

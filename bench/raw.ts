@@ -1,0 +1,45 @@
+/** The raw BullMQ baseline: no-op jobs on one queue, worked by raw-worker processes. */
+import { Queue, type JobsOptions } from 'bullmq';
+import { DEFAULT_JOB_OPTIONS } from '../queues/index.js';
+import type { BenchContext } from './herald.js';
+import { NodeProcess, until } from './processes.js';
+import { deleteKeys } from './redis-stats.js';
+
+export class RawDeployment {
+  readonly queue: Queue;
+  workers: NodeProcess[] = [];
+
+  constructor(
+    private readonly ctx: BenchContext,
+    readonly prefix: string,
+  ) {
+    this.queue = new Queue('noop', { connection: ctx.redis, prefix: `${prefix}:{q}`, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+  }
+
+  async startWorkers(count: number): Promise<void> {
+    const env = { REDIS_URL: this.ctx.redisUrl, BENCH_PREFIX: this.prefix, BENCH_QUEUE: 'noop', HERALD_WORKER_CONCURRENCY: '20' };
+    for (let i = 0; i < count; i += 1) this.workers.push(new NodeProcess('dist/bench/raw-worker.js', env).start());
+    await until(async () => (await this.queue.getWorkersCount()) >= count, 30_000, `${count} raw workers to register`, 100);
+  }
+
+  /** Adds jobs in batches (while paused, for a throughput run). */
+  async addBulk(count: number, data: (i: number) => Record<string, unknown>, opts: (i: number) => JobsOptions = () => ({})): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i += 1000) {
+      const batch = Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({ name: 'noop', data: data(i + k), opts: opts(i + k) }));
+      for (const job of await this.queue.addBulk(batch)) ids.push(job.id!);
+    }
+    return ids;
+  }
+
+  async drained(): Promise<boolean> {
+    const counts = await this.queue.getJobCounts('wait', 'active', 'delayed', 'paused', 'prioritized');
+    return Object.values(counts).every((n) => n === 0);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.stop()));
+    await this.queue.close();
+    await deleteKeys(this.ctx.redis, this.prefix);
+  }
+}

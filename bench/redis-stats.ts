@@ -1,0 +1,115 @@
+/**
+ * What the benchmark reads from Redis: command counts (`INFO commandstats`, which counts the
+ * commands a Lua script calls as well as the EVALSHA itself), memory (`INFO memory`, and
+ * `MEMORY USAGE` of one prefix's keys), and the clean-up of a prefix's keys.
+ */
+import type { Redis } from 'ioredis';
+import { sleep } from './processes.js';
+
+export type CommandCounts = Map<string, number>;
+
+export async function commandCounts(redis: Redis): Promise<CommandCounts> {
+  const info = await redis.info('commandstats');
+  const counts: CommandCounts = new Map();
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(match[1]!, Number(match[2]));
+  return counts;
+}
+
+/** Commands run between two readings, by command, without the readings' own INFO calls. */
+export function countsBetween(before: CommandCounts, after: CommandCounts): CommandCounts {
+  const delta: CommandCounts = new Map();
+  for (const [name, calls] of after) {
+    const n = calls - (before.get(name) ?? 0) - (name === 'info' ? 1 : 0);
+    if (n > 0) delta.set(name, n);
+  }
+  return delta;
+}
+
+export function total(counts: CommandCounts): number {
+  let sum = 0;
+  for (const n of counts.values()) sum += n;
+  return sum;
+}
+
+/** The busiest commands, for the JSON results. */
+export function top(counts: CommandCounts, per: number, n = 12): Record<string, number> {
+  return Object.fromEntries(
+    [...counts]
+      .sort(([, a], [, b]) => b - a)
+      .slice(0, n)
+      .map(([name, calls]) => [name, Math.round((calls / per) * 10) / 10]),
+  );
+}
+
+/**
+ * Counts the commands of one piece of work, net of the idle rate measured just before it
+ * (idle workers' blocking reads and sweeps, and the benchmark's own progress probe, running at
+ * the same cadence in both). The idle rate is the quietest one-second slice of `idleMs`: other
+ * clients of a shared Redis only ever add to it, and an inflated idle rate would make the work
+ * look cheaper than it is.
+ */
+export async function countCommands(
+  redis: Redis,
+  work: () => Promise<void>,
+  opts: { idleMs: number; probe?: () => Promise<unknown>; probeEveryMs?: number },
+): Promise<{ total: number; gross: number; idlePerSecond: number; durationMs: number; byCommand: CommandCounts }> {
+  const probing = async (ms: number) => {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      await opts.probe?.();
+      await sleep(opts.probeEveryMs ?? 250);
+    }
+  };
+  let idlePerSecond = Number.POSITIVE_INFINITY;
+  for (let slice = 0; slice < Math.max(1, Math.round(opts.idleMs / 1000)); slice += 1) {
+    const sliceStart = await commandCounts(redis);
+    const sliceAt = Date.now();
+    await probing(1000);
+    const sliceEnd = await commandCounts(redis);
+    idlePerSecond = Math.min(idlePerSecond, (total(countsBetween(sliceStart, sliceEnd)) / (Date.now() - sliceAt)) * 1000);
+  }
+
+  const start = await commandCounts(redis);
+  const startedAt = Date.now();
+  await work();
+  const end = await commandCounts(redis);
+  const durationMs = Date.now() - startedAt;
+  const byCommand = countsBetween(start, end);
+  const gross = total(byCommand);
+  return { total: Math.max(0, gross - (idlePerSecond * durationMs) / 1000), gross, idlePerSecond, durationMs, byCommand };
+}
+
+export async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/^used_memory:(\d+)/m.exec(info)?.[1]);
+}
+
+/** Keys matching `pattern`, with SCAN (never KEYS). */
+export async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 5000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}
+
+/** Bytes the keys under `prefix` take, by `MEMORY USAGE` (exact for this prefix whoever else uses Redis). */
+export async function keysMemory(redis: Redis, prefix: string): Promise<{ keys: number; bytes: number }> {
+  const keys = await scanKeys(redis, `${prefix}:*`);
+  let bytes = 0;
+  for (let i = 0; i < keys.length; i += 1000) {
+    const pipeline = redis.pipeline();
+    for (const key of keys.slice(i, i + 1000)) pipeline.memory('USAGE', key, 'SAMPLES', '0');
+    for (const [, size] of (await pipeline.exec()) ?? []) bytes += Number(size ?? 0);
+  }
+  return { keys: keys.length, bytes };
+}
+
+/** Deletes every key under `prefix` (and only those). */
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  const keys = await scanKeys(redis, `${prefix}:*`);
+  for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
+}

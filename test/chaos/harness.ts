@@ -1,0 +1,460 @@
+/**
+ * Runs a chaos plan against real processes: its own `redis-server` (AOF, `appendfsync
+ * always`), the sandbox emulators, the web app in-process and worker processes; then waits
+ * for every notice to settle and checks the invariants (invariants.ts).
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { jobIds } from '../../queues/index.js';
+import { sleep, TEST_API_KEY, testConfig, testPrefix } from '../helpers/env.js';
+import { startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import { RedisServer } from '../helpers/redis-server.js';
+import { WorkerProcess } from '../helpers/stack.js';
+import { checkRun, TERMINAL, type NoticeOutcome, type Violation } from './invariants.js';
+import type { ChaosEvent, ChaosPlan, NoticePlan } from './plan.js';
+
+export interface ChaosOptions {
+  /** How long after the faults stop every notice must have reached a terminal state. */
+  settleBoundMs: number;
+}
+
+export interface ChaosReport {
+  seed: number;
+  notices: { planned: number; accepted: number; replayed: number; notAccepted: number };
+  answers: Record<string, number>;
+  endStates: Record<string, number>;
+  sigkills: number;
+  sigterms: { exitCode: number | null; activeJobs: number | null }[];
+  workerRestarts: number;
+  redisRestarts: { downMs: number }[];
+  providerFaults: Record<string, number>;
+  duplicateJobs: { added: number; sameId: number; skipped: number };
+  skippedEvents: string[];
+  emails: number;
+  sms: number;
+  smsNeeded: number;
+  fallbackDecided: number;
+  /** Time from the end of the faults until every notice was terminal; null when the bound passed. */
+  settledAfterMs: number | null;
+  settleBoundMs: number;
+  elapsedMs: number;
+  violations: Violation[];
+  /** The last lines the worker processes printed, when something went wrong. */
+  workerOutput?: string;
+  /** Where all they printed was written, when something went wrong. */
+  workerLogs?: string;
+}
+
+/** Runs the plan and returns its report; throws only when the run itself cannot be set up. */
+export async function runChaos(plan: ChaosPlan, opts: ChaosOptions): Promise<ChaosReport> {
+  const run = new ChaosRun(plan, opts);
+  try {
+    return await run.execute();
+  } finally {
+    await run.close();
+  }
+}
+
+class ChaosRun {
+  private redis!: RedisServer;
+  private sandbox!: Sandbox;
+  private web!: WebUnderTest;
+  private workers: WorkerProcess[] = [];
+  /** Workers between a signal and their restart: no second signal meanwhile. */
+  private down = new Set<number>();
+  private readonly ids = new Map<number, string>();
+  private readonly cancelStatus = new Map<number, number>();
+  private readonly consentWithdrawn = new Set<number>();
+  private readonly pending = new Set<Promise<unknown>>();
+  private readonly report: ChaosReport;
+  private readonly violations: Violation[] = [];
+  private started = 0;
+
+  constructor(
+    private readonly plan: ChaosPlan,
+    private readonly opts: ChaosOptions,
+  ) {
+    this.report = {
+      seed: plan.seed,
+      notices: { planned: plan.notices.length, accepted: 0, replayed: 0, notAccepted: 0 },
+      answers: {},
+      endStates: {},
+      sigkills: 0,
+      sigterms: [],
+      workerRestarts: 0,
+      redisRestarts: [],
+      providerFaults: {},
+      duplicateJobs: { added: 0, sameId: 0, skipped: 0 },
+      skippedEvents: [],
+      emails: 0,
+      sms: 0,
+      smsNeeded: 0,
+      fallbackDecided: 0,
+      settledAfterMs: null,
+      settleBoundMs: opts.settleBoundMs,
+      elapsedMs: 0,
+      violations: [],
+    };
+  }
+
+  async execute(): Promise<ChaosReport> {
+    this.redis = await RedisServer.start({ appendfsync: 'always' });
+    this.sandbox = await startSandbox({ port: 0 });
+    const prefix = testPrefix('chaos');
+    const env = {
+      REDIS_URL: this.redis.url,
+      HERALD_PREFIX: prefix,
+      HERALD_API_KEYS: TEST_API_KEY,
+      HERALD_PROVIDERS: 'sandbox',
+      HERALD_MIN_POLL_INTERVAL_MS: '200',
+      // Above the sandbox's 1.5 s `slow` answers, with room for a loaded machine.
+      HERALD_PROVIDER_TIMEOUT_MS: '2500',
+      HERALD_RECONCILE_INTERVAL_MS: '300',
+      HERALD_RECONCILE_GRACE_MS: '3000',
+      POSTMARK_API_URL: this.sandbox.url,
+      TWILIO_API_URL: this.sandbox.url,
+      // The log mirror's archive goes with the run's Redis directory, removed at the end.
+      HERALD_ARCHIVE_URL: pathToFileURL(join(this.redis.dir, 'archive')).href,
+      // Info, so that a worker's "running" line says when it is ready for a SIGTERM.
+      LOG_LEVEL: 'info',
+    };
+    this.web = await startWebUnderTest(testConfig(prefix, env));
+    for (const queue of Object.values(this.web.queues)) queue.on('error', () => undefined);
+    this.workers = Array.from({ length: this.plan.shape.workers }, () => new WorkerProcess(env).start());
+
+    this.started = Date.now();
+    const creations = this.plan.notices.map((notice) => this.later(notice.createAt, () => this.create(notice)));
+    for (const event of this.plan.events) {
+      await this.until(event.at);
+      this.track(this.apply(event));
+    }
+    await this.until(this.plan.shape.faultWindowMs);
+    await Promise.allSettled([...this.pending]);
+    await Promise.allSettled(creations);
+    // Faults stop: nothing injected is left, Redis and every worker are up.
+    this.sandbox.clearFaults();
+    await this.redis.start();
+    for (const [i, worker] of this.workers.entries()) {
+      if (worker.exitCode !== null) {
+        worker.start();
+        this.report.workerRestarts += 1;
+      }
+      this.down.delete(i);
+    }
+    const faultsStopped = Date.now();
+
+    const ids = [...this.ids.values()];
+    const until = faultsStopped + this.opts.settleBoundMs;
+    for (;;) {
+      const states = await this.states(ids);
+      if (states.every((s) => s !== null && TERMINAL.includes(s))) {
+        this.report.settledAfterMs = Date.now() - faultsStopped;
+        break;
+      }
+      if (Date.now() > until) break;
+      await sleep(250);
+    }
+    await this.drainJobs(Date.now() + 15_000);
+
+    const outcomes = await this.outcomes();
+    const emails = this.sandbox.emails();
+    const sms = this.sandbox.sms();
+    this.violations.push(...checkRun(outcomes, emails, sms));
+    for (const v of this.violations) if (v.rule === 'not-terminal' && v.notice) v.detail += `; jobs: ${await this.jobsOf(v.notice)}`;
+    for (const o of outcomes) {
+      const state = o.hash?.state ?? (o.id ? 'lost' : 'not accepted');
+      this.report.endStates[state] = (this.report.endStates[state] ?? 0) + 1;
+      const decided = o.events.some((e) => e.type === 'fallback.decided');
+      if (decided) this.report.fallbackDecided += 1;
+      if (decided && !o.events.some((e) => e.type === 'sms.canceled') && o.plan.smsBehaviour !== '03') this.report.smsNeeded += 1;
+    }
+    this.report.emails = emails.length;
+    this.report.sms = sms.length;
+    this.report.elapsedMs = Date.now() - this.started;
+
+    // Shutting down after the run is a SIGTERM like any other: it must end with exit 0.
+    for (const [i, worker] of this.workers.entries()) {
+      const bootedBy = Date.now() + 10_000;
+      while (!worker.ready && worker.exitCode === null && Date.now() < bootedBy) await sleep(100);
+      const code = await worker.stop('SIGTERM');
+      if (code !== 0) this.violations.push({ rule: 'graceful-shutdown', detail: `worker ${i} exited ${code} on the final SIGTERM` });
+    }
+    this.report.violations = this.violations;
+    if (this.violations.length > 0) {
+      const logs = join(tmpdir(), `herald-chaos-${this.plan.seed}-workers.log`);
+      writeFileSync(logs, this.workers.map((w, i) => `===== worker ${i}\n${w.output}`).join('\n'));
+      this.report.workerLogs = logs;
+      const tail = (output: string) => output.trimEnd().split('\n').slice(-12).map((line) => line.slice(0, 400)).join('\n');
+      this.report.workerOutput = this.workers.map((w, i) => `--- worker ${i}, last lines\n${tail(w.output)}`).join('\n');
+    }
+    return this.report;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.workers.map((w) => w.stop('SIGKILL')));
+    await this.web?.close().catch(() => undefined);
+    await this.sandbox?.close();
+    await this.redis?.stop();
+  }
+
+  // ---- the plan, step by step -----------------------------------------------------------------
+
+  private async create(notice: NoticePlan): Promise<void> {
+    const body = {
+      recipient: { id: notice.recipientId, email: notice.email, ...(notice.phone ? { phone: notice.phone } : {}) },
+      category: 'chaos',
+      content: { subject: `Chaos notice ${notice.index}`, text: 'A notice under fault injection.', sms: `Chaos notice ${notice.index} of seed ${this.plan.seed}` },
+      deadlineInSeconds: notice.deadlineInSeconds,
+    };
+    const key = `chaos-${this.plan.seed}-${notice.index}`;
+    const answer = await this.call('POST /v1/notices', 'POST', '/v1/notices', body, { 'idempotency-key': key });
+    if (answer.status !== 202 && answer.status !== 200) {
+      this.report.notices.notAccepted += 1;
+      return;
+    }
+    this.ids.set(notice.index, answer.body.id as string);
+    if (answer.status === 202) this.report.notices.accepted += 1;
+    else this.report.notices.replayed += 1;
+    if (notice.cancel) {
+      const canceled = await this.call('POST /v1/notices/:id/cancel', 'POST', `/v1/notices/${answer.body.id as string}/cancel`);
+      this.cancelStatus.set(notice.index, canceled.status);
+    }
+    if (notice.withdrawSmsConsent) {
+      const put = await this.call('PUT /v1/recipients/:id/policy', 'PUT', `/v1/recipients/${notice.recipientId}/policy`, {
+        consent: { email: true, sms: false },
+      });
+      if (put.status === 200) this.consentWithdrawn.add(notice.index);
+    }
+  }
+
+  /**
+   * One API call, repeated while Herald answers 503 (Redis is down). Any other 5xx is a
+   * violation: an outage must be an orderly 503.
+   */
+  private async call(
+    route: string,
+    method: 'GET' | 'POST' | 'PUT',
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any }> {
+    for (let attempt = 0; ; attempt += 1) {
+      const res = await this.web.call(method, url, body, headers);
+      const label = `${route} ${res.statusCode}`;
+      this.report.answers[label] = (this.report.answers[label] ?? 0) + 1;
+      if (res.statusCode === 503 && attempt < 200) {
+        await sleep(150);
+        continue;
+      }
+      if (res.statusCode >= 500) this.violations.push({ rule: 'web-5xx', detail: `${method} ${url} answered ${res.statusCode}: ${res.body}` });
+      return { status: res.statusCode, body: res.statusCode < 500 ? res.json() : undefined };
+    }
+  }
+
+  private async apply(event: ChaosEvent): Promise<void> {
+    switch (event.kind) {
+      case 'sigkill':
+      case 'sigterm': {
+        // A SIGTERM is meant for a running worker; one still booting has no handler for it yet.
+        const index = event.kind === 'sigkill' ? this.upWorker(event.worker, false) : await this.readyWorker(event.worker);
+        if (index === undefined) {
+          this.report.skippedEvents.push(`${event.kind} at ${event.at} ms: no worker up`);
+          return;
+        }
+        this.down.add(index);
+        const worker = this.workers[index]!;
+        if (event.kind === 'sigkill') {
+          await worker.stop('SIGKILL');
+          this.report.sigkills += 1;
+        } else {
+          const activeJobs = await this.activeJobs();
+          const exitCode = await worker.stop('SIGTERM');
+          this.report.sigterms.push({ exitCode, activeJobs });
+          if (exitCode !== 0) this.violations.push({ rule: 'graceful-shutdown', detail: `SIGTERM at ${event.at} ms: worker ${index} exited ${exitCode}` });
+        }
+        await sleep(event.downMs);
+        worker.start();
+        this.down.delete(index);
+        this.report.workerRestarts += 1;
+        return;
+      }
+      case 'redis-restart': {
+        await this.redis.kill('SIGKILL');
+        await sleep(event.downMs);
+        await this.redis.start();
+        this.report.redisRestarts.push({ downMs: event.downMs });
+        return;
+      }
+      case 'provider-fault': {
+        this.sandbox.injectFault(event.fault);
+        const label = `${event.fault.operation} ${event.fault.mode}`;
+        this.report.providerFaults[label] = (this.report.providerFaults[label] ?? 0) + 1;
+        return;
+      }
+      case 'duplicate-job': {
+        const id = this.ids.get(event.notice);
+        if (id === undefined) {
+          this.report.duplicateJobs.skipped += 1;
+          return;
+        }
+        const own: Record<typeof event.queue, string> = {
+          emailSend: jobIds.emailSend(id),
+          emailPoll: jobIds.emailPoll(id, 1),
+          deadline: jobIds.deadline(id),
+          smsSend: jobIds.smsSend(id),
+          smsPoll: jobIds.smsPoll(id, 1),
+        };
+        const jobId = event.sameId ? own[event.queue] : `dup${event.at}-${own[event.queue]}`;
+        try {
+          await this.web.queues[event.queue].add(event.queue, { noticeId: id }, { jobId, delay: event.delayMs });
+          this.report.duplicateJobs.added += 1;
+          if (event.sameId) this.report.duplicateJobs.sameId += 1;
+        } catch {
+          // Redis is down at this moment: the duplicate simply does not happen.
+          this.report.duplicateJobs.skipped += 1;
+        }
+        return;
+      }
+    }
+  }
+
+  /** The planned worker if it is up (and ready, when asked), else the first one that is, else none. */
+  private upWorker(planned: number, ready: boolean): number | undefined {
+    const up = (i: number) => !this.down.has(i) && (ready ? this.workers[i]!.ready : this.workers[i]!.exitCode === null);
+    if (up(planned)) return planned;
+    const other = this.workers.findIndex((_, i) => up(i));
+    return other === -1 ? undefined : other;
+  }
+
+  private async readyWorker(planned: number): Promise<number | undefined> {
+    const until = Date.now() + 10_000;
+    for (;;) {
+      const index = this.upWorker(planned, true);
+      if (index !== undefined || Date.now() > until) return index;
+      await sleep(100);
+    }
+  }
+
+  private async activeJobs(): Promise<number | null> {
+    try {
+      const counts = await Promise.all(Object.values(this.web.queues).map((q) => q.getActiveCount()));
+      return counts.reduce((a, b) => a + b, 0);
+    } catch {
+      return null;
+    }
+  }
+
+  // ---- after the faults -----------------------------------------------------------------------
+
+  private async states(ids: string[]): Promise<(string | null)[]> {
+    try {
+      const pipeline = this.web.redis.pipeline();
+      for (const id of ids) pipeline.hget(this.web.store.keys.notice(id), 'state');
+      const replies = (await pipeline.exec()) ?? [];
+      return replies.map(([error, state]) => (error ? null : (state as string | null)));
+    } catch {
+      return ids.map(() => null);
+    }
+  }
+
+  /** Waits until no notice job is waiting or delayed, so that duplicates have run out. */
+  private async drainJobs(until: number): Promise<void> {
+    const queues = Object.entries(this.web.queues).filter(([name]) => name !== 'reconcile').map(([, q]) => q);
+    while (Date.now() < until) {
+      const counts = await Promise.all(queues.map((q) => q.getJobCounts('wait', 'delayed', 'prioritized', 'paused', 'active'))).catch(() => null);
+      if (counts && counts.every((c) => Object.values(c).every((n) => n === 0))) break;
+      await sleep(250);
+    }
+    await sleep(500);
+  }
+
+  /** The notice's jobs as BullMQ holds them, to tell why a notice stopped moving. */
+  private async jobsOf(id: string): Promise<string> {
+    const wanted: [keyof typeof this.web.queues, string][] = [
+      ['emailSend', jobIds.emailSend(id)],
+      ['deadline', jobIds.deadline(id)],
+      ['smsSend', jobIds.smsSend(id)],
+      ...Array.from({ length: 8 }, (_, i) => ['smsPoll', jobIds.smsPoll(id, i + 1)] as [keyof typeof this.web.queues, string]),
+    ];
+    const found: string[] = [];
+    for (const [queue, jobId] of wanted) {
+      const job = await this.web.queues[queue].getJob(jobId);
+      if (!job) continue;
+      const state = await job.getState();
+      found.push(`${jobId.slice(id.length + 1)}=${state}/${job.attemptsMade}${job.failedReason ? `(${job.failedReason.slice(0, 80)})` : ''}`);
+    }
+    return found.join(' ') || 'none';
+  }
+
+  private async outcomes(): Promise<NoticeOutcome[]> {
+    const emails = this.sandbox.emails();
+    const sms = this.sandbox.sms();
+    const outcomes: NoticeOutcome[] = [];
+    for (const plan of this.plan.notices) {
+      const id = this.ids.get(plan.index);
+      const hash = id ? await this.web.redis.hgetall(this.web.store.keys.notice(id)) : null;
+      const outcome: NoticeOutcome = {
+        plan,
+        id,
+        hash: hash && hash.state ? hash : null,
+        events: id ? await this.web.store.events(id) : [],
+        emails: id ? emails.filter((m) => m.metadata.notice_id === id) : [],
+        sms: plan.phone ? sms.filter((m) => m.to === plan.phone) : [],
+      };
+      const cancelStatus = this.cancelStatus.get(plan.index);
+      if (cancelStatus !== undefined) outcome.cancelStatus = cancelStatus;
+      if (this.consentWithdrawn.has(plan.index)) outcome.consentWithdrawn = true;
+      outcomes.push(outcome);
+    }
+    return outcomes;
+  }
+
+  // ---- time -----------------------------------------------------------------------------------
+
+  private async until(offsetMs: number): Promise<void> {
+    const wait = this.started + offsetMs - Date.now();
+    if (wait > 0) await sleep(wait);
+  }
+
+  private later(offsetMs: number, task: () => Promise<void>): Promise<void> {
+    return this.until(offsetMs).then(task);
+  }
+
+  private track(task: Promise<unknown>): void {
+    const tracked = task.catch((error: unknown) => {
+      this.violations.push({ rule: 'harness', detail: `a chaos step failed: ${String(error)}` });
+    });
+    this.pending.add(tracked);
+    void tracked.finally(() => this.pending.delete(tracked));
+  }
+}
+
+/** The report as the run prints it. */
+export function formatReport(report: ChaosReport): string {
+  const list = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, n]) => `${k} ×${n}`)
+      .join(', ') || 'none';
+  const lines = [
+    `chaos seed ${report.seed} — replay with CHAOS_SEED=${report.seed}`,
+    `notices: ${report.notices.planned} planned, ${report.notices.accepted} accepted with 202, ${report.notices.replayed} with an idempotent 200 after a retry, ${report.notices.notAccepted} not accepted`,
+    `end states: ${list(report.endStates)}`,
+    `kills: ${report.sigkills} SIGKILL, ${report.sigterms.length} SIGTERM (exit codes ${report.sigterms.map((s) => String(s.exitCode)).join(', ') || '-'}; jobs active at the signal ${report.sigterms.map((s) => s.activeJobs ?? '?').join(', ') || '-'})`,
+    `restarts: ${report.workerRestarts} worker restarts, ${report.redisRestarts.length} Redis restarts (SIGKILL, AOF appendfsync always; down ${report.redisRestarts.map((r) => `${r.downMs} ms`).join(', ') || '-'})`,
+    `provider faults: ${list(report.providerFaults)}`,
+    `duplicate jobs: ${report.duplicateJobs.added} added (${report.duplicateJobs.sameId} under the job's own ID), ${report.duplicateJobs.skipped} skipped`,
+    `API answers: ${list(report.answers)}`,
+    `sent: ${report.emails} emails, ${report.sms} SMS at the emulator; ${report.fallbackDecided} fallback.decided, ${report.smsNeeded} SMS needed`,
+    `settled: ${report.settledAfterMs === null ? `NOT within ${report.settleBoundMs} ms` : `${report.settledAfterMs} ms after the faults stopped (bound ${report.settleBoundMs} ms)`}; whole run ${report.elapsedMs} ms`,
+  ];
+  if (report.skippedEvents.length > 0) lines.push(`skipped: ${report.skippedEvents.join('; ')}`);
+  lines.push(`violations: ${report.violations.length === 0 ? 'none' : report.violations.length}`);
+  for (const v of report.violations.slice(0, 40)) lines.push(`  - [${v.rule}] ${v.notice ?? ''} ${v.detail}`);
+  if (report.workerOutput) lines.push(report.workerOutput);
+  if (report.workerLogs) lines.push(`worker logs: ${report.workerLogs}`);
+  return lines.join('\n');
+}

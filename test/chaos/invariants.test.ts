@@ -1,0 +1,167 @@
+import { describe, expect, it } from 'vitest';
+import type { SandboxEmail, SandboxSms } from '../../src/sandbox/index.js';
+import type { StoredEntry } from '../../src/store/notices.js';
+import { checkNotice, checkRun, type NoticeOutcome } from './invariants.js';
+import type { NoticePlan } from './plan.js';
+
+/**
+ * The chaos checker is only worth its green if it turns red: each rule is shown failing on a
+ * notice built to break it, starting from a sound one.
+ */
+const ID = 'ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa';
+const PHONE = '+12015550100';
+const DEADLINE = '2026-11-29T14:10:00.000Z';
+
+const plan: NoticePlan = {
+  index: 0,
+  createAt: 0,
+  recipientId: 'r0',
+  email: 'never+n0@example.com',
+  emailBehaviour: 'never',
+  phone: PHONE,
+  smsBehaviour: '00',
+  deadlineInSeconds: 3,
+  cancel: false,
+  withdrawSmsConsent: false,
+};
+
+function log(...entries: Record<string, unknown>[]): StoredEntry[] {
+  return entries.map((fields, i) => ({ id: `1-${i}`, noticeId: ID, at: DEADLINE, seq: i + 1, ...fields }) as StoredEntry);
+}
+
+const email: SandboxEmail = {
+  messageId: 'pm-1',
+  from: 'herald@sandbox.example',
+  to: plan.email,
+  subject: 's',
+  messageStream: 'outbound',
+  metadata: { notice_id: ID },
+  behaviour: 'never',
+  createdAt: 0,
+  status: 'Sent',
+  events: [],
+};
+const sms: SandboxSms = {
+  sid: 'SM1',
+  accountSid: 'AC1',
+  to: PHONE,
+  from: '+15005550006',
+  messagingServiceSid: null,
+  body: 'b',
+  behaviour: 'delivered',
+  createdAt: 0,
+  sendAt: null,
+  status: 'delivered',
+  errorCode: null,
+  dateSent: 0,
+};
+
+/** A notice that fell back and delivered its one SMS, with a complete log. */
+function sound(): NoticeOutcome {
+  const events = log(
+    { type: 'notice.accepted' },
+    { type: 'policy.checked', channel: 'email' },
+    { type: 'email.requested', attemptId: 'a1' },
+    { type: 'email.accepted', attemptId: 'a1', providerMessageId: 'pm-1' },
+    { type: 'email.observed', status: 'pending', observedAt: DEADLINE },
+    { type: 'policy.checked', channel: 'sms' },
+    { type: 'fallback.decided', reason: 'email_deadline_elapsed', deadline: DEADLINE, decidedAt: '2026-11-29T14:10:00.120Z' },
+    { type: 'sms.requested', attemptId: 'a2' },
+    { type: 'sms.accepted', attemptId: 'a2', providerMessageId: 'SM1' },
+    { type: 'sms.observed', status: 'delivered' },
+    { type: 'notice.completed', state: 'sms_delivered' },
+  );
+  return {
+    plan,
+    id: ID,
+    hash: { state: 'sms_delivered', seq: String(events.length), fallbackReason: 'email_deadline_elapsed', emailProviderMessageId: 'pm-1', smsProviderMessageId: 'SM1' },
+    events,
+    emails: [email],
+    sms: [sms],
+  };
+}
+
+const rules = (outcome: NoticeOutcome) => checkNotice(outcome).map((v) => v.rule);
+
+describe('the chaos invariants', () => {
+  it('find nothing wrong with a sound notice', () => {
+    expect(checkNotice(sound())).toEqual([]);
+    expect(checkRun([sound()], [email], [sms])).toEqual([]);
+  });
+
+  it('catch a second SMS', () => {
+    expect(rules({ ...sound(), sms: [sms, { ...sms, sid: 'SM2' }] })).toContain('sms-twice');
+  });
+
+  it('catch a second email', () => {
+    expect(rules({ ...sound(), emails: [email, { ...email, messageId: 'pm-2' }] })).toContain('email-twice');
+  });
+
+  it('catch a decided fallback whose SMS never reached the provider', () => {
+    expect(rules({ ...sound(), sms: [] })).toContain('sms-missing');
+  });
+
+  it('catch a second fallback decision', () => {
+    const outcome = sound();
+    const events = log(...outcome.events.slice(0, 7), outcome.events[6]!, ...outcome.events.slice(7));
+    expect(rules({ ...outcome, events, hash: { ...outcome.hash!, seq: String(events.length) } })).toContain('fallback-decided-twice');
+  });
+
+  it('catch a fallback decided before the deadline', () => {
+    const outcome = sound();
+    outcome.events[6] = { ...outcome.events[6]!, decidedAt: '2026-11-29T14:09:59.999Z' };
+    expect(rules(outcome)).toContain('decided-early');
+  });
+
+  it('catch a state change without its log entry', () => {
+    const outcome = sound();
+    const events = outcome.events.slice(0, -2);
+    expect(rules({ ...outcome, events, hash: { ...outcome.hash!, seq: String(events.length) } })).toContain('state-without-entry');
+  });
+
+  it('catch a log entry for a send that did not happen', () => {
+    const outcome = sound();
+    outcome.events[8] = { ...outcome.events[8]!, providerMessageId: 'SM-phantom' };
+    expect(rules(outcome)).toContain('entry-without-send');
+  });
+
+  it('catch a delivery observed that the provider never made', () => {
+    const outcome = sound();
+    outcome.events[4] = { ...outcome.events[4]!, status: 'delivered' };
+    expect(rules(outcome)).toContain('entry-without-send');
+  });
+
+  it('catch a transition the state machine does not allow', () => {
+    const outcome = sound();
+    // An SMS requested before any fallback was decided.
+    const events = log(...outcome.events.slice(0, 5), outcome.events[7]!, ...outcome.events.slice(5, 7), ...outcome.events.slice(8));
+    expect(rules({ ...outcome, events })).toContain('log-replay');
+  });
+
+  it('catch a gap in the log', () => {
+    const outcome = sound();
+    outcome.events.splice(4, 1);
+    expect(rules(outcome)).toContain('log-seq');
+  });
+
+  it('catch an accepted notice that is gone', () => {
+    expect(rules({ ...sound(), hash: null, events: [] })).toEqual(['accepted-notice-lost']);
+  });
+
+  it('catch a notice left short of a terminal state', () => {
+    const outcome = sound();
+    const events = outcome.events.slice(0, 9);
+    expect(rules({ ...outcome, events, hash: { ...outcome.hash!, state: 'sms_sent', seq: '9' } })).toContain('not-terminal');
+  });
+
+  it('catch a never-delivered email that did not fall back', () => {
+    const outcome = sound();
+    const events = log(...outcome.events.slice(0, 4), { type: 'notice.completed', state: 'email_delivered' });
+    const hash = { state: 'email_delivered', seq: '5', emailProviderMessageId: 'pm-1' };
+    expect(rules({ ...outcome, events, hash, sms: [] })).toEqual(expect.arrayContaining(['fallback-missing', 'wrong-end']));
+  });
+
+  it('catch an SMS to a number no accepted notice has', () => {
+    expect(checkRun([sound()], [email], [sms, { ...sms, sid: 'SM9', to: '+12995550100' }]).map((v) => v.rule)).toContain('send-without-notice');
+  });
+});

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { formatReport, runChaos } from './harness.js';
+import { makePlan } from './plan.js';
+import { chaosSeed } from './random.js';
+
+/**
+ * The short chaos run that CI runs with every `npm test`: fewer notices and faults than
+ * `npm run test:chaos`, the same invariants. Its settle bound is generous: a status check that
+ * a SIGKILLed worker was running comes back only when BullMQ finds the job stalled (its 30 s
+ * lock, then its 30 s stall check), and a slow machine must pass too.
+ */
+describe('under fault injection (short run)', () => {
+  it('loses no accepted notice, decides and sends at most once, and logs every change', async () => {
+    const seed = chaosSeed();
+    console.log(`chaos seed ${seed} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos/short.test.ts)`);
+    const plan = makePlan(seed, {
+      notices: 36,
+      creationWindowMs: 7_000,
+      faultWindowMs: 11_000,
+      workers: 2,
+      sigkills: 2,
+      sigterms: 1,
+      redisRestarts: 1,
+      providerFaults: 10,
+      duplicateJobs: 14,
+    });
+    const report = await runChaos(plan, { settleBoundMs: 90_000 });
+    console.log(formatReport(report));
+    expect(report.violations).toEqual([]);
+    expect(report.notices.notAccepted).toBe(0);
+    expect(report.redisRestarts).toHaveLength(1);
+  }, 180_000);
+});
