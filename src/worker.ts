@@ -30,6 +30,9 @@ import { LogMirror } from './archive/mirror.js';
 import { openArchive } from './archive/open.js';
 import { keyringOf } from './crypto.js';
 
+/** How soon a job of a dead worker counts as stalled and runs again. */
+const STALLED_AFTER_MS = 10_000;
+
 export interface WorkerHandle {
   engine: NoticeEngine;
   reconciler: ReconcilerDeps;
@@ -128,7 +131,18 @@ export async function startWorker(
     [QUEUE_NAMES.smsPoll, pollSmsProcessor(engine, clock, pause(QUEUE_NAMES.smsPoll)), { max: config.statusChecksPerSecond.sms, duration: 1000 }],
   ];
   const workers = processors.map(([name, processor, limiter]) => {
-    const worker = new Worker<NoticeJob>(name, processor, { connection: redis, prefix, concurrency: config.workerConcurrency, limiter, ...KEEP_JOBS });
+    const worker = new Worker<NoticeJob>(name, processor, {
+      connection: redis,
+      prefix,
+      concurrency: config.workerConcurrency,
+      limiter,
+      ...KEEP_JOBS,
+      // A job whose worker was killed is given back within seconds, not BullMQ's default 30 s:
+      // the reconciler re-queues status checks under their own job IDs, which wait for it.
+      // Running jobs renew their lock every half period, so long steps keep theirs.
+      lockDuration: STALLED_AFTER_MS,
+      stalledInterval: STALLED_AFTER_MS / 2,
+    });
     pausers.set(name, worker);
     return worker;
   });

@@ -158,6 +158,10 @@ describe('PUT /v1/recipients/:id/policy', () => {
     const notice = (await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'player-7', email: 'a@example.com' } }))).json();
     expect((await web.call('GET', `/v1/notices/${notice.id}`)).json().policyVersion).toBe(2);
   });
+  it('takes recipient IDs up to their 128-character limit in the path', async () => {
+    const res = await web.call('PUT', `/v1/recipients/${'r'.repeat(128)}/policy`, { consent: { email: true, sms: false } });
+    expect(res.statusCode).toBe(200);
+  });
   it('refuses a policy without both consents', async () => {
     const res = await web.call('PUT', '/v1/recipients/player-7/policy', { consent: { email: true } });
     expect(res.statusCode).toBe(400);

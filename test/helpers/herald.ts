@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { systemClock, type Clock } from '../../src/clock.js';
@@ -16,7 +16,7 @@ export interface WebUnderTest {
   queues: HeraldQueues;
   redis: Redis;
   /** Sends a request with the test API key unless headers say otherwise. */
-  call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, headers?: Record<string, string>): ReturnType<FastifyInstance['inject']>;
+  call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 
