@@ -44,7 +44,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.config.bodyLimit,
     // Route parameters carry recipient IDs (≤ 128) and suppressed addresses (≤ 254).
-    maxParamLength: 300,
+    routerOptions: { maxParamLength: 300 },
     // Reject what the schema does not allow instead of silently dropping or coercing it.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true } },
     requestIdHeader: 'x-request-id',
