@@ -5,18 +5,10 @@ import type { SandboxContext } from './exchange.js';
 import { registerPostmark } from './postmark-api.js';
 import { emailView, SandboxState, smsView } from './state.js';
 import { registerTwilio, twilioError } from './twilio-api.js';
-import type { ActiveFault, Fault, SandboxEmail, SandboxOptions, SandboxRequest, SandboxSms } from './types.js';
+import type { Sandbox, SandboxOptions } from './types.js';
 
 /** The in-process controls, served over HTTP by the control routes too. */
-export interface SandboxControls {
-  emails(): SandboxEmail[];
-  sms(): SandboxSms[];
-  requests(): SandboxRequest[];
-  injectFault(fault: Fault): ActiveFault;
-  faults(): ActiveFault[];
-  clearFaults(): void;
-  reset(): void;
-}
+export type SandboxControls = Omit<Sandbox, 'url' | 'port' | 'close'>;
 
 export interface SandboxApp {
   app: FastifyInstance;
