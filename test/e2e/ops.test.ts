@@ -120,6 +120,10 @@ describe('operations surface', () => {
         'POST /v1/notices/{id}/cancel',
         'PUT /v1/recipients/{id}/policy',
         'GET /v1/recipients/{id}/policy',
+        'POST /v1/suppressions',
+        'GET /v1/suppressions/{channel}/{address}',
+        'DELETE /v1/suppressions/{channel}/{address}',
+        'GET /v1/stats',
       ]),
     );
     for (const route of routes.filter((r) => r.includes('/v1/'))) {
