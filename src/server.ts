@@ -38,11 +38,12 @@ export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Pr
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const web = await startWeb(config);
   const log = createLogger('herald-web');
+  const starting = startWeb(config);
+  exitOnSignals(async () => (await starting).close(), log);
+  const web = await starting;
   log.info({ url: web.url, ...describeConfig(config) }, 'herald web listening');
   if (config.devApiKey) log.info(`dev API key (sandbox only): ${config.devApiKey}`);
-  exitOnSignals(web.close, log);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

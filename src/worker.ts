@@ -197,9 +197,11 @@ export async function startWorker(
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger('herald-worker');
-  const worker = await startWorker(config, { logger: log });
+  // Signals are handled from the start: jobs may begin before start-up has finished.
+  const starting = startWorker(config, { logger: log });
+  exitOnSignals(async () => (await starting).close(), log);
+  await starting;
   log.info({ pid: process.pid, ...describeConfig(config) }, 'herald worker running');
-  exitOnSignals(worker.close, log);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
