@@ -1,6 +1,6 @@
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig, testPrefix } from '../helpers/env.js';
+import { freePort } from '../helpers/redis-server.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { buildApp } from '../../src/app.js';
 import { systemClock } from '../../src/clock.js';
@@ -10,21 +10,12 @@ import { PolicyStore } from '../../src/store/policies.js';
 import { connectRedis } from '../../src/store/redis.js';
 import { closeQueues, openQueues, QueueScheduler } from '../../queues/index.js';
 
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe('the web side when Redis is unreachable', () => {
   let app: Awaited<ReturnType<typeof buildApp>>;
   let close: () => Promise<void>;
 
   beforeAll(async () => {
-    const config = testConfig(testPrefix('down'), { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
+    const config = testConfig(testPrefix('down'), { REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
     const redis = connectRedis(config.redisUrl, 'web', 'test');
     redis.on('error', () => undefined);
     const store = new NoticeStore(redis, config.prefix);
