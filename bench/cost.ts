@@ -37,7 +37,12 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
       async () => {
         started = Date.now();
         await createNotices(herald.url, notices, () => noticeBody({ email, phone: '+12025550100', deadlineInSeconds: DEADLINE_SECONDS }));
-        await until(async () => (await herald.live()) === 0 && (await herald.drained()), 120_000, `every ${path} notice and its jobs to finish`, 250);
+        await until(
+          async () => (await herald.live()) === 0 && (await herald.drained()),
+          120_000,
+          `every ${path} notice and its jobs to finish`,
+          250,
+        );
       },
       { idleMs: 3000, probe: async () => (await herald.live()) === 0 && (await herald.drained()), probeEveryMs: 250 },
     );
@@ -49,7 +54,7 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
       redisCommandsPerItem: counted.total / notices,
       idleCommandsPerSecond: counted.idlePerSecond,
       seconds: counted.durationMs / 1000,
-      busiestCommands: top(counted.byCommand, notices),
+      busiestCommands: top(counted.byCommand, notices, 40),
       providerCallsPerItem: Object.fromEntries(Object.entries(calls).map(([op, n]) => [op, Math.round((n / notices) * 100) / 100])),
     };
   } finally {
@@ -77,7 +82,7 @@ export async function rawJobCost(ctx: BenchContext, jobs: number): Promise<CostR
       redisCommandsPerItem: counted.total / jobs,
       idleCommandsPerSecond: counted.idlePerSecond,
       seconds: counted.durationMs / 1000,
-      busiestCommands: top(counted.byCommand, jobs),
+      busiestCommands: top(counted.byCommand, jobs, 40),
     };
   } finally {
     await raw.close();

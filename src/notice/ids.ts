@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 
 /**
  * Notices are spread over a fixed number of shards. Every key of one notice carries its shard's
@@ -29,15 +29,28 @@ export function shardOfKey(key: string): number {
 }
 
 export function randomShard(): number {
-  return randomBytes(1)[0]! % SHARD_COUNT;
+  return randomByte() % SHARD_COUNT;
+}
+
+/**
+ * Random bytes drawn from a pool filled 4 KB at a time: one call into the system's generator
+ * per 256 notices instead of two per notice, which showed in the accept path's profile.
+ */
+const pool = Buffer.alloc(4096);
+let poolUsed = pool.length;
+function randomByte(): number {
+  if (poolUsed === pool.length) {
+    randomFillSync(pool);
+    poolUsed = 0;
+  }
+  return pool[poolUsed++]!;
 }
 
 /** 10 base-36 characters of milliseconds, then 16 random ones: sorts by creation time. */
 function timeOrderedToken(now: number): string {
   const time = now.toString(36).padStart(10, '0');
-  const bytes = randomBytes(16);
   let random = '';
-  for (const byte of bytes) random += (byte % 36).toString(36);
+  for (let i = 0; i < 16; i += 1) random += (randomByte() % 36).toString(36);
   return time + random;
 }
 

@@ -14,6 +14,7 @@ export function connectRedis(url: string, role: 'web' | 'worker', name: string):
           enableOfflineQueue: false,
           connectTimeout: 1000,
           commandTimeout: 1000,
+          enableAutoPipelining: true,
           connectionName: name,
           retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
         };
