@@ -53,7 +53,8 @@ export type HeraldQueues = Record<Exclude<QueueKey, SweepQueueKey>, Queue<Notice
 
 /** Opens every Herald queue on one connection. Whoever opens them closes them (closeQueues). */
 export function openQueues(connection: ConnectionOptions, prefix: string): HeraldQueues {
-  const open = (name: string) => new Queue<NoticeJob>(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS, streams: STREAMS });
+  const open = (name: string) =>
+    new Queue<NoticeJob>(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS, streams: STREAMS });
   const sweep = (name: string) =>
     new Queue(name, { connection, prefix, streams: STREAMS, defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 100 } } });
   return {

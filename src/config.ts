@@ -154,7 +154,10 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`HERALD_PREFIX="${prefix}" may hold only letters, digits, "_", "." and "-"`);
   }
 
-  let apiKeys = (read('HERALD_API_KEYS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  let apiKeys = (read('HERALD_API_KEYS') ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
   let devApiKey: string | undefined;
   if (apiKeys.length === 0) {
     if (sandbox) {

@@ -81,7 +81,8 @@ export async function acceptNotice(
     // A replay answers with the original notice even when its body would no longer be accepted
     // (a deadline now past); the script checks again atomically when creating.
     const earlier = await store.findIdempotent(shardOfKey(idemHash), idemHash);
-    if (earlier) return earlier.bodyHash === bodyHash ? { kind: 'replayed', id: earlier.noticeId } : { kind: 'conflict', id: earlier.noticeId };
+    if (earlier)
+      return earlier.bodyHash === bodyHash ? { kind: 'replayed', id: earlier.noticeId } : { kind: 'conflict', id: earlier.noticeId };
   }
   const phone = request.recipient.phone === undefined ? undefined : normalizePhone(request.recipient.phone);
   const email = request.recipient.email.toLowerCase();
@@ -117,7 +118,10 @@ export async function acceptNotice(
     smsIfFallback:
       phone === undefined
         ? null
-        : costOf({ emailSends: 0, emailChecks: 0, smsSegments: smsSegments(request.content.sms ?? request.content.subject), smsChecks: 0 }, settings.prices),
+        : costOf(
+            { emailSends: 0, emailChecks: 0, smsSegments: smsSegments(request.content.sms ?? request.content.subject), smsChecks: 0 },
+            settings.prices,
+          ),
   };
 
   const fields: Record<string, string | number> = {

@@ -1,8 +1,7 @@
 /** What a step of the engine asks of whoever ran it (a queue processor or the reconciler). */
 export type StepOutcome =
   /** `pauseMs`: the provider asked (429 Retry-After) that this kind of call wait this long, for every worker. */
-  | { kind: 'done'; note: string; pauseMs?: number }
-  | { kind: 'retry'; at: number; note: string };
+  { kind: 'done'; note: string; pauseMs?: number } | { kind: 'retry'; at: number; note: string };
 
 export const done = (note: string, pauseMs?: number): StepOutcome => (pauseMs ? { kind: 'done', note, pauseMs } : { kind: 'done', note });
 export const retryAt = (at: number, note: string): StepOutcome => ({ kind: 'retry', at, note });

@@ -17,8 +17,7 @@ export interface PlanLimits {
 }
 
 export type PlanResult =
-  | { ok: true; checks: number[]; firstCheckAfterMs: number; minCheckIntervalMs: number }
-  | { ok: false; field: string; message: string };
+  { ok: true; checks: number[]; firstCheckAfterMs: number; minCheckIntervalMs: number } | { ok: false; field: string; message: string };
 
 const DEFAULT_FIRST_CHECK_MS = 120_000;
 /** Without a policy, about this many checks are spread before the deadline. */
@@ -41,9 +40,9 @@ export function planChecks(now: number, deadline: number, policy: PollPolicy | u
     }
   }
 
-  const first = explicitFirst !== undefined ? explicitFirst * 1000 : clamp(Math.floor(span / DEFAULT_SPREAD), floor, DEFAULT_FIRST_CHECK_MS);
-  const interval =
-    explicitInterval !== undefined ? explicitInterval * 1000 : Math.max(floor, Math.floor((span - first) / DEFAULT_SPREAD));
+  const first =
+    explicitFirst !== undefined ? explicitFirst * 1000 : clamp(Math.floor(span / DEFAULT_SPREAD), floor, DEFAULT_FIRST_CHECK_MS);
+  const interval = explicitInterval !== undefined ? explicitInterval * 1000 : Math.max(floor, Math.floor((span - first) / DEFAULT_SPREAD));
 
   if (first < span && span - first < interval && (explicitFirst !== undefined || explicitInterval !== undefined)) {
     return {

@@ -15,13 +15,7 @@ export const STATES = [
 
 export type NoticeState = (typeof STATES)[number];
 
-export const TERMINAL_STATES: readonly NoticeState[] = [
-  'email_delivered',
-  'sms_delivered',
-  'sms_failed',
-  'blocked',
-  'canceled',
-];
+export const TERMINAL_STATES: readonly NoticeState[] = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled'];
 
 /** States from which the fallback may still be decided: the email is not yet confirmed. */
 export const UNDECIDED_STATES: readonly NoticeState[] = ['accepted', 'email_sending', 'email_sent'];
@@ -31,12 +25,7 @@ export function isTerminal(state: NoticeState): boolean {
 }
 
 /** Why the fallback to SMS was decided (SPEC §2). */
-export type FallbackReason =
-  | 'email_deadline_elapsed'
-  | 'email_bounced'
-  | 'email_rejected'
-  | 'email_suppressed'
-  | 'email_consent_missing';
+export type FallbackReason = 'email_deadline_elapsed' | 'email_bounced' | 'email_rejected' | 'email_suppressed' | 'email_consent_missing';
 
 /** Why a decided fallback could not use SMS (SPEC §5 `fallback.blocked`). */
 export type BlockReason = 'no_phone' | 'sms_consent_missing' | 'sms_suppressed' | 'region_blocked';

@@ -22,8 +22,7 @@ export function noticeView(notice: Notice) {
       lastObservedAt: time(email.lastObservedAt),
       nextCheckAt: time(email.nextCheckAt),
     },
-    fallback:
-      notice.fallbackReason === undefined ? null : { reason: notice.fallbackReason, decidedAt: time(notice.fallbackDecidedAt) },
+    fallback: notice.fallbackReason === undefined ? null : { reason: notice.fallbackReason, decidedAt: time(notice.fallbackDecidedAt) },
     sms:
       notice.fallbackReason === undefined || notice.state === 'blocked'
         ? null

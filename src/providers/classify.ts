@@ -134,9 +134,7 @@ function describe(error: unknown): string {
   const parts: string[] = [];
   for (const link of causeChain(error)) {
     const { code, message } = link as { code?: unknown; message?: unknown };
-    const text = [typeof code === 'string' ? code : '', typeof message === 'string' ? message : '']
-      .filter(Boolean)
-      .join(' ');
+    const text = [typeof code === 'string' ? code : '', typeof message === 'string' ? message : ''].filter(Boolean).join(' ');
     if (text !== '' && !parts.includes(text)) parts.push(text);
   }
   return parts.length > 0 ? parts.join(' <- ') : String(error);

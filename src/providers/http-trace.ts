@@ -21,10 +21,7 @@ export interface HttpTrace {
 const traces = new AsyncLocalStorage<HttpTrace>();
 
 /** Runs one provider call with a fresh trace; whatever it throws is turned into a ProviderError by `classify`. */
-export async function traced<T>(
-  call: () => Promise<T>,
-  classify: (error: unknown, trace: HttpTrace) => ProviderError,
-): Promise<T> {
+export async function traced<T>(call: () => Promise<T>, classify: (error: unknown, trace: HttpTrace) => ProviderError): Promise<T> {
   const trace: HttpTrace = {};
   try {
     return await traces.run(trace, call);

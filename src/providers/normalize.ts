@@ -54,10 +54,7 @@ export function postmarkBounceIds(details: PostmarkDetails): string[] {
  * order first seen, a bounce carrying its type, e.g. `Sent+Opened+LinkClicked` or
  * `Sent+Bounced(HardBounce)`.
  */
-export function postmarkObservation(
-  details: PostmarkDetails,
-  bounces: ReadonlyMap<string, PostmarkBounce> = new Map(),
-): StatusObservation {
+export function postmarkObservation(details: PostmarkDetails, bounces: ReadonlyMap<string, PostmarkBounce> = new Map()): StatusObservation {
   const events = [...(details.MessageEvents ?? [])].sort(byReceivedAt);
   let status: NormalizedStatus = 'pending';
   let suppressed = false;

@@ -19,13 +19,7 @@ import {
   type PostmarkBounce,
   type PostmarkDetails,
 } from './normalize.js';
-import {
-  ProviderError,
-  type EmailMessage,
-  type EmailProvider,
-  type SendResult,
-  type StatusObservation,
-} from './types.js';
+import { ProviderError, type EmailMessage, type EmailProvider, type SendResult, type StatusObservation } from './types.js';
 
 export interface PostmarkProviderOptions {
   serverToken: string;
@@ -133,8 +127,7 @@ export function createPostmarkProvider(opts: PostmarkProviderOptions): EmailProv
         // The filters are Postmark's; check both again so a looser server-side match cannot mislead.
         const match = page.Messages.find(
           (m) =>
-            m.Metadata?.[IDEMPOTENCY_METADATA_FIELD] === wanted &&
-            (m.Recipients ?? []).some((r) => r.trim().toLowerCase() === recipient),
+            m.Metadata?.[IDEMPOTENCY_METADATA_FIELD] === wanted && (m.Recipients ?? []).some((r) => r.trim().toLowerCase() === recipient),
         );
         if (match) return { providerMessageId: match.MessageID, providerStatus: match.Status };
         if (page.Messages.length < SEARCH_PAGE_SIZE || offset + SEARCH_PAGE_SIZE >= Number(page.TotalCount)) break;

@@ -43,12 +43,7 @@ export interface ExchangeSpec {
 const FAULT_STATUS = { status_500: 500, status_503: 503, status_429: 429 } as const;
 
 /** Runs one API request through logging, auth, faults and the operation. */
-export async function exchange(
-  ctx: SandboxContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  spec: ExchangeSpec,
-): Promise<void> {
+export async function exchange(ctx: SandboxContext, request: FastifyRequest, reply: FastifyReply, spec: ExchangeSpec): Promise<void> {
   const entry = ctx.state.logRequest({
     provider: spec.provider,
     operation: spec.operation,

@@ -47,9 +47,7 @@ export class FaultQueue {
   /** Consumes one use of the first fault for this operation whose `match` the recipient contains. */
   take(operation: Operation, recipient: string | undefined): ActiveFault | undefined {
     const index = this.active.findIndex(
-      (f) =>
-        f.operation === operation &&
-        (f.match === undefined || (recipient ?? '').toLowerCase().includes(f.match.toLowerCase())),
+      (f) => f.operation === operation && (f.match === undefined || (recipient ?? '').toLowerCase().includes(f.match.toLowerCase())),
     );
     const fault = this.active[index];
     if (!fault) return undefined;

@@ -66,9 +66,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
   app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
     const clientError = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
     if (isTwilio(request.url)) {
-      const { status, body } = clientError
-        ? twilioError(400, 20001, error.message)
-        : twilioError(500, 20500, 'Internal Server Error');
+      const { status, body } = clientError ? twilioError(400, 20001, error.message) : twilioError(500, 20500, 'Internal Server Error');
       return reply.code(status).send(body);
     }
     if (request.url.startsWith('/__sandbox/')) {

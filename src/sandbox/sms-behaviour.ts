@@ -4,15 +4,7 @@
  * number behaves like `00`. Timelines are fixed at creation, so reads are deterministic.
  */
 
-export type SmsBehaviour =
-  | 'delivered'
-  | 'undelivered'
-  | 'failed'
-  | 'opted_out'
-  | 'flaky'
-  | 'stays_sent'
-  | 'slow'
-  | 'hang_status';
+export type SmsBehaviour = 'delivered' | 'undelivered' | 'failed' | 'opted_out' | 'flaky' | 'stays_sent' | 'slow' | 'hang_status';
 
 const BY_SUFFIX: Record<string, SmsBehaviour> = {
   '00': 'delivered',
@@ -25,16 +17,7 @@ const BY_SUFFIX: Record<string, SmsBehaviour> = {
   '07': 'hang_status',
 };
 
-export type TwilioStatus =
-  | 'accepted'
-  | 'scheduled'
-  | 'queued'
-  | 'sending'
-  | 'sent'
-  | 'delivered'
-  | 'undelivered'
-  | 'failed'
-  | 'canceled';
+export type TwilioStatus = 'accepted' | 'scheduled' | 'queued' | 'sending' | 'sent' | 'delivered' | 'undelivered' | 'failed' | 'canceled';
 
 /** One status of a message's timeline, from `at` (epoch ms) on. */
 export interface StatusStep {
@@ -66,10 +49,7 @@ export function smsBehaviour(to: string): SmsBehaviour {
  * The status timeline of a new message: `scheduled` until `sendAt` when scheduled, then
  * (`accepted` →) `queued` → `sending` → `sent` → final, per behaviour.
  */
-export function plannedSteps(
-  behaviour: SmsBehaviour,
-  opts: { createdAt: number; sendAt?: number; viaService: boolean },
-): StatusStep[] {
+export function plannedSteps(behaviour: SmsBehaviour, opts: { createdAt: number; sendAt?: number; viaService: boolean }): StatusStep[] {
   const steps: StatusStep[] = [];
   let start = opts.createdAt;
   if (opts.sendAt !== undefined) {
@@ -86,10 +66,7 @@ export function plannedSteps(
       steps.push({ status: 'failed', at: start + SENT_AFTER, errorCode: 30006 });
       break;
     case 'undelivered':
-      steps.push(
-        { status: 'sent', at: start + SENT_AFTER },
-        { status: 'undelivered', at: start + FINAL_AFTER, errorCode: 30003 },
-      );
+      steps.push({ status: 'sent', at: start + SENT_AFTER }, { status: 'undelivered', at: start + FINAL_AFTER, errorCode: 30003 });
       break;
     case 'stays_sent':
       steps.push({ status: 'sent', at: start + SENT_AFTER });

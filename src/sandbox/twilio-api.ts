@@ -7,14 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import { BAD_TOKEN } from './postmark-api.js';
-import {
-  plannedSteps,
-  sentAt,
-  smsBehaviour,
-  stepAt,
-  TWILIO_ERROR_MESSAGES,
-  type SmsBehaviour,
-} from './sms-behaviour.js';
+import { plannedSteps, sentAt, smsBehaviour, stepAt, TWILIO_ERROR_MESSAGES, type SmsBehaviour } from './sms-behaviour.js';
 import type { SmsRecord } from './state.js';
 
 const API = '/2010-04-01';
@@ -39,9 +32,7 @@ export function twilioError(status: number, code: number, message: string, heade
 
 function faultAnswer(status: 429 | 500 | 503, retryAfterSeconds: number): Answer {
   if (status === 429) return twilioError(429, 20429, 'Too Many Requests', { 'retry-after': String(retryAfterSeconds) });
-  return status === 500
-    ? twilioError(500, 20500, 'Internal Server Error')
-    : twilioError(503, 20503, 'Service Unavailable');
+  return status === 500 ? twilioError(500, 20500, 'Internal Server Error') : twilioError(503, 20503, 'Service Unavailable');
 }
 
 /** Twilio's date format: RFC 2822 in UTC, e.g. `Sat, 29 Nov 2025 14:02:17 +0000`. */
@@ -142,24 +133,21 @@ export function registerTwilio(app: FastifyInstance, ctx: SandboxContext): void 
     return { status: 201, body: messageJson(record, now), delayMs: slowDelay(behaviour) };
   }
 
-  app.get<{ Params: { accountSid: string; file: string } }>(
-    `${API}/Accounts/:accountSid/Messages/:file`,
-    async (request, reply) => {
-      const record = findMessage(request.params.accountSid, request.params.file);
-      await exchange(ctx, request, reply, {
-        provider: 'twilio',
-        operation: 'twilio.fetch',
-        recipient: record?.to,
-        authorize: authorize(request, request.params.accountSid),
-        faultAnswer,
-        run: () => {
-          if (!record) return notFound(request);
-          if (record.behaviour === 'hang_status') return { status: 0, hang: true };
-          return { status: 200, body: messageJson(record, Date.now()), delayMs: slowDelay(record.behaviour) };
-        },
-      });
-    },
-  );
+  app.get<{ Params: { accountSid: string; file: string } }>(`${API}/Accounts/:accountSid/Messages/:file`, async (request, reply) => {
+    const record = findMessage(request.params.accountSid, request.params.file);
+    await exchange(ctx, request, reply, {
+      provider: 'twilio',
+      operation: 'twilio.fetch',
+      recipient: record?.to,
+      authorize: authorize(request, request.params.accountSid),
+      faultAnswer,
+      run: () => {
+        if (!record) return notFound(request);
+        if (record.behaviour === 'hang_status') return { status: 0, hang: true };
+        return { status: 200, body: messageJson(record, Date.now()), delayMs: slowDelay(record.behaviour) };
+      },
+    });
+  });
 
   app.post<{ Params: { accountSid: string; file: string }; Body: Form | undefined }>(
     `${API}/Accounts/:accountSid/Messages/:file`,
@@ -192,21 +180,18 @@ export function registerTwilio(app: FastifyInstance, ctx: SandboxContext): void 
     },
   );
 
-  app.get<{ Params: { accountSid: string }; Querystring: Form }>(
-    `${API}/Accounts/:accountSid/Messages.json`,
-    async (request, reply) => {
-      const query = request.query;
-      const to = phoneParam(query['To']);
-      await exchange(ctx, request, reply, {
-        provider: 'twilio',
-        operation: 'twilio.list',
-        recipient: to,
-        authorize: authorize(request, request.params.accountSid),
-        faultAnswer,
-        run: () => list(request.params.accountSid, query, to),
-      });
-    },
-  );
+  app.get<{ Params: { accountSid: string }; Querystring: Form }>(`${API}/Accounts/:accountSid/Messages.json`, async (request, reply) => {
+    const query = request.query;
+    const to = phoneParam(query['To']);
+    await exchange(ctx, request, reply, {
+      provider: 'twilio',
+      operation: 'twilio.list',
+      recipient: to,
+      authorize: authorize(request, request.params.accountSid),
+      faultAnswer,
+      run: () => list(request.params.accountSid, query, to),
+    });
+  });
 
   function list(accountSid: string, query: Form, to: string | undefined): Answer {
     const pageSize = query['PageSize'] === undefined ? DEFAULT_PAGE_SIZE : Number(query['PageSize']);

@@ -29,14 +29,7 @@ export const OPERATIONS: readonly Operation[] = [
  */
 export type FaultMode = 'status_500' | 'status_503' | 'status_429' | 'hang' | 'accept_then_hang' | 'accept_then_drop';
 
-export const FAULT_MODES: readonly FaultMode[] = [
-  'status_500',
-  'status_503',
-  'status_429',
-  'hang',
-  'accept_then_hang',
-  'accept_then_drop',
-];
+export const FAULT_MODES: readonly FaultMode[] = ['status_500', 'status_503', 'status_429', 'hang', 'accept_then_hang', 'accept_then_drop'];
 
 /** A fault to inject: it applies to the next `count` requests of `operation` (matching `match`). */
 export interface Fault {

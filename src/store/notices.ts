@@ -112,9 +112,7 @@ export interface CreateNoticeInput {
   idempotency?: { shard: number; keyHash: string; bodyHash: string; ttlMs: number };
 }
 
-export type CreateNoticeResult =
-  | { created: true }
-  | { created: false; existingId: string; bodyHash: string };
+export type CreateNoticeResult = { created: true } | { created: false; existingId: string; bodyHash: string };
 
 /** Field name of a channel's record in the notice hash: `emailAttemptId`, `smsStatus`, ... */
 export function channelField(channel: Channel, name: keyof ChannelRecord): string {

@@ -44,7 +44,12 @@ export class PolicyStore {
   async get(recipientId: string, version?: number): Promise<RecipientPolicy> {
     const raw = await this.redis.hget(this.keys.recipientPolicy(recipientId), version === undefined ? 'current' : `v${version}`);
     if (!raw) return DEFAULT_POLICY;
-    const stored = JSON.parse(raw) as { version: number; consent: { email: boolean; sms: boolean }; region: string | null; updatedAt: string };
+    const stored = JSON.parse(raw) as {
+      version: number;
+      consent: { email: boolean; sms: boolean };
+      region: string | null;
+      updatedAt: string;
+    };
     return { version: stored.version, consent: stored.consent, region: stored.region ?? undefined, updatedAt: stored.updatedAt };
   }
 }

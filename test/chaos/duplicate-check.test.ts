@@ -21,10 +21,16 @@ describe('a status check whose job ID already ran', () => {
   it('still runs when the notice asks for it again', async () => {
     stack = await startStack({ prefix: testPrefix('dupcheck') });
     const phone = '+12075550100';
-    const id = await stack.createNotice(noticeBody({ recipient: { id: 'p-dup', email: 'never@example.com', phone }, deadlineInSeconds: 2 }));
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'p-dup', email: 'never@example.com', phone }, deadlineInSeconds: 2 }),
+    );
     // The duplicate runs at once, while the notice is still waiting for its deadline.
     await stack.web.queues.smsPoll.add('sms-poll', { noticeId: id }, { jobId: jobIds.smsPoll(id, 1) });
-    await waitFor(async () => (await stack!.web.queues.smsPoll.getJobState(jobIds.smsPoll(id, 1))) === 'completed', 10_000, 'the duplicate to finish');
+    await waitFor(
+      async () => (await stack!.web.queues.smsPoll.getJobState(jobIds.smsPoll(id, 1))) === 'completed',
+      10_000,
+      'the duplicate to finish',
+    );
 
     const view = await stack.waitForState(id, ['sms_delivered', 'sms_failed'], 20_000);
     expect(view.state).toBe('sms_delivered');

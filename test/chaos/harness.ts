@@ -187,7 +187,13 @@ class ChaosRun {
       const logs = join(tmpdir(), `herald-chaos-${this.plan.seed}-workers.log`);
       writeFileSync(logs, this.workers.map((w, i) => `===== worker ${i}\n${w.output}`).join('\n'));
       this.report.workerLogs = logs;
-      const tail = (output: string) => output.trimEnd().split('\n').slice(-12).map((line) => line.slice(0, 400)).join('\n');
+      const tail = (output: string) =>
+        output
+          .trimEnd()
+          .split('\n')
+          .slice(-12)
+          .map((line) => line.slice(0, 400))
+          .join('\n');
       this.report.workerOutput = this.workers.map((w, i) => `--- worker ${i}, last lines\n${tail(w.output)}`).join('\n');
     }
     return this.report;
@@ -206,7 +212,11 @@ class ChaosRun {
     const body = {
       recipient: { id: notice.recipientId, email: notice.email, ...(notice.phone ? { phone: notice.phone } : {}) },
       category: 'chaos',
-      content: { subject: `Chaos notice ${notice.index}`, text: 'A notice under fault injection.', sms: `Chaos notice ${notice.index} of seed ${this.plan.seed}` },
+      content: {
+        subject: `Chaos notice ${notice.index}`,
+        text: 'A notice under fault injection.',
+        sms: `Chaos notice ${notice.index} of seed ${this.plan.seed}`,
+      },
       deadlineInSeconds: notice.deadlineInSeconds,
     };
     const key = `chaos-${this.plan.seed}-${notice.index}`;
@@ -249,7 +259,8 @@ class ChaosRun {
         await sleep(150);
         continue;
       }
-      if (res.statusCode >= 500) this.violations.push({ rule: 'web-5xx', detail: `${method} ${url} answered ${res.statusCode}: ${res.body}` });
+      if (res.statusCode >= 500)
+        this.violations.push({ rule: 'web-5xx', detail: `${method} ${url} answered ${res.statusCode}: ${res.body}` });
       return { status: res.statusCode, body: res.statusCode < 500 ? res.json() : undefined };
     }
   }
@@ -273,7 +284,8 @@ class ChaosRun {
           const activeJobs = await this.activeJobs();
           const exitCode = await worker.stop('SIGTERM');
           this.report.sigterms.push({ exitCode, activeJobs });
-          if (exitCode !== 0) this.violations.push({ rule: 'graceful-shutdown', detail: `SIGTERM at ${event.at} ms: worker ${index} exited ${exitCode}` });
+          if (exitCode !== 0)
+            this.violations.push({ rule: 'graceful-shutdown', detail: `SIGTERM at ${event.at} ms: worker ${index} exited ${exitCode}` });
         }
         await sleep(event.downMs);
         worker.start();
@@ -362,9 +374,13 @@ class ChaosRun {
 
   /** Waits until no notice job is waiting or delayed, so that duplicates have run out. */
   private async drainJobs(until: number): Promise<void> {
-    const queues = Object.entries(this.web.queues).filter(([name]) => name !== 'reconcile').map(([, q]) => q);
+    const queues = Object.entries(this.web.queues)
+      .filter(([name]) => name !== 'reconcile')
+      .map(([, q]) => q);
     while (Date.now() < until) {
-      const counts = await Promise.all(queues.map((q) => q.getJobCounts('wait', 'delayed', 'prioritized', 'paused', 'active'))).catch(() => null);
+      const counts = await Promise.all(queues.map((q) => q.getJobCounts('wait', 'delayed', 'prioritized', 'paused', 'active'))).catch(
+        () => null,
+      );
       if (counts && counts.every((c) => Object.values(c).every((n) => n === 0))) break;
       await sleep(250);
     }
@@ -384,7 +400,9 @@ class ChaosRun {
       const job = await this.web.queues[queue].getJob(jobId);
       if (!job) continue;
       const state = await job.getState();
-      found.push(`${jobId.slice(id.length + 1)}=${state}/${job.attemptsMade}${job.failedReason ? `(${job.failedReason.slice(0, 80)})` : ''}`);
+      found.push(
+        `${jobId.slice(id.length + 1)}=${state}/${job.attemptsMade}${job.failedReason ? `(${job.failedReason.slice(0, 80)})` : ''}`,
+      );
     }
     return found.join(' ') || 'none';
   }

@@ -74,7 +74,13 @@ function sound(): NoticeOutcome {
   return {
     plan,
     id: ID,
-    hash: { state: 'sms_delivered', seq: String(events.length), fallbackReason: 'email_deadline_elapsed', emailProviderMessageId: 'pm-1', smsProviderMessageId: 'SM1' },
+    hash: {
+      state: 'sms_delivered',
+      seq: String(events.length),
+      fallbackReason: 'email_deadline_elapsed',
+      emailProviderMessageId: 'pm-1',
+      smsProviderMessageId: 'SM1',
+    },
     events,
     emails: [email],
     sms: [sms],
@@ -162,6 +168,8 @@ describe('the chaos invariants', () => {
   });
 
   it('catch an SMS to a number no accepted notice has', () => {
-    expect(checkRun([sound()], [email], [sms, { ...sms, sid: 'SM9', to: '+12995550100' }]).map((v) => v.rule)).toContain('send-without-notice');
+    expect(checkRun([sound()], [email], [sms, { ...sms, sid: 'SM9', to: '+12995550100' }]).map((v) => v.rule)).toContain(
+      'send-without-notice',
+    );
   });
 });

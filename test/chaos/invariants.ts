@@ -97,7 +97,9 @@ export function checkNotice(outcome: NoticeOutcome): Violation[] {
   }
   const state = hash.state;
   if (!TERMINAL.includes(state)) {
-    const trail = events.map((e) => `${e.type}${e.status ? `(${String(e.status)})` : ''}${e.kind ? `(${String(e.kind)})` : ''}@${e.at.slice(17, 23)}`);
+    const trail = events.map(
+      (e) => `${e.type}${e.status ? `(${String(e.status)})` : ''}${e.kind ? `(${String(e.kind)})` : ''}@${e.at.slice(17, 23)}`,
+    );
     fail('not-terminal', `state is ${state}; log: ${trail.join(' ')}`);
   }
 
@@ -204,11 +206,17 @@ export function checkNotice(outcome: NoticeOutcome): Violation[] {
 
   // Independent of the log: what the behaviours chosen say must happen.
   const mustFallBack =
-    NEVER_DELIVERED.has(plan.emailBehaviour) && outcome.cancelStatus !== 200 && plan.phone !== undefined && outcome.consentWithdrawn !== true;
+    NEVER_DELIVERED.has(plan.emailBehaviour) &&
+    outcome.cancelStatus !== 200 &&
+    plan.phone !== undefined &&
+    outcome.consentWithdrawn !== true;
   if (mustFallBack) {
-    if (decided.length !== 1) fail('fallback-missing', `email ${plan.emailBehaviour} never delivered, yet no fallback.decided (state ${state})`);
-    const expected = SMS_REFUSED.has(plan.smsBehaviour ?? '') || ['01', '02'].includes(plan.smsBehaviour ?? '') ? 'sms_failed' : 'sms_delivered';
-    if (state !== expected) fail('wrong-end', `email ${plan.emailBehaviour}, SMS ${plan.smsBehaviour}: ended ${state}, expected ${expected}`);
+    if (decided.length !== 1)
+      fail('fallback-missing', `email ${plan.emailBehaviour} never delivered, yet no fallback.decided (state ${state})`);
+    const expected =
+      SMS_REFUSED.has(plan.smsBehaviour ?? '') || ['01', '02'].includes(plan.smsBehaviour ?? '') ? 'sms_failed' : 'sms_delivered';
+    if (state !== expected)
+      fail('wrong-end', `email ${plan.emailBehaviour}, SMS ${plan.smsBehaviour}: ended ${state}, expected ${expected}`);
   }
   if (NEVER_DELIVERED.has(plan.emailBehaviour) && plan.phone === undefined && outcome.cancelStatus !== 200 && state !== 'blocked') {
     fail('wrong-end', `email ${plan.emailBehaviour} never delivered and no phone: ended ${state}, expected blocked`);

@@ -108,7 +108,12 @@ export function makePlan(seed: number, shape: ChaosShape): ChaosPlan {
   const notices: NoticePlan[] = [];
   for (let index = 0; index < shape.notices; index += 1) {
     const emailBehaviour = random.weighted(EMAIL_MIX);
-    const delay = emailBehaviour === 'delivered' ? `+${random.int(2, 30) * 100}ms` : emailBehaviour === 'bounce' || emailBehaviour === 'softbounce' ? `+${random.int(2, 15) * 100}ms` : '';
+    const delay =
+      emailBehaviour === 'delivered'
+        ? `+${random.int(2, 30) * 100}ms`
+        : emailBehaviour === 'bounce' || emailBehaviour === 'softbounce'
+          ? `+${random.int(2, 15) * 100}ms`
+          : '';
     const smsBehaviour = random.weighted(SMS_MIX) ?? undefined;
     notices.push({
       index,
@@ -137,7 +142,12 @@ export function makePlan(seed: number, shape: ChaosShape): ChaosPlan {
     events.push({ at, kind: 'redis-restart', downMs });
   }
   for (let i = 0; i < shape.sigkills; i += 1) {
-    events.push({ at: random.int(500, window - 1000), kind: 'sigkill', worker: random.int(0, shape.workers - 1), downMs: random.int(200, 1500) });
+    events.push({
+      at: random.int(500, window - 1000),
+      kind: 'sigkill',
+      worker: random.int(0, shape.workers - 1),
+      downMs: random.int(200, 1500),
+    });
   }
   for (let i = 0; i < shape.sigterms; i += 1) {
     // A graceful shutdown is judged by its exit code, which needs Redis up while it closes.

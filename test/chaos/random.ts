@@ -48,7 +48,8 @@ export function chaosSeed(): number {
   const given = process.env.CHAOS_SEED;
   if (given !== undefined && given.trim() !== '') {
     const seed = Number(given);
-    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`CHAOS_SEED="${given}" must be an integer from 0 to 4294967295`);
+    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+      throw new Error(`CHAOS_SEED="${given}" must be an integer from 0 to 4294967295`);
     return seed;
   }
   return Math.floor(Math.random() * 0xffffffff);

@@ -26,7 +26,15 @@ async function queuedJobs(): Promise<number> {
 
 describe('POST /v1/notices', () => {
   it('accepts a notice: 202 with its ID, the deadline and the planned checks, and queues its send and deadline jobs', async () => {
-    const res = await web.call('POST', '/v1/notices', noticeBody({ deadline: '2026-11-29T14:10:00Z', deadlineInSeconds: undefined, policy: { firstCheckAfterSeconds: 120, minCheckIntervalSeconds: 180 } }));
+    const res = await web.call(
+      'POST',
+      '/v1/notices',
+      noticeBody({
+        deadline: '2026-11-29T14:10:00Z',
+        deadlineInSeconds: undefined,
+        policy: { firstCheckAfterSeconds: 120, minCheckIntervalSeconds: 180 },
+      }),
+    );
     expect(res.statusCode).toBe(202);
     const body = res.json();
     expect(body).toMatchObject({ state: 'accepted', deadline: '2026-11-29T14:10:00.000Z' });
@@ -36,14 +44,28 @@ describe('POST /v1/notices', () => {
     expect(deadlineJob?.opts.delay).toBe(600_000);
 
     const events = (await web.call('GET', `/v1/notices/${body.id}/events`)).json().events;
-    expect(events[0]).toMatchObject({ seq: 1, type: 'notice.accepted', policyVersion: 0, providerTimeoutMs: 1000, deadline: '2026-11-29T14:10:00.000Z' });
+    expect(events[0]).toMatchObject({
+      seq: 1,
+      type: 'notice.accepted',
+      policyVersion: 0,
+      providerTimeoutMs: 1000,
+      deadline: '2026-11-29T14:10:00.000Z',
+    });
     expect(events[0].pollPlan).toEqual(body.plannedChecks);
     expect(events[0].contentSha256).toMatch(/^[0-9a-f]{64}$/);
     expect(events[1]).toMatchObject({ type: 'policy.checked', channel: 'email', outcome: 'allowed', policyVersion: 0 });
     expect(JSON.stringify(events)).not.toContain('The terms change on Monday');
 
     const view = (await web.call('GET', `/v1/notices/${body.id}`)).json();
-    expect(view).toMatchObject({ id: body.id, state: 'accepted', category: 'terms_change', recipientId: 'player-42', policyVersion: 0, fallback: null, sms: null });
+    expect(view).toMatchObject({
+      id: body.id,
+      state: 'accepted',
+      category: 'terms_change',
+      recipientId: 'player-42',
+      policyVersion: 0,
+      fallback: null,
+      sms: null,
+    });
     expect(view.email).toEqual({ status: null, providerMessageId: null, lastObservedAt: null, nextCheckAt: null });
   });
 
@@ -67,10 +89,17 @@ describe('POST /v1/notices', () => {
       expect((await storedKeys()).length).toBe(before);
     });
     it('still replays after the deadline of the original has passed', async () => {
-      const first = await web.call('POST', '/v1/notices', noticeBody({ deadline: '2026-11-29T14:30:00Z', deadlineInSeconds: undefined }), { 'idempotency-key': 'order-3' });
+      const first = await web.call('POST', '/v1/notices', noticeBody({ deadline: '2026-11-29T14:30:00Z', deadlineInSeconds: undefined }), {
+        'idempotency-key': 'order-3',
+      });
       clock.advance(3_600_000);
       try {
-        const again = await web.call('POST', '/v1/notices', noticeBody({ deadline: '2026-11-29T14:30:00Z', deadlineInSeconds: undefined }), { 'idempotency-key': 'order-3' });
+        const again = await web.call(
+          'POST',
+          '/v1/notices',
+          noticeBody({ deadline: '2026-11-29T14:30:00Z', deadlineInSeconds: undefined }),
+          { 'idempotency-key': 'order-3' },
+        );
         expect(again.statusCode).toBe(200);
         expect(again.json().id).toBe(first.json().id);
       } finally {
@@ -82,24 +111,94 @@ describe('POST /v1/notices', () => {
   describe('refuses bad input with a stable code, storing and queuing nothing', () => {
     const cases: [string, () => Promise<{ statusCode: number; json(): any }>, number, string][] = [
       ['no API key', () => web.call('POST', '/v1/notices', noticeBody(), { authorization: '' }), 401, 'unauthorized'],
-      ['an unknown API key', () => web.call('POST', '/v1/notices', noticeBody(), { authorization: 'Bearer nope-nope-nope-nope' }), 401, 'unauthorized'],
+      [
+        'an unknown API key',
+        () => web.call('POST', '/v1/notices', noticeBody(), { authorization: 'Bearer nope-nope-nope-nope' }),
+        401,
+        'unauthorized',
+      ],
       ['a body that is not JSON', () => web.call('POST', '/v1/notices', '{"recipient":', {}), 400, 'validation_failed'],
       ['a missing recipient', () => web.call('POST', '/v1/notices', noticeBody({ recipient: undefined })), 400, 'validation_failed'],
-      ['a bad email', () => web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p', email: 'not-an-email' } })), 400, 'validation_failed'],
-      ['a phone not in E.164', () => web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p', email: 'a@example.com', phone: '09012345678' } })), 400, 'validation_failed'],
-      ['an impossible phone', () => web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p', email: 'a@example.com', phone: '+8112' } })), 400, 'validation_failed'],
-      ['a recipient ID with a hash tag', () => web.call('POST', '/v1/notices', noticeBody({ recipient: { id: '{x}', email: 'a@example.com' } })), 400, 'validation_failed'],
+      [
+        'a bad email',
+        () => web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p', email: 'not-an-email' } })),
+        400,
+        'validation_failed',
+      ],
+      [
+        'a phone not in E.164',
+        () => web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p', email: 'a@example.com', phone: '09012345678' } })),
+        400,
+        'validation_failed',
+      ],
+      [
+        'an impossible phone',
+        () => web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p', email: 'a@example.com', phone: '+8112' } })),
+        400,
+        'validation_failed',
+      ],
+      [
+        'a recipient ID with a hash tag',
+        () => web.call('POST', '/v1/notices', noticeBody({ recipient: { id: '{x}', email: 'a@example.com' } })),
+        400,
+        'validation_failed',
+      ],
       ['an unknown field', () => web.call('POST', '/v1/notices', noticeBody({ priority: 'high' })), 400, 'validation_failed'],
-      ['both deadline forms', () => web.call('POST', '/v1/notices', noticeBody({ deadline: '2026-11-29T15:00:00Z' })), 400, 'validation_failed'],
+      [
+        'both deadline forms',
+        () => web.call('POST', '/v1/notices', noticeBody({ deadline: '2026-11-29T15:00:00Z' })),
+        400,
+        'validation_failed',
+      ],
       ['no deadline', () => web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: undefined })), 400, 'validation_failed'],
-      ['a past deadline', () => web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: undefined, deadline: '2026-11-29T13:00:00Z' })), 400, 'validation_failed'],
-      ['a deadline as a string of seconds', () => web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: '600' })), 400, 'validation_failed'],
-      ['per-second polling', () => web.call('POST', '/v1/notices', noticeBody({ policy: { minCheckIntervalSeconds: 1 } })), 400, 'validation_failed'],
-      ['a plan over the poll budget', () => web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: 86_400, policy: { firstCheckAfterSeconds: 30, minCheckIntervalSeconds: 30 } })), 400, 'validation_failed'],
+      [
+        'a past deadline',
+        () => web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: undefined, deadline: '2026-11-29T13:00:00Z' })),
+        400,
+        'validation_failed',
+      ],
+      [
+        'a deadline as a string of seconds',
+        () => web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: '600' })),
+        400,
+        'validation_failed',
+      ],
+      [
+        'per-second polling',
+        () => web.call('POST', '/v1/notices', noticeBody({ policy: { minCheckIntervalSeconds: 1 } })),
+        400,
+        'validation_failed',
+      ],
+      [
+        'a plan over the poll budget',
+        () =>
+          web.call(
+            'POST',
+            '/v1/notices',
+            noticeBody({ deadlineInSeconds: 86_400, policy: { firstCheckAfterSeconds: 30, minCheckIntervalSeconds: 30 } }),
+          ),
+        400,
+        'validation_failed',
+      ],
       ['no text and no html', () => web.call('POST', '/v1/notices', noticeBody({ content: { subject: 'x' } })), 400, 'validation_failed'],
-      ['a body over the limit', () => web.call('POST', '/v1/notices', noticeBody({ content: { subject: 'x', text: 'y'.repeat(5000) } })), 413, 'payload_too_large'],
-      ['a form-encoded body', () => web.call('POST', '/v1/notices', 'a=b', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type'],
-      ['a bad Idempotency-Key', () => web.call('POST', '/v1/notices', noticeBody(), { 'idempotency-key': 'x'.repeat(300) }), 400, 'validation_failed'],
+      [
+        'a body over the limit',
+        () => web.call('POST', '/v1/notices', noticeBody({ content: { subject: 'x', text: 'y'.repeat(5000) } })),
+        413,
+        'payload_too_large',
+      ],
+      [
+        'a form-encoded body',
+        () => web.call('POST', '/v1/notices', 'a=b', { 'content-type': 'application/x-www-form-urlencoded' }),
+        415,
+        'unsupported_media_type',
+      ],
+      [
+        'a bad Idempotency-Key',
+        () => web.call('POST', '/v1/notices', noticeBody(), { 'idempotency-key': 'x'.repeat(300) }),
+        400,
+        'validation_failed',
+      ],
     ];
     for (const [what, send, status, code] of cases) {
       it(`${what} → ${status} ${code}`, async () => {
@@ -121,13 +220,17 @@ describe('POST /v1/notices', () => {
   });
 
   it('accepts fictional sandbox numbers such as +1 202 555 0100', async () => {
-    const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p', email: 'A@Example.com', phone: '+12025550199' } }));
+    const res = await web.call(
+      'POST',
+      '/v1/notices',
+      noticeBody({ recipient: { id: 'p', email: 'A@Example.com', phone: '+12025550199' } }),
+    );
     expect(res.statusCode).toBe(202);
   });
 });
 
 describe('GET and cancel', () => {
-  it('answers 404 not_found for an unknown notice, and for an ID that is not Herald\'s', async () => {
+  it("answers 404 not_found for an unknown notice, and for an ID that is not Herald's", async () => {
     for (const id of ['ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa', 'nope']) {
       const res = await web.call('GET', `/v1/notices/${id}`);
       expect(res.statusCode).toBe(404);

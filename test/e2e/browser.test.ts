@@ -22,12 +22,25 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
     stack = await startStack({ prefix: testPrefix('browser'), env: { HERALD_ADMIN_TOKEN: ADMIN } });
     base = await stack.web.app.listen({ port: 0, host: '127.0.0.1' });
     noticeId = await stack.createNotice(
-      noticeBody({ recipient: { id: 'player-42', email: 'opened+300ms@example.com', phone: '+12025550100' }, deadlineInSeconds: 3, policy: undefined }),
+      noticeBody({
+        recipient: { id: 'player-42', email: 'opened+300ms@example.com', phone: '+12025550100' },
+        deadlineInSeconds: 3,
+        policy: undefined,
+      }),
     );
     await stack.waitForState(noticeId, ['sms_delivered']);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   afterAll(async () => {

@@ -29,7 +29,11 @@ afterAll(async () => {
 });
 
 async function acceptedAndSent(phone: string): Promise<{ id: string; deadline: number }> {
-  const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p1', email: 'never@example.com', phone }, deadlineInSeconds: 600 }));
+  const res = await web.call(
+    'POST',
+    '/v1/notices',
+    noticeBody({ recipient: { id: 'p1', email: 'never@example.com', phone }, deadlineInSeconds: 600 }),
+  );
   const id = res.json().id as string;
   expect((await engine.sendEmail(id)).note).toBe('email accepted');
   return { id, deadline: Date.parse(res.json().deadline) };
@@ -70,7 +74,11 @@ describe('the deadline, on the injected clock', () => {
 
 describe('a late email delivery', () => {
   it('after the fallback was decided but before the SMS left: is recorded late and cancels the SMS', async () => {
-    const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p3', email: 'delivered+2s@example.com', phone: '+12065550100' }, deadlineInSeconds: 600 }));
+    const res = await web.call(
+      'POST',
+      '/v1/notices',
+      noticeBody({ recipient: { id: 'p3', email: 'delivered+2s@example.com', phone: '+12065550100' }, deadlineInSeconds: 600 }),
+    );
     const id = res.json().id as string;
     const deadline = Date.parse(res.json().deadline);
     await engine.sendEmail(id);
@@ -90,7 +98,11 @@ describe('a late email delivery', () => {
 
 describe('the reconciler, on the injected clock', () => {
   it('drives a notice whose jobs never ran: sends the email, then decides at the deadline', async () => {
-    const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p2', email: 'never@example.com', phone: '+12045550100' }, deadlineInSeconds: 600 }));
+    const res = await web.call(
+      'POST',
+      '/v1/notices',
+      noticeBody({ recipient: { id: 'p2', email: 'never@example.com', phone: '+12045550100' }, deadlineInSeconds: 600 }),
+    );
     const id = res.json().id as string;
     const deadline = Date.parse(res.json().deadline);
     const deps = { store: web.store, engine, clock, log, graceMs: 10_000, leaseMs: 60_000, owner: 'test' };
@@ -132,6 +144,9 @@ describe('the reconciler, on the injected clock', () => {
     expect(sandbox.sms().filter((m) => m.to === '+12055550100')).toHaveLength(1);
     const accepted = (await web.store.events(id)).filter((e) => e.type === 'sms.accepted');
     expect(accepted).toHaveLength(1);
-    expect(accepted[0]).toMatchObject({ resolvedBy: 'provider_search', providerMessageId: sandbox.sms().find((m) => m.to === '+12055550100')!.sid });
+    expect(accepted[0]).toMatchObject({
+      resolvedBy: 'provider_search',
+      providerMessageId: sandbox.sms().find((m) => m.to === '+12055550100')!.sid,
+    });
   });
 });

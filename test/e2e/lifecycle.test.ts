@@ -100,7 +100,9 @@ describe('a notice', () => {
       const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
       expect(view.fallback.reason).toBe('email_deadline_elapsed');
       const events = await stack.events(id);
-      expect(ofType(events, 'email.observed').some((e) => (e.engagement as string[] | undefined)?.includes('opened') && e.status === 'pending')).toBe(true);
+      expect(
+        ofType(events, 'email.observed').some((e) => (e.engagement as string[] | undefined)?.includes('opened') && e.status === 'pending'),
+      ).toBe(true);
       expect(stack.smsTo(to)).toBe(1);
     });
   });
@@ -114,7 +116,9 @@ describe('a notice', () => {
       const events = await stack.events(id);
       const errors = ofType(events, 'provider.error');
       expect(errors.length).toBeGreaterThanOrEqual(1);
-      expect(errors.every((e) => e.kind === 'timeout' && e.retryable === true && e.channel === 'email' && e.providerTimeoutMs === 1000)).toBe(true);
+      expect(
+        errors.every((e) => e.kind === 'timeout' && e.retryable === true && e.channel === 'email' && e.providerTimeoutMs === 1000),
+      ).toBe(true);
       expect(ofType(events, 'email.observed').some((e) => ['bounced', 'failed'].includes(e.status as string))).toBe(false);
       expect(stack.smsTo(to)).toBe(1);
     });
@@ -173,8 +177,15 @@ describe('a notice', () => {
       const view = await stack.waitForState(id, ['blocked', 'sms_sent', 'sms_delivered']);
       expect(view.state).toBe('blocked');
       const events = await stack.events(id);
-      expect(ofType(events, 'policy.checked').at(-1)).toMatchObject({ channel: 'sms', outcome: 'no_consent', policyVersion: put.json().version });
-      expect(ofType(events, 'fallback.blocked')[0]).toMatchObject({ reason: 'sms_consent_missing', fallbackReason: 'email_deadline_elapsed' });
+      expect(ofType(events, 'policy.checked').at(-1)).toMatchObject({
+        channel: 'sms',
+        outcome: 'no_consent',
+        policyVersion: put.json().version,
+      });
+      expect(ofType(events, 'fallback.blocked')[0]).toMatchObject({
+        reason: 'sms_consent_missing',
+        fallbackReason: 'email_deadline_elapsed',
+      });
       expect(ofType(events, 'fallback.decided')).toHaveLength(0);
       expect(ofType(events, 'notice.completed')[0]).toMatchObject({ state: 'blocked' });
       expect(stack.smsTo(to)).toBe(0);
@@ -194,7 +205,12 @@ describe('a notice', () => {
       const id = await stack.createNotice(notice('never@example.com', phone('03'), 2));
       await stack.waitForState(id, ['sms_failed']);
       const events = await stack.events(id);
-      expect(ofType(events, 'provider.error').at(-1)).toMatchObject({ channel: 'sms', kind: 'rejected', providerCode: 21610, retryable: false });
+      expect(ofType(events, 'provider.error').at(-1)).toMatchObject({
+        channel: 'sms',
+        kind: 'rejected',
+        providerCode: 21610,
+        retryable: false,
+      });
       expect(ofType(events, 'notice.completed')[0]).toMatchObject({ state: 'sms_failed' });
     });
   });

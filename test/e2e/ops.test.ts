@@ -52,16 +52,25 @@ describe('operations surface', () => {
       const basic = `Basic ${Buffer.from(`ops:${ADMIN}`).toString('base64')}`;
       expect((await stack.web.call('GET', '/admin/queues', undefined, { authorization: basic })).statusCode).toBe(200);
       const api = await stack.web.call('GET', '/admin/queues/api/queues', undefined, { authorization: basic });
-      const names = api.json().queues.map((q: { name: string }) => q.name).sort();
+      const names = api
+        .json()
+        .queues.map((q: { name: string }) => q.name)
+        .sort();
       expect(names).toEqual(['content-purge', 'deadline', 'email-poll', 'email-send', 'log-mirror', 'reconcile', 'sms-poll', 'sms-send']);
     });
     it('sends a browser to the login form, whose HttpOnly cookie then opens it', async () => {
       const page = await stack.web.call('GET', '/admin/queues', undefined, { authorization: '', accept: 'text/html' });
       expect(page.statusCode).toBe(303);
       expect(page.headers.location).toBe('/admin/login?next=%2Fadmin%2Fqueues');
-      const bad = await stack.web.call('POST', '/admin/login', 'token=wrong&next=%2Fadmin%2Fqueues', { authorization: '', 'content-type': 'application/x-www-form-urlencoded' });
+      const bad = await stack.web.call('POST', '/admin/login', 'token=wrong&next=%2Fadmin%2Fqueues', {
+        authorization: '',
+        'content-type': 'application/x-www-form-urlencoded',
+      });
       expect(bad.statusCode).toBe(403);
-      const login = await stack.web.call('POST', '/admin/login', `token=${ADMIN}&next=%2Fadmin%2Fqueues`, { authorization: '', 'content-type': 'application/x-www-form-urlencoded' });
+      const login = await stack.web.call('POST', '/admin/login', `token=${ADMIN}&next=%2Fadmin%2Fqueues`, {
+        authorization: '',
+        'content-type': 'application/x-www-form-urlencoded',
+      });
       expect(login.statusCode).toBe(303);
       const cookie = String(login.headers['set-cookie']);
       expect(cookie).toMatch(/HttpOnly/);
@@ -70,14 +79,19 @@ describe('operations surface', () => {
       expect(opened.statusCode).toBe(200);
     });
     it('never redirects off the admin routes after logging in', async () => {
-      const login = await stack.web.call('POST', '/admin/login', `token=${ADMIN}&next=https%3A%2F%2Fevil.example`, { authorization: '', 'content-type': 'application/x-www-form-urlencoded' });
+      const login = await stack.web.call('POST', '/admin/login', `token=${ADMIN}&next=https%3A%2F%2Fevil.example`, {
+        authorization: '',
+        'content-type': 'application/x-www-form-urlencoded',
+      });
       expect(login.headers.location).toBe('/admin/queues');
     });
   });
 
   it('metrics follow a notice: the fallback counter increments with its reason, SMS sent and the decision lag', async () => {
     const before = (await stack.web.call('GET', '/metrics', undefined, { authorization: '' })).body;
-    const id = await stack.createNotice(noticeBody({ recipient: { id: 'm1', email: 'never@example.com', phone: '+12025550100' }, deadlineInSeconds: 2 }));
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'm1', email: 'never@example.com', phone: '+12025550100' }, deadlineInSeconds: 2 }),
+    );
     await stack.waitForState(id, ['sms_delivered']);
     const res = await stack.web.call('GET', '/metrics', undefined, { authorization: '' });
     expect(res.headers['content-type']).toMatch(/text\/plain/);
@@ -99,7 +113,9 @@ describe('operations surface', () => {
   });
 
   it('keeps addresses and content out of every log line about a notice, including provider errors', async () => {
-    const id = await stack.createNotice(noticeBody({ recipient: { id: 'm2', email: 'rejected@example.com', phone: '+12035550100' }, deadlineInSeconds: 30 }));
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'm2', email: 'rejected@example.com', phone: '+12035550100' }, deadlineInSeconds: 30 }),
+    );
     await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
     const about = lines.filter((l) => l.includes(id));
     expect(about.length).toBeGreaterThan(0);
@@ -111,7 +127,9 @@ describe('operations surface', () => {
 
   it('publishes OpenAPI at /docs/json covering every /v1 route with its error shape', async () => {
     const doc = (await stack.web.call('GET', '/docs/json', undefined, { authorization: '' })).json();
-    const routes = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    const routes = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     expect(routes).toEqual(
       expect.arrayContaining([
         'POST /v1/notices',

@@ -30,9 +30,15 @@ async function createNotices(s: Stack, count: number, areaBase: number): Promise
 async function expectExactlyOneSmsEach(s: Stack, notices: { id: string; phone: string }[]) {
   for (const { id, phone } of notices) {
     const events: StoredEntry[] = await s.events(id);
-    expect(events.filter((e) => e.type === 'fallback.decided'), `fallback.decided of ${id}`).toHaveLength(1);
+    expect(
+      events.filter((e) => e.type === 'fallback.decided'),
+      `fallback.decided of ${id}`,
+    ).toHaveLength(1);
     expect(s.smsTo(phone), `SMS to ${phone}`).toBe(1);
-    expect(events.filter((e) => e.type === 'notice.completed'), `notice.completed of ${id}`).toHaveLength(1);
+    expect(
+      events.filter((e) => e.type === 'notice.completed'),
+      `notice.completed of ${id}`,
+    ).toHaveLength(1);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   }
 }
@@ -62,7 +68,11 @@ describe('worker processes', () => {
       await stack.web.queues.deadline.add('deadline', { noticeId: id }, { jobId: `dup-${id}-deadline`, delay: 2500 });
       await stack.web.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: `dup-${id}-sms-send`, delay: 3500 });
     }
-    await waitAllTerminal(stack, notices.map((n) => n.id), 40_000);
+    await waitAllTerminal(
+      stack,
+      notices.map((n) => n.id),
+      40_000,
+    );
     await sleep(1500); // let the duplicates run out
     await expectExactlyOneSmsEach(stack, notices);
   });
@@ -76,7 +86,11 @@ describe('worker processes', () => {
     expect(await worker.stop('SIGKILL')).not.toBe(0);
     await sleep(800);
     worker.start();
-    await waitAllTerminal(stack, notices.map((n) => n.id), 45_000);
+    await waitAllTerminal(
+      stack,
+      notices.map((n) => n.id),
+      45_000,
+    );
     await expectExactlyOneSmsEach(stack, notices);
   });
 
@@ -86,8 +100,14 @@ describe('worker processes', () => {
     stack.sandbox.injectFault({ operation: 'twilio.create', mode: 'accept_then_hang', match: phone });
     const worker = new WorkerProcess(stack.env).start();
     workers.push(worker);
-    const id = await stack.createNotice(noticeBody({ recipient: { id: 'p-doubt', email: 'never@example.com', phone }, deadlineInSeconds: 2 }));
-    await waitFor(async () => stack!.sandbox.requests().some((r) => r.operation === 'twilio.create' && r.recipient === phone), 20_000, 'the SMS request to leave');
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'p-doubt', email: 'never@example.com', phone }, deadlineInSeconds: 2 }),
+    );
+    await waitFor(
+      async () => stack!.sandbox.requests().some((r) => r.operation === 'twilio.create' && r.recipient === phone),
+      20_000,
+      'the SMS request to leave',
+    );
     expect(stack.smsTo(phone)).toBe(1);
     await worker.stop('SIGKILL');
     expect((await stack.view(id)).state).toBe('sms_sending');

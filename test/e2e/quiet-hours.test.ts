@@ -37,7 +37,11 @@ let n = 0;
 /** Accepts a notice at the clock's time, sends its email, and runs its deadline step at the deadline. */
 async function fallBack(recipient: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<string> {
   clock.set(LATE_EVENING_JST);
-  const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: `q${(n += 1)}`, ...recipient }, deadlineInSeconds: 60, ...extra }));
+  const res = await web.call(
+    'POST',
+    '/v1/notices',
+    noticeBody({ recipient: { id: `q${(n += 1)}`, ...recipient }, deadlineInSeconds: 60, ...extra }),
+  );
   expect(res.statusCode).toBe(202);
   const id = res.json().id as string;
   await engine.sendEmail(id);
@@ -54,7 +58,12 @@ describe('quiet hours', () => {
     const id = await fallBack({ email: 'never@example.com', phone, region: 'JP' });
     const decided = (await events(id)).find((e) => e.type === 'fallback.decided')!;
     expect(decided).toMatchObject({ reason: 'email_deadline_elapsed', sendNotBefore: iso(QUIET_ENDS), timingRule: 'quiet_hours' });
-    expect((await events(id)).find((e) => e.type === 'policy.checked' && e.channel === 'sms')).toMatchObject({ outcome: 'allowed', rulesVersion: '2026-11-01', region: 'JP', policyVersion: 0 });
+    expect((await events(id)).find((e) => e.type === 'policy.checked' && e.channel === 'sms')).toMatchObject({
+      outcome: 'allowed',
+      rulesVersion: '2026-11-01',
+      region: 'JP',
+      policyVersion: 0,
+    });
 
     clock.set(QUIET_ENDS - 1000);
     expect(await engine.sendSms(id)).toMatchObject({ kind: 'retry', at: QUIET_ENDS });
@@ -98,7 +107,10 @@ describe('regional rules', () => {
     const id = await fallBack({ email: 'never@example.com', phone: '+4915112345678', region: 'DE' });
     expect((await web.store.get(id))!.state).toBe('blocked');
     const all = await events(id);
-    expect(all.find((e) => e.type === 'policy.checked' && e.channel === 'sms')).toMatchObject({ outcome: 'region_blocked', rulesVersion: '2026-11-01' });
+    expect(all.find((e) => e.type === 'policy.checked' && e.channel === 'sms')).toMatchObject({
+      outcome: 'region_blocked',
+      rulesVersion: '2026-11-01',
+    });
     expect(all.find((e) => e.type === 'fallback.blocked')).toMatchObject({ reason: 'region_blocked' });
   });
 
@@ -108,7 +120,10 @@ describe('regional rules', () => {
     expect((await web.store.get(fromNotice))!.state).toBe('sms_pending');
     const fromPolicy = await fallBack({ id: 'traveller', email: 'never@example.com', phone: '+12165550100' });
     expect((await web.store.get(fromPolicy))!.state).toBe('blocked');
-    expect((await events(fromPolicy)).find((e) => e.type === 'policy.checked' && e.channel === 'sms')).toMatchObject({ region: 'DE', policyVersion: 1 });
+    expect((await events(fromPolicy)).find((e) => e.type === 'policy.checked' && e.channel === 'sms')).toMatchObject({
+      region: 'DE',
+      policyVersion: 1,
+    });
   });
 });
 
@@ -123,7 +138,12 @@ describe('herald policy replay', () => {
     const code = await runCli(['policy', 'replay', '--rules', proposed, '--from', '1h', '--json'], {
       stdout: sink(out),
       stderr: sink([]),
-      env: { REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', HERALD_PREFIX: prefix, HERALD_API_KEYS: 'replay-test-key-0123456789', HERALD_ARCHIVE_URL: `file://${dir}/archive` },
+      env: {
+        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+        HERALD_PREFIX: prefix,
+        HERALD_API_KEYS: 'replay-test-key-0123456789',
+        HERALD_ARCHIVE_URL: `file://${dir}/archive`,
+      },
       now: () => Date.now() + 60_000,
     });
     expect(code).toBe(0);

@@ -17,7 +17,9 @@ describe('a worker process sent SIGTERM while a job runs', () => {
     stack = await startStack({ prefix: testPrefix('term'), inProcessWorker: false, env: { HERALD_PROVIDER_TIMEOUT_MS: '5000' } });
     worker = new WorkerProcess({ ...stack.env, LOG_LEVEL: 'info' }).start();
     // `slow` makes the emulator answer 1.5 s late: the send job is mid-call when the signal lands.
-    const id = await stack.createNotice(noticeBody({ recipient: { id: 'slow-1', email: 'slow+200ms@example.com' }, deadlineInSeconds: 60 }));
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'slow-1', email: 'slow+200ms@example.com' }, deadlineInSeconds: 60 }),
+    );
     await waitFor(
       async () => stack!.sandbox.requests().some((r) => r.operation === 'postmark.send' && r.outcome === 'pending'),
       20_000,

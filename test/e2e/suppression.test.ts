@@ -17,7 +17,11 @@ const notice = (email: string, phone: string | undefined, deadlineInSeconds = 20
 
 describe('the suppression API', () => {
   it('adds, reads (normalized) and lifts a suppression', async () => {
-    const added = await stack.web.call('POST', '/v1/suppressions', { channel: 'email', address: 'Someone@Example.COM', reason: 'asked us' });
+    const added = await stack.web.call('POST', '/v1/suppressions', {
+      channel: 'email',
+      address: 'Someone@Example.COM',
+      reason: 'asked us',
+    });
     expect(added.statusCode).toBe(201);
     expect(added.json()).toMatchObject({ channel: 'email', address: 'someone@example.com', reason: 'asked us', source: 'manual' });
     const read = await stack.web.call('GET', '/v1/suppressions/email/SOMEONE@example.com');
@@ -28,8 +32,12 @@ describe('the suppression API', () => {
     expect((await stack.web.call('DELETE', '/v1/suppressions/email/someone@example.com')).statusCode).toBe(404);
   });
   it('refuses a bad channel or address with validation_failed', async () => {
-    expect((await stack.web.call('POST', '/v1/suppressions', { channel: 'fax', address: 'x', reason: 'r' })).json().error.code).toBe('validation_failed');
-    expect((await stack.web.call('POST', '/v1/suppressions', { channel: 'sms', address: '12345', reason: 'r' })).json().error.code).toBe('validation_failed');
+    expect((await stack.web.call('POST', '/v1/suppressions', { channel: 'fax', address: 'x', reason: 'r' })).json().error.code).toBe(
+      'validation_failed',
+    );
+    expect((await stack.web.call('POST', '/v1/suppressions', { channel: 'sms', address: '12345', reason: 'r' })).json().error.code).toBe(
+      'validation_failed',
+    );
   });
 });
 
@@ -73,14 +81,20 @@ describe('suppressions decide', () => {
   it('an inactive recipient (406) is suppressed with its source', async () => {
     const id = await stack.createNotice(notice('inactive+sup@example.com', '+12145550100'));
     await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
-    expect((await stack.web.call('GET', '/v1/suppressions/email/inactive+sup@example.com')).json()).toMatchObject({ source: 'postmark_inactive', noticeId: id });
+    expect((await stack.web.call('GET', '/v1/suppressions/email/inactive+sup@example.com')).json()).toMatchObject({
+      source: 'postmark_inactive',
+      noticeId: id,
+    });
   });
 
   it('an SMS opt-out (21610) ends sms_failed, suppresses the number, and blocks the next fallback', async () => {
     const phone = '+12155550103';
     const first = await stack.createNotice(notice('never@example.com', phone, 2));
     await stack.waitForState(first, ['sms_failed']);
-    expect((await stack.web.call('GET', `/v1/suppressions/sms/${encodeURIComponent(phone)}`)).json()).toMatchObject({ source: 'twilio_opt_out', noticeId: first });
+    expect((await stack.web.call('GET', `/v1/suppressions/sms/${encodeURIComponent(phone)}`)).json()).toMatchObject({
+      source: 'twilio_opt_out',
+      noticeId: first,
+    });
     const second = await stack.createNotice(notice('never@example.com', phone, 2));
     await stack.waitForState(second, ['blocked']);
     expect(ofType(await stack.events(second), 'fallback.blocked')[0]).toMatchObject({ reason: 'sms_suppressed' });

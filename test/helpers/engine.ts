@@ -20,11 +20,30 @@ export function engineUnderTest(web: WebUnderTest, sandbox: Sandbox, clock: Cloc
     store: web.store,
     policies: new PolicyStore(web.redis, prefix),
     suppressions: new SuppressionStore(web.redis, prefix),
-    email: createPostmarkProvider({ serverToken: 't', from: 'herald@example.com', messageStream: 'outbound', apiUrl: sandbox.url, timeoutMs: 1000 }),
-    sms: createTwilioProvider({ accountSid: 'AC00000000000000000000000000000000', authToken: 't', from: '+15005550006', apiUrl: sandbox.url, timeoutMs: 1000 }),
+    email: createPostmarkProvider({
+      serverToken: 't',
+      from: 'herald@example.com',
+      messageStream: 'outbound',
+      apiUrl: sandbox.url,
+      timeoutMs: 1000,
+    }),
+    sms: createTwilioProvider({
+      accountSid: 'AC00000000000000000000000000000000',
+      authToken: 't',
+      from: '+15005550006',
+      apiUrl: sandbox.url,
+      timeoutMs: 1000,
+    }),
     clock,
     log: createLogger('test', 'silent'),
     schedule: new QueueScheduler(web.queues, clock),
-    settings: { providerTimeoutMs: 1000, minPollIntervalMs: 30_000, maxChecksPerNotice: 20, prices: DEFAULT_PRICES, rules: undefined, ...settings },
+    settings: {
+      providerTimeoutMs: 1000,
+      minPollIntervalMs: 30_000,
+      maxChecksPerNotice: 20,
+      prices: DEFAULT_PRICES,
+      rules: undefined,
+      ...settings,
+    },
   });
 }

@@ -16,7 +16,12 @@ export interface WebUnderTest {
   queues: HeraldQueues;
   redis: Redis;
   /** Sends a request with the test API key unless headers say otherwise. */
-  call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 

@@ -73,11 +73,32 @@ export function validPolicy(): Record<string, unknown> {
 type Mutation = { kind: 'delete'; path: string } | { kind: 'set'; path: string; value: unknown };
 
 const NOTICE_PATHS = [
-  'recipient', 'recipient.id', 'recipient.email', 'recipient.phone', 'recipient.region', 'recipient.extra',
-  'category', 'content', 'content.subject', 'content.text', 'content.html', 'content.sms', 'content.extra',
-  'deadline', 'deadlineInSeconds', 'complianceDeadline', 'policy', 'policy.firstCheckAfterSeconds',
-  'policy.minCheckIntervalSeconds', 'metadata', 'metadata.key', 'extra', '__proto__', 'constructor',
-  'recipient.__proto__', 'content.constructor',
+  'recipient',
+  'recipient.id',
+  'recipient.email',
+  'recipient.phone',
+  'recipient.region',
+  'recipient.extra',
+  'category',
+  'content',
+  'content.subject',
+  'content.text',
+  'content.html',
+  'content.sms',
+  'content.extra',
+  'deadline',
+  'deadlineInSeconds',
+  'complianceDeadline',
+  'policy',
+  'policy.firstCheckAfterSeconds',
+  'policy.minCheckIntervalSeconds',
+  'metadata',
+  'metadata.key',
+  'extra',
+  '__proto__',
+  'constructor',
+  'recipient.__proto__',
+  'content.constructor',
 ];
 const POLICY_PATHS = ['consent', 'consent.email', 'consent.sms', 'consent.extra', 'region', 'extra', '__proto__', 'consent.__proto__'];
 
@@ -115,10 +136,30 @@ function bodyText(valid: () => Record<string, unknown>, paths: string[]): fc.Arb
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }) },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)) },
     // Cut-off JSON, deep nesting, and bodies around and over the limit.
-    { weight: 1, arbitrary: fc.tuple(mutations(paths), fc.nat()).map(([ms, n]) => { const t = JSON.stringify(mutate(valid(), ms)); return t.slice(0, n % t.length); }) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(mutations(paths), fc.nat()).map(([ms, n]) => {
+        const t = JSON.stringify(mutate(valid(), ms));
+        return t.slice(0, n % t.length);
+      }),
+    },
     { weight: 1, arbitrary: fc.integer({ min: 1, max: 20_000 }).map((n) => '['.repeat(n) + ']'.repeat(n)) },
     { weight: 1, arbitrary: fc.integer({ min: 6_000, max: 40_000 }).map((n) => JSON.stringify({ ...valid(), pad: 'x'.repeat(n) })) },
-    { weight: 1, arbitrary: fc.constantFrom('', 'null', '[]', '{}', '"x"', '0', 'true', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"x":1}}}', '\ufeff{}') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '',
+        'null',
+        '[]',
+        '{}',
+        '"x"',
+        '0',
+        'true',
+        '{"__proto__":{"admin":true}}',
+        '{"constructor":{"prototype":{"x":1}}}',
+        '\ufeff{}',
+      ),
+    },
   );
 }
 
@@ -158,7 +199,15 @@ const authorization = fc.option(
     { weight: 8, arbitrary: fc.constant(`Bearer ${TEST_API_KEY}`) },
     {
       weight: 3,
-      arbitrary: fc.constantFrom(`bearer ${TEST_API_KEY}`, `Bearer  ${TEST_API_KEY}  `, `Basic ${TEST_API_KEY}`, 'Bearer', 'Bearer ', `Bearer ${TEST_API_KEY}x`, `Bearer ${'k'.repeat(5000)}`),
+      arbitrary: fc.constantFrom(
+        `bearer ${TEST_API_KEY}`,
+        `Bearer  ${TEST_API_KEY}  `,
+        `Basic ${TEST_API_KEY}`,
+        'Bearer',
+        'Bearer ',
+        `Bearer ${TEST_API_KEY}x`,
+        `Bearer ${'k'.repeat(5000)}`,
+      ),
     },
     { weight: 1, arbitrary: headerValue },
   ),
@@ -169,7 +218,17 @@ const authorization = fc.option(
 const idempotencyKey = fc.option(fc.oneof(fc.constantFrom('k-1', 'k-2', 'k 3', 'ключ', 'x'.repeat(256)), headerValue), { freq: 2 });
 
 const extraHeaders = fc.dictionary(
-  fc.constantFrom('x-request-id', 'accept', 'accept-encoding', 'content-encoding', 'x-forwarded-for', 'origin', 'expect', 'transfer-encoding', 'x-custom'),
+  fc.constantFrom(
+    'x-request-id',
+    'accept',
+    'accept-encoding',
+    'content-encoding',
+    'x-forwarded-for',
+    'origin',
+    'expect',
+    'transfer-encoding',
+    'x-custom',
+  ),
   headerValue,
   { maxKeys: 3 },
 );
@@ -177,7 +236,11 @@ const extraHeaders = fc.dictionary(
 /** A path segment of any string's UTF-8 bytes (encodeURIComponent throws on lone surrogates). */
 function percentEncoded(text: string): string {
   return [...Buffer.from(text, 'utf8')]
-    .map((byte) => (/[A-Za-z0-9._~-]/.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`))
+    .map((byte) =>
+      /[A-Za-z0-9._~-]/.test(String.fromCharCode(byte))
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`,
+    )
     .join('');
 }
 

@@ -10,7 +10,11 @@ import {
 
 const at = (second: number) => `2026-11-29T14:00:${String(second).padStart(2, '0')}Z`;
 const details = (...events: PostmarkEvent[]) => ({ Status: 'Sent', MessageEvents: events });
-const bounced = (second: number, id: number): PostmarkEvent => ({ Type: 'Bounced', ReceivedAt: at(second), Details: { BounceID: String(id) } });
+const bounced = (second: number, id: number): PostmarkEvent => ({
+  Type: 'Bounced',
+  ReceivedAt: at(second),
+  Details: { BounceID: String(id) },
+});
 
 describe('Postmark details → observation', () => {
   it('is pending with no events, and when the message is not indexed yet (701)', () => {
@@ -66,7 +70,10 @@ describe('Postmark details → observation', () => {
     );
     expect(observation).toMatchObject({ status: 'failed', suppressed: true, providerStatus: 'Sent+SubscriptionChanged' });
     const afterDelivery = postmarkObservation(
-      details({ Type: 'Delivered', ReceivedAt: at(1) }, { Type: 'SubscriptionChanged', ReceivedAt: at(2), Details: { SuppressSending: true } }),
+      details(
+        { Type: 'Delivered', ReceivedAt: at(1) },
+        { Type: 'SubscriptionChanged', ReceivedAt: at(2), Details: { SuppressSending: true } },
+      ),
     );
     expect(afterDelivery).toMatchObject({ status: 'delivered', suppressed: true });
   });

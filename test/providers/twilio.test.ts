@@ -151,7 +151,10 @@ describe('Twilio adapter against the sandbox', () => {
       await sms.send({ to, body: 'a fourth notice' });
       await sms.send({ to: number('05'), body }); // same body, other number
 
-      const dropped = sandbox.sms().filter((m) => m.to === to && m.body === body).at(-1);
+      const dropped = sandbox
+        .sms()
+        .filter((m) => m.to === to && m.body === body)
+        .at(-1);
       const listsBefore = sandbox.requests().filter((r) => r.operation === 'twilio.list').length;
       expect(await paged.findSince(to, since, body)).toEqual([{ providerMessageId: dropped?.sid, providerStatus: 'queued' }]);
       // Five messages to the number, two per page: three pages.
@@ -163,7 +166,9 @@ describe('Twilio adapter against the sandbox', () => {
       await startOfSecond();
       const sent = await sms.send({ to, body: 'same second' });
       const since = Date.now();
-      expect(await sms.findSince(to, since, 'same second')).toEqual([{ providerMessageId: sent.providerMessageId, providerStatus: 'queued' }]);
+      expect(await sms.findSince(to, since, 'same second')).toEqual([
+        { providerMessageId: sent.providerMessageId, providerStatus: 'queued' },
+      ]);
       expect(await sms.findSince(to, since + 1000, 'same second')).toEqual([]);
     });
 
@@ -210,7 +215,10 @@ describe('Twilio adapter against the sandbox', () => {
       const provider = make({ apiUrl: `http://localhost:${sandbox.port}` });
       expect((await provider.send({ to: number('00'), body: 'x' })).providerStatus).toBe('queued');
     } finally {
-      for (const [key, value] of [['TWILIO_EDGE', saved.edge], ['TWILIO_REGION', saved.region]] as const) {
+      for (const [key, value] of [
+        ['TWILIO_EDGE', saved.edge],
+        ['TWILIO_REGION', saved.region],
+      ] as const) {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }

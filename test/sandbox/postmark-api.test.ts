@@ -36,8 +36,13 @@ describe('Postmark emulator', () => {
   });
 
   describe('POST /email', () => {
-    it("answers like Postmark and keeps the message with its metadata", async () => {
-      const sent = await postmark(sandbox.url, 'POST', '/email', email('p42@example.com', { Metadata: { herald_key: 'k1' }, Tag: 'terms' }));
+    it('answers like Postmark and keeps the message with its metadata', async () => {
+      const sent = await postmark(
+        sandbox.url,
+        'POST',
+        '/email',
+        email('p42@example.com', { Metadata: { herald_key: 'k1' }, Tag: 'terms' }),
+      );
       expect(sent.status).toBe(200);
       expect(sent.body).toEqual({
         To: 'p42@example.com',
@@ -124,7 +129,12 @@ describe('Postmark emulator', () => {
       expect(event).toMatchObject({ Type: 'Bounced', Recipient: 'bounce+700ms@example.com', Details: { BounceID: expect.any(String) } });
 
       const bounce = await postmark(sandbox.url, 'GET', `/bounces/${event.Details.BounceID}`);
-      expect(bounce.body).toMatchObject({ ID: Number(event.Details.BounceID), Type: 'HardBounce', Inactive: true, MessageID: body.MessageID });
+      expect(bounce.body).toMatchObject({
+        ID: Number(event.Details.BounceID),
+        Type: 'HardBounce',
+        Inactive: true,
+        MessageID: body.MessageID,
+      });
     });
 
     it('answers unknown message IDs and bounces with 422', async () => {
@@ -143,7 +153,11 @@ describe('Postmark emulator', () => {
       expect(beforeIndexing.body).toEqual({ TotalCount: 0, Messages: [] });
 
       await sleep(250);
-      const byKey = await postmark(sandbox.url, 'GET', '/messages/outbound?count=10&offset=0&recipient=p7@example.com&metadata_herald_key=a');
+      const byKey = await postmark(
+        sandbox.url,
+        'GET',
+        '/messages/outbound?count=10&offset=0&recipient=p7@example.com&metadata_herald_key=a',
+      );
       expect(byKey.body.TotalCount).toBe(2);
       expect(byKey.body.Messages.map((m: any) => [m.Recipients, m.Metadata])).toEqual([
         [['p7@example.com'], { herald_key: 'a' }],

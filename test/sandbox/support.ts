@@ -34,9 +34,7 @@ export async function postmark(
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token !== null) headers['x-postmark-server-token'] = token;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return answer(
-    await fetch(baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
-  );
+  return answer(await fetch(baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
 }
 
 /** A Twilio API call with basic auth; `path` is below `/2010-04-01/Accounts/{sid}`. */

@@ -11,13 +11,25 @@ describe('configuration', () => {
     expect(config.providers).toBe('sandbox');
     expect(config.devApiKey).toMatch(/^dev_/);
     expect(config.apiKeys).toEqual([config.devApiKey]);
-    expect(config).toMatchObject({ prefix: 'herald', port: 3000, providerTimeoutMs: 5000, minPollIntervalMs: 30_000, maxChecksPerNotice: 20, bodyLimit: 1_048_576 });
+    expect(config).toMatchObject({
+      prefix: 'herald',
+      port: 3000,
+      providerTimeoutMs: 5000,
+      minPollIntervalMs: 30_000,
+      maxChecksPerNotice: 20,
+      bodyLimit: 1_048_576,
+    });
     expect(config.contentTtlMs).toBe(7 * 86_400_000);
     expect(Object.isFrozen(config.postmark)).toBe(true);
   });
 
   it('names every bad variable at once', () => {
-    const problems = problemsOf({ HERALD_PROVIDER_TIMEOUT_MS: 'soon', HERALD_CONTENT_TTL: '7 weeks', REDIS_URL: 'http://x', HERALD_PROVIDERS: 'real' });
+    const problems = problemsOf({
+      HERALD_PROVIDER_TIMEOUT_MS: 'soon',
+      HERALD_CONTENT_TTL: '7 weeks',
+      REDIS_URL: 'http://x',
+      HERALD_PROVIDERS: 'real',
+    });
     expect(problems.join('\n')).toMatch(/HERALD_PROVIDER_TIMEOUT_MS/);
     expect(problems.join('\n')).toMatch(/HERALD_CONTENT_TTL/);
     expect(problems.join('\n')).toMatch(/REDIS_URL/);
@@ -31,7 +43,9 @@ describe('configuration', () => {
 
   it('refuses to start in production until retention and the archive are decided', () => {
     const problems = problemsOf({ NODE_ENV: 'production', HERALD_CONTENT_TTL: '3d' });
-    expect(problems).toEqual(expect.arrayContaining([expect.stringMatching(/HERALD_AUDIT_RETENTION/), expect.stringMatching(/HERALD_ARCHIVE_URL/)]));
+    expect(problems).toEqual(
+      expect.arrayContaining([expect.stringMatching(/HERALD_AUDIT_RETENTION/), expect.stringMatching(/HERALD_ARCHIVE_URL/)]),
+    );
     expect(problems.join()).not.toMatch(/HERALD_CONTENT_TTL/);
   });
 

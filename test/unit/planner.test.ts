@@ -41,10 +41,16 @@ describe('the poll planner', () => {
 
   describe('when the request breaks a rule', () => {
     it('refuses a first check below the floor', () => {
-      expect(planChecks(0, 600 * S, { firstCheckAfterSeconds: 1 }, limits)).toMatchObject({ ok: false, field: 'policy.firstCheckAfterSeconds' });
+      expect(planChecks(0, 600 * S, { firstCheckAfterSeconds: 1 }, limits)).toMatchObject({
+        ok: false,
+        field: 'policy.firstCheckAfterSeconds',
+      });
     });
     it('refuses per-second polling', () => {
-      expect(planChecks(0, 600 * S, { minCheckIntervalSeconds: 1 }, limits)).toMatchObject({ ok: false, field: 'policy.minCheckIntervalSeconds' });
+      expect(planChecks(0, 600 * S, { minCheckIntervalSeconds: 1 }, limits)).toMatchObject({
+        ok: false,
+        field: 'policy.minCheckIntervalSeconds',
+      });
     });
     it('refuses a plan over the budget instead of thinning it', () => {
       const plan = planChecks(0, 86_400 * S, { firstCheckAfterSeconds: 30, minCheckIntervalSeconds: 30 }, limits);
@@ -52,7 +58,10 @@ describe('the poll planner', () => {
       if (!plan.ok) expect(plan.message).toMatch(/budget of 20/);
     });
     it('refuses a first check that leaves no room before the deadline check', () => {
-      expect(planChecks(0, 200 * S, { firstCheckAfterSeconds: 120, minCheckIntervalSeconds: 180 }, limits)).toMatchObject({ ok: false, field: 'policy' });
+      expect(planChecks(0, 200 * S, { firstCheckAfterSeconds: 120, minCheckIntervalSeconds: 180 }, limits)).toMatchObject({
+        ok: false,
+        field: 'policy',
+      });
     });
     it('refuses a deadline in the past', () => {
       expect(planChecks(1000, 1000, undefined, limits)).toMatchObject({ ok: false, field: 'deadline' });

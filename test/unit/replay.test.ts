@@ -12,11 +12,21 @@ const proposed = parseRules(
 
 let seq = 0;
 function trail(noticeId: string, region: string, decidedAt: string, extra: Record<string, unknown> = {}): StoredEntry[] {
-  const e = (type: string, fields: Record<string, unknown>) => ({ id: `${(seq += 1)}-0`, seq, type, noticeId, at: decidedAt, ...fields }) as StoredEntry;
+  const e = (type: string, fields: Record<string, unknown>) =>
+    ({ id: `${(seq += 1)}-0`, seq, type, noticeId, at: decidedAt, ...fields }) as StoredEntry;
   return [
     e('notice.accepted', { recipientId: `r-${noticeId}`, hasPhone: true }),
     e('policy.checked', { channel: 'email', outcome: 'allowed', policyVersion: 0 }),
-    e('policy.checked', { channel: 'sms', outcome: 'allowed', policyVersion: 0, rulesVersion: 'v1', region, recipientId: `r-${noticeId}`, hasPhone: true, ...extra }),
+    e('policy.checked', {
+      channel: 'sms',
+      outcome: 'allowed',
+      policyVersion: 0,
+      rulesVersion: 'v1',
+      region,
+      recipientId: `r-${noticeId}`,
+      hasPhone: true,
+      ...extra,
+    }),
     e('fallback.decided', { reason: 'email_deadline_elapsed', decidedAt }),
   ];
 }

@@ -23,7 +23,19 @@ async function createNotice(now = 1_000_000): Promise<string> {
   await store.create({
     id,
     createdAt: now,
-    fields: { id, state: 'accepted', category: 'c', recipientId: 'r', email: 'a@example.com', createdAt: now, deadline: now + 600_000, providerTimeoutMs: 5000, pollPlan: '[]', contentSha256: 'x', metadata: '{}' },
+    fields: {
+      id,
+      state: 'accepted',
+      category: 'c',
+      recipientId: 'r',
+      email: 'a@example.com',
+      createdAt: now,
+      deadline: now + 600_000,
+      providerTimeoutMs: 5000,
+      pollPlan: '[]',
+      contentSha256: 'x',
+      metadata: '{}',
+    },
     content: { subject: 'S', text: 'secret body' },
     entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000) }],
     at: iso(now),
@@ -67,19 +79,36 @@ describe('notice transitions', () => {
   it('refuse a deadline step before the deadline, by the clock passed in', async () => {
     const id = await createNotice(2_000_000);
     const spec = { from: ['accepted'] as const, to: 'sms_pending' as const, reached: 'deadline', entries: [{ type: 'fallback.decided' }] };
-    expect(await store.transition(id, 2_599_999, iso(2_599_999), { ...spec, from: [...spec.from] })).toMatchObject({ ok: false, reason: 'guard', field: 'deadline' });
-    expect(await store.transition(id, 2_600_000, iso(2_600_000), { ...spec, from: [...spec.from] })).toEqual({ ok: true, state: 'sms_pending' });
+    expect(await store.transition(id, 2_599_999, iso(2_599_999), { ...spec, from: [...spec.from] })).toMatchObject({
+      ok: false,
+      reason: 'guard',
+      field: 'deadline',
+    });
+    expect(await store.transition(id, 2_600_000, iso(2_600_000), { ...spec, from: [...spec.from] })).toEqual({
+      ok: true,
+      state: 'sms_pending',
+    });
   });
 
   it('check field guards (an attempt ID) before writing', async () => {
     const id = await createNotice();
-    const result = await store.transition(id, 1, iso(1), { from: '*', eq: { emailAttemptId: 'att_other' }, entries: [{ type: 'email.accepted' }] });
+    const result = await store.transition(id, 1, iso(1), {
+      from: '*',
+      eq: { emailAttemptId: 'att_other' },
+      entries: [{ type: 'email.accepted' }],
+    });
     expect(result).toMatchObject({ ok: false, reason: 'guard', field: 'emailAttemptId' });
   });
 
   it('keep every key of a notice in one hash-tag slot', async () => {
     const id = await createNotice();
-    const keys = [store.keys.notice(id), store.keys.content(id), store.keys.events(id), store.keys.lease(id), ...Object.values(store.keys.noticeKeysFor(id))];
+    const keys = [
+      store.keys.notice(id),
+      store.keys.content(id),
+      store.keys.events(id),
+      store.keys.lease(id),
+      ...Object.values(store.keys.noticeKeysFor(id)),
+    ];
     const tags = new Set(keys.map((k) => /\{([^}]+)\}/.exec(k)![1]));
     expect(tags.size).toBe(1);
   });
