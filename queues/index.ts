@@ -93,6 +93,9 @@ export class QueueScheduler implements Scheduler {
   async deadline(id: string, at: number): Promise<void> {
     await this.queues.deadline.add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: this.delay(at) });
   }
+  async dropDeadline(id: string): Promise<void> {
+    await this.queues.deadline.remove(jobIds.deadline(id));
+  }
   async smsSend(id: string, at: number): Promise<void> {
     await this.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
   }

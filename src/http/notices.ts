@@ -161,6 +161,8 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
           state,
         });
       }
+      // The deadline job would only find the notice canceled.
+      await scheduler.dropDeadline(notice.id).catch((error: unknown) => request.log.debug({ err: error }, 'deadline job not removed'));
       return noticeView((await store.get(notice.id))!);
     },
   );

@@ -338,11 +338,9 @@ export class NoticeEngine {
     if (!notice) return done('no such notice');
     const observable = notice.state === 'email_sent' || (notice.state === 'sms_pending' && notice.emailChannel.providerMessageId);
     if (!observable) return done(`state is ${notice.state}`);
-    const outcome = await this.observeEmail(notice, false);
-    const after = await this.store.get(id);
-    const next = after?.emailChannel.nextCheckAt;
-    if (after?.state === 'email_sent' && next !== undefined && next < after.deadline) {
-      await this.deps.schedule.emailPoll(id, after.pollPlan.filter((at) => at < next).length + 1, next);
+    const { outcome, nextCheckAt } = await this.observeEmail(notice, false);
+    if (nextCheckAt !== undefined && nextCheckAt < notice.deadline) {
+      await this.deps.schedule.emailPoll(id, notice.pollPlan.filter((at) => at < nextCheckAt).length + 1, nextCheckAt);
     }
     return outcome;
   }
@@ -350,9 +348,10 @@ export class NoticeEngine {
   /**
    * Reads the email status and records it. A delivery ends the notice (or, after the fallback
    * was decided but before the SMS left, cancels the SMS); a bounce or a refusal decides the
-   * fallback early; anything else waits for the next check or the deadline.
+   * fallback early; anything else waits for the next check or the deadline, whose time it
+   * returns as `nextCheckAt` when the notice still waits for the email.
    */
-  private async observeEmail(notice: Notice, final: boolean): Promise<StepOutcome> {
+  private async observeEmail(notice: Notice, final: boolean): Promise<{ outcome: StepOutcome; nextCheckAt?: number }> {
     const record = notice.emailChannel;
     let observation: StatusObservation;
     try {
@@ -371,12 +370,12 @@ export class NoticeEngine {
         entries: [this.providerErrorEntry('email', record.attemptId, 'status', error, notice.providerTimeoutMs)],
         due: UNDECIDED_STATES.includes(notice.state) ? (next ?? notice.deadline) : undefined,
       });
-      return done(`status read failed: ${error.kind}`, pauseMs);
+      return { outcome: done(`status read failed: ${error.kind}`, pauseMs), nextCheckAt: next };
     }
 
     for (let race = 0; race < MAX_RACES; race += 1) {
       const current = race === 0 ? notice : await this.store.get(notice.id);
-      if (!current) return done('no such notice');
+      if (!current) return { outcome: done('no such notice') };
       const now = this.now();
       const undecided = UNDECIDED_STATES.includes(current.state);
       const late = !undecided;
@@ -422,18 +421,20 @@ export class NoticeEngine {
       }
       const result = await this.store.transition(current.id, now, iso(now), spec);
       if (!result.ok && result.reason === 'state') continue;
-      if (!result.ok) return done(`observation not stored: ${result.reason}`);
+      if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`) };
       if (observation.suppressed && observation.status !== 'delivered') {
         const source: SuppressionSource = observation.status === 'bounced' ? 'postmark_hard_bounce' : 'postmark_unsubscribe';
         await this.suppress(current, 'email', current.email!, source, observation.bounceType ?? observation.providerStatus);
       }
-      if (undecided && observation.status === 'bounced') return this.decideFallback(current.id, 'email_bounced');
+      if (undecided && observation.status === 'bounced') return { outcome: await this.decideFallback(current.id, 'email_bounced') };
       if (undecided && observation.status === 'failed') {
-        return this.decideFallback(current.id, observation.suppressed ? 'email_suppressed' : 'email_rejected');
+        return { outcome: await this.decideFallback(current.id, observation.suppressed ? 'email_suppressed' : 'email_rejected') };
       }
-      return done(`email ${observation.status}`);
+      // Delivered before its deadline (a planned check, not the deadline's own): its deadline job has nothing left to do.
+      if (undecided && observation.status === 'delivered' && !final) await this.dropDeadline(current.id);
+      return { outcome: done(`email ${observation.status}`), nextCheckAt: result.state === 'email_sent' ? next : undefined };
     }
-    return done('the notice kept moving; observation dropped');
+    return { outcome: done('the notice kept moving; observation dropped') };
   }
 
   /** One SMS status check; plans the next one from the SMS plan. */
@@ -603,6 +604,7 @@ export class NoticeEngine {
         due: blocked ? 'remove' : sendAt,
       });
       if (result.ok) {
+        if (reason !== 'email_deadline_elapsed') await this.dropDeadline(id);
         if (!blocked) await this.deps.schedule.smsSend(id, sendAt);
         this.deps.log.info({ noticeId: id, reason, blocked }, 'fallback decided');
         return done(blocked ? `fallback blocked: ${blocked}` : `fallback decided: ${reason}`);
@@ -646,6 +648,19 @@ export class NoticeEngine {
       default:
         await this.store.transition(id, now, iso(now), { from: '*', entries: [], due: 'remove' });
         return done(`state is ${notice.state}`);
+    }
+  }
+
+  /**
+   * Removes the deadline job of a notice decided before its deadline: it would only find the
+   * notice done, and meanwhile it holds memory and a row in Bull Board. Failing here is
+   * harmless, as the job then runs and does nothing.
+   */
+  private async dropDeadline(id: string): Promise<void> {
+    try {
+      await this.deps.schedule.dropDeadline(id);
+    } catch (error) {
+      this.deps.log.debug({ err: error, noticeId: id }, 'deadline job not removed');
     }
   }
 

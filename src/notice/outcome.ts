@@ -11,6 +11,8 @@ export interface Scheduler {
   emailSend(noticeId: string, at: number): Promise<void>;
   emailPoll(noticeId: string, check: number, at: number): Promise<void>;
   deadline(noticeId: string, at: number): Promise<void>;
+  /** Removes the deadline job of a notice that no longer needs it (a job already running stays). */
+  dropDeadline(noticeId: string): Promise<void>;
   smsSend(noticeId: string, at: number): Promise<void>;
   smsPoll(noticeId: string, check: number, at: number): Promise<void>;
 }

@@ -249,6 +249,7 @@ describe('GET and cancel', () => {
     expect(again.json().error).toMatchObject({ code: 'invalid_state', details: { state: 'canceled' } });
     const types = (await web.call('GET', `/v1/notices/${id}/events`)).json().events.map((e: { type: string }) => e.type);
     expect(types).toEqual(['notice.accepted', 'policy.checked', 'notice.canceled', 'notice.completed']);
+    expect(await web.queues.deadline.getJob(`${id}-deadline`)).toBeUndefined();
   });
 });
 

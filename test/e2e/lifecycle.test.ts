@@ -51,6 +51,8 @@ describe('a notice', () => {
       expect(ofType(events, 'fallback.decided')).toHaveLength(0);
       expectSoundLog(events);
       expect(stack.smsTo(to)).toBe(0);
+      // Its deadline job is removed rather than left to wake up for nothing.
+      expect(await stack.web.queues.deadline.getJob(`${id}-deadline`)).toBeUndefined();
     });
   });
 
@@ -90,6 +92,7 @@ describe('a notice', () => {
       expect(ofType(events, 'email.observed').some((e) => e.status === 'bounced' && e.bounceType === 'HardBounce')).toBe(true);
       expect(ofType(events, 'fallback.decided')).toHaveLength(1);
       expect(stack.smsTo(to)).toBe(1);
+      expect(await stack.web.queues.deadline.getJob(`${id}-deadline`)).toBeUndefined();
     });
   });
 
