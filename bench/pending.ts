@@ -25,8 +25,16 @@ export interface PendingRun {
 
 const WINDOW_MS = 10_000;
 
+/**
+ * Every key name starts with the prefix, so the runs use prefixes as long as the default
+ * `herald` (7 characters each, where the run's own would be twice that): key names then weigh
+ * what they would in a deployment, on both sides alike.
+ */
+const heraldPrefix = (ctx: BenchContext) => `${ctx.runPrefix}p`;
+const rawPrefix = (ctx: BenchContext) => `${ctx.runPrefix}r`;
+
 export async function heraldPending(ctx: BenchContext, notices: number, workers: number): Promise<PendingRun> {
-  const herald = new HeraldDeployment(ctx, `${ctx.runPrefix}-pending`);
+  const herald = new HeraldDeployment(ctx, heraldPrefix(ctx));
   try {
     await herald.startWeb();
     await herald.startWorkers(workers);
@@ -40,7 +48,9 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
     const deadlineOf = (i: number) => windowStart + Math.floor((i * WINDOW_MS) / notices);
     ctx.log(`pending: creating ${notices} notices`);
     const creating = Date.now();
-    await createNotices(herald.url, notices, (i) => noticeBody({ email: 'never@example.com', phone: '+12025550100', deadline: deadlineOf(i) }));
+    await createNotices(herald.url, notices, (i) =>
+      noticeBody({ email: 'never@example.com', phone: '+12025550100', deadline: deadlineOf(i) }),
+    );
     ctx.log(`pending: created in ${((Date.now() - creating) / 1000).toFixed(1)} s`);
     await until(async () => ctx.sandbox.accepted.emails >= notices, 60_000, 'every email of the pending notices to be sent', 100);
     const after = await usedMemory(ctx.redis);
@@ -48,7 +58,12 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
     if (Date.now() > windowStart) ctx.log('pending: the memory reading came after the first deadline; raise the lead');
     ctx.log(`pending: ${notices} pending, ${Math.round((after - before) / notices)} B each; waiting for the deadlines`);
 
-    await until(async () => (await herald.live()) === 0, WINDOW_MS + 240_000 + Math.max(0, windowStart - Date.now()), 'every pending notice to complete', 250);
+    await until(
+      async () => (await herald.live()) === 0,
+      WINDOW_MS + 240_000 + Math.max(0, windowStart - Date.now()),
+      'every pending notice to complete',
+      250,
+    );
     const lateness: number[] = [];
     const noticeKeys = await scanKeys(ctx.redis, `${herald.prefix}:*:notice:*`);
     for (let i = 0; i < noticeKeys.length; i += 1000) {
@@ -74,7 +89,7 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
 }
 
 export async function rawPending(ctx: BenchContext, jobs: number, workers: number): Promise<PendingRun> {
-  const raw = new RawDeployment(ctx, `${ctx.runPrefix}-pending-raw`);
+  const raw = new RawDeployment(ctx, rawPrefix(ctx));
   try {
     await raw.startWorkers(workers);
     globalThis.gc?.();

@@ -40,7 +40,7 @@ const runs = (part: (typeof PARTS)[number]) => only.includes(part);
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const sandbox = await startBenchSandbox();
-const runPrefix = `herald-bench-${randomBytes(4).toString('hex')}`;
+const runPrefix = `hb${randomBytes(2).toString('hex')}`;
 const started = Date.now();
 const loadAtStart = loadavg();
 const ctx: BenchContext = {

@@ -1,9 +1,8 @@
 import type { Processor } from 'bullmq';
-import type { Clock } from '../src/clock.js';
 import type { NoticeEngine } from '../src/notice/engine.js';
-import { runStep, type NoticeJob } from './index.js';
+import { runStep, type NoticeJob, type StepContext } from './index.js';
 
 /** The `deadline` queue: one engine step, `runDeadline`, per job. */
-export function runDeadlineProcessor(engine: NoticeEngine, clock: Clock): Processor<NoticeJob> {
-  return (job, token) => runStep(job, token, clock, () => engine.runDeadline(job.data.noticeId));
+export function runDeadlineProcessor(engine: NoticeEngine, ctx: StepContext): Processor<NoticeJob> {
+  return (job, token) => runStep(job, token, ctx, () => engine.runDeadline(job.data.noticeId));
 }

@@ -1,9 +1,8 @@
 import type { Processor } from 'bullmq';
-import type { Clock } from '../src/clock.js';
 import type { NoticeEngine } from '../src/notice/engine.js';
-import { runStep, type NoticeJob } from './index.js';
+import { runStep, type NoticeJob, type StepContext } from './index.js';
 
 /** The `email-poll` queue: one engine step, `pollEmail`, per job; its workers share the provider's status-call limit. */
-export function pollEmailProcessor(engine: NoticeEngine, clock: Clock, pause?: (ms: number) => Promise<void>): Processor<NoticeJob> {
-  return (job, token) => runStep(job, token, clock, () => engine.pollEmail(job.data.noticeId), pause);
+export function pollEmailProcessor(engine: NoticeEngine, ctx: StepContext): Processor<NoticeJob> {
+  return (job, token) => runStep(job, token, ctx, () => engine.pollEmail(job.data.noticeId));
 }

@@ -1,4 +1,5 @@
 import { DelayedError, Queue, type ConnectionOptions, type DefaultJobOptions, type Job } from 'bullmq';
+import type { Logger } from 'pino';
 import type { Clock } from '../src/clock.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
 
@@ -19,6 +20,8 @@ export type QueueKey = keyof typeof QUEUE_NAMES;
 /** Every job of a notice carries only its ID: the notice's state in Redis is the truth. */
 export interface NoticeJob {
   noticeId: string;
+  /** Unexpected errors so far (runStep); absent until the first. */
+  errors?: number;
 }
 
 /** Job IDs are derived from the notice ID (BullMQ job IDs may not contain ':'). */
@@ -31,14 +34,15 @@ export const jobIds = {
 };
 
 /**
- * Jobs are retried with backoff on unexpected errors (Redis hiccups); anything a job leaves
- * undone is healed by the reconciler. Every option here is stored in every job, so what can
- * live on the worker instead does (KEEP_JOBS).
+ * Options stored in every notice job. Retries of unexpected errors are runStep's, not BullMQ's
+ * `attempts` and `backoff`: those would be stored in every job, and they make its options too
+ * long for Redis's compact hash encoding, which more than doubled the memory of a waiting job.
  */
-export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
-  attempts: 8,
-  backoff: { type: 'exponential', delay: 1000 },
-};
+export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {};
+
+/** A step that throws (a Redis hiccup, a bug) runs again after 1, 2, 4 ... s, this many times in all. */
+export const MAX_STEP_RUNS = 8;
+const STEP_RETRY_BASE_MS = 1000;
 
 /** Finished jobs kept for inspection in Bull Board: set on the workers, not on each job. */
 export const KEEP_JOBS = { removeOnComplete: { count: 1000 }, removeOnFail: { count: 5000 } } as const;
@@ -116,19 +120,41 @@ export class QueueScheduler implements Scheduler {
   }
 }
 
+/** What a notice queue's processor needs besides the engine. */
+export interface StepContext {
+  clock: Clock;
+  log: Logger;
+  /** Pauses the queue for every worker (a provider's 429 on a status call). */
+  pause?: (ms: number) => Promise<void>;
+  /** The first retry's delay after a step threw (default 1 s), doubling with each. */
+  retryBaseMs?: number;
+}
+
 /**
  * Runs one engine step for a job. A step that must come back later moves the same job back to
  * delayed (no second job is added), at the time the step asked for. A provider's 429 pauses the
- * queue for every worker (`pause`, BullMQ's global rate limit) for its Retry-After.
+ * queue for every worker (`pause`, BullMQ's global rate limit) for its Retry-After. A step that
+ * throws is run again with backoff (MAX_STEP_RUNS); after the last run the job fails, for Bull
+ * Board to show, and the reconciler drives the notice.
  */
 export async function runStep(
   job: Job<NoticeJob>,
   token: string | undefined,
-  clock: Clock,
+  ctx: StepContext,
   step: () => Promise<StepOutcome>,
-  pause?: (ms: number) => Promise<void>,
 ): Promise<string> {
-  const outcome = await step();
+  const { clock, log, pause } = ctx;
+  let outcome: StepOutcome;
+  try {
+    outcome = await step();
+  } catch (error) {
+    const errors = (job.data.errors ?? 0) + 1;
+    if (!token || errors >= MAX_STEP_RUNS) throw error;
+    log.warn({ err: error, queue: job.queueName, jobId: job.id, run: errors }, 'step failed; it runs again');
+    await job.updateData({ ...job.data, errors });
+    await job.moveToDelayed(Date.now() + (ctx.retryBaseMs ?? STEP_RETRY_BASE_MS) * 2 ** (errors - 1), token);
+    throw new DelayedError(`run ${errors} of ${MAX_STEP_RUNS} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
   if (outcome.kind === 'done' && outcome.pauseMs && pause) await pause(outcome.pauseMs);
   if (outcome.kind === 'retry' && token) {
     await job.moveToDelayed(Date.now() + Math.max(0, outcome.at - clock.now()), token);

@@ -124,17 +124,17 @@ export async function startWorker(
   const pausers = new Map<string, Worker<NoticeJob>>();
   const pause = (queue: string) => async (ms: number) => pausers.get(queue)?.rateLimit(ms);
   const processors: [string, Processor<NoticeJob>, { max: number; duration: number } | undefined][] = [
-    [QUEUE_NAMES.emailSend, sendEmailProcessor(engine, clock), undefined],
+    [QUEUE_NAMES.emailSend, sendEmailProcessor(engine, { clock, log }), undefined],
     [
       QUEUE_NAMES.emailPoll,
-      pollEmailProcessor(engine, clock, pause(QUEUE_NAMES.emailPoll)),
+      pollEmailProcessor(engine, { clock, log, pause: pause(QUEUE_NAMES.emailPoll) }),
       { max: config.statusChecksPerSecond.email, duration: 1000 },
     ],
-    [QUEUE_NAMES.deadline, runDeadlineProcessor(engine, clock), undefined],
-    [QUEUE_NAMES.smsSend, sendSmsProcessor(engine, clock), undefined],
+    [QUEUE_NAMES.deadline, runDeadlineProcessor(engine, { clock, log }), undefined],
+    [QUEUE_NAMES.smsSend, sendSmsProcessor(engine, { clock, log }), undefined],
     [
       QUEUE_NAMES.smsPoll,
-      pollSmsProcessor(engine, clock, pause(QUEUE_NAMES.smsPoll)),
+      pollSmsProcessor(engine, { clock, log, pause: pause(QUEUE_NAMES.smsPoll) }),
       { max: config.statusChecksPerSecond.sms, duration: 1000 },
     ],
   ];

@@ -75,7 +75,8 @@ export async function acceptNotice(
   ctx: { now: number; apiKeyId: string; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
 ): Promise<AcceptResult> {
   const { now, settings } = ctx;
-  const bodyHash = sha256(canonicalize(request) ?? '');
+  // Only a request with an Idempotency-Key is compared with another, so only then is its body hashed.
+  const bodyHash = ctx.idempotencyKey === undefined ? '' : sha256(canonicalize(request) ?? '');
   const idemHash = ctx.idempotencyKey === undefined ? undefined : sha256(`${ctx.apiKeyId}:${ctx.idempotencyKey}`);
   if (idemHash !== undefined) {
     // A replay answers with the original notice even when its body would no longer be accepted
