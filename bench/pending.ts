@@ -17,6 +17,8 @@ export interface PendingRun {
   bytesPerItem: number;
   /** The same from MEMORY USAGE of the run's own keys: blind to anything else on this Redis. */
   keyBytesPerItem: number;
+  /** keyBytesPerItem by kind of key (the notice hash, its log stream, its jobs, ...), largest first. */
+  keyBytesByKind: Record<string, number>;
   /** How late the deadline decision (Herald) or the job start (BullMQ) came, in ms. */
   lateness: Distribution;
   negative: number;
@@ -79,6 +81,7 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
       workers,
       bytesPerItem: (after - before) / notices,
       keyBytesPerItem: own.bytes / notices,
+      keyBytesByKind: perItem(own.byKind, notices),
       lateness: distribution(lateness),
       negative: lateness.filter((ms) => ms < 0).length,
       windowSeconds: WINDOW_MS / 1000,
@@ -123,6 +126,7 @@ export async function rawPending(ctx: BenchContext, jobs: number, workers: numbe
       workers,
       bytesPerItem: (after - before) / jobs,
       keyBytesPerItem: own.bytes / jobs,
+      keyBytesByKind: perItem(own.byKind, jobs),
       lateness: distribution(lateness),
       negative: lateness.filter((ms) => ms < 0).length,
       windowSeconds: WINDOW_MS / 1000,
@@ -130,4 +134,14 @@ export async function rawPending(ctx: BenchContext, jobs: number, workers: numbe
   } finally {
     await raw.close();
   }
+}
+
+/** Bytes by kind of key, per item, largest first, leaving out kinds under 5 B per item. */
+function perItem(byKind: Record<string, number>, items: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(byKind)
+      .map(([kind, bytes]) => [kind, Math.round(bytes / items)] as const)
+      .filter(([, bytes]) => bytes >= 5)
+      .sort((a, b) => b[1] - a[1]),
+  );
 }

@@ -96,16 +96,34 @@ export async function scanKeys(redis: Redis, pattern: string): Promise<string[]>
   return keys;
 }
 
-/** Bytes the keys under `prefix` take, by `MEMORY USAGE` (exact for this prefix whoever else uses Redis). */
-export async function keysMemory(redis: Redis, prefix: string): Promise<{ keys: number; bytes: number }> {
+/**
+ * Bytes the keys under `prefix` take, by `MEMORY USAGE` (exact for this prefix whoever else
+ * uses Redis), in all and by kind of key: the key name with the prefix, shard tags, notice and
+ * job IDs taken out (`{s}:notice`, `{q}:deadline:job`, `{q}:deadline:delayed`).
+ */
+export async function keysMemory(redis: Redis, prefix: string): Promise<{ keys: number; bytes: number; byKind: Record<string, number> }> {
   const keys = await scanKeys(redis, `${prefix}:*`);
   let bytes = 0;
+  const byKind: Record<string, number> = {};
   for (let i = 0; i < keys.length; i += 1000) {
+    const batch = keys.slice(i, i + 1000);
     const pipeline = redis.pipeline();
-    for (const key of keys.slice(i, i + 1000)) pipeline.memory('USAGE', key, 'SAMPLES', '0');
-    for (const [, size] of (await pipeline.exec()) ?? []) bytes += Number(size ?? 0);
+    for (const key of batch) pipeline.memory('USAGE', key, 'SAMPLES', '0');
+    const replies = (await pipeline.exec()) ?? [];
+    replies.forEach(([, size], k) => {
+      const kind = keyKind(batch[k]!.slice(prefix.length + 1));
+      bytes += Number(size ?? 0);
+      byKind[kind] = (byKind[kind] ?? 0) + Number(size ?? 0);
+    });
   }
-  return { keys: keys.length, bytes };
+  return { keys: keys.length, bytes, byKind };
+}
+
+function keyKind(key: string): string {
+  return key
+    .replace(/\{s\d+\}/, '{s}')
+    .replace(/:ntc_[0-9a-z]+(-[a-z0-9-]+)?$/, (_, job: string | undefined) => (job ? ':job' : ''))
+    .replace(/:[0-9a-f]{16,}$/, '');
 }
 
 /** Deletes every key under `prefix` (and only those). */

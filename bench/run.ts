@@ -303,6 +303,7 @@ try {
   );
   console.log(printed);
   if (pending && lightPending) {
+    console.log(`\nMemory per pending notice by kind of key (MEMORY USAGE, B): ${JSON.stringify(pending.herald.keyBytesByKind)}`);
     console.log(
       `\nDeadline lateness max: Herald ${pending.herald.lateness.max} ms, raw ${pending.raw.lateness.max} ms (${lightPending.herald.lateness.max} ms and ${lightPending.raw.lateness.max} ms at a tenth of the load); ` +
         `memory by MEMORY USAGE of own keys: Herald ${pending.herald.keyBytesPerItem.toFixed(0)} B, raw ${pending.raw.keyBytesPerItem.toFixed(0)} B per item.`,
