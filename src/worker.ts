@@ -87,14 +87,16 @@ export async function startWorker(
   const clock = opts.clock ?? systemClock;
   const log = opts.logger ?? createLogger('herald-worker');
   const redis = connectRedis(config.redisUrl, 'worker', 'herald-worker');
-  redis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
-  const store = new NoticeStore(redis, config.prefix, { keyring: keyringOf(config.encryptionKeys) });
+  // The engine's reads and transitions go on a pipelining connection of their own; BullMQ keeps `redis`.
+  const stepRedis = connectRedis(config.redisUrl, 'worker-store', 'herald-worker-steps');
+  for (const connection of [redis, stepRedis]) connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
+  const store = new NoticeStore(stepRedis, config.prefix, { keyring: keyringOf(config.encryptionKeys) });
   const queues = openQueues(redis, store.keys.queuePrefix);
   const made = opts.providers ? { ...opts.providers, sandbox: undefined } : await createProviders(config, log);
   const engine = new NoticeEngine({
     store,
-    policies: new PolicyStore(redis, config.prefix),
-    suppressions: new SuppressionStore(redis, config.prefix),
+    policies: new PolicyStore(stepRedis, config.prefix),
+    suppressions: new SuppressionStore(stepRedis, config.prefix),
     email: made.email,
     sms: made.sms,
     clock,
@@ -195,7 +197,7 @@ export async function startWorker(
     await Promise.race([Promise.allSettled(workers.map((w) => w.close())), bound]);
     await Promise.allSettled(workers.map((w) => w.close(true)));
     await closeQueues(queues);
-    await redis.quit().catch(() => redis.disconnect());
+    await Promise.all([redis, stepRedis].map((connection) => connection.quit().catch(() => connection.disconnect())));
     await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));
     await made.sandbox?.close();
   });
