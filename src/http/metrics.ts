@@ -4,7 +4,7 @@ import type { AppDeps } from '../app.js';
 import { readBacklog } from '../archive/backlog.js';
 import { logMirrorBacklogGauges } from '../archive/metrics.js';
 import { SHARD_COUNT } from '../notice/ids.js';
-import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, SPEND_SCALE } from '../store/metrics.js';
+import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, expandCounters, SPEND_SCALE } from '../store/metrics.js';
 
 const PROVIDER_OF: Record<string, string> = { email: 'postmark', sms: 'twilio' };
 
@@ -120,8 +120,7 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promis
     const counters = new Map<string, number>();
     for (const [error, hash] of replies) {
       if (error) throw error;
-      for (const [field, value] of Object.entries(hash as Record<string, string>))
-        counters.set(field, (counters.get(field) ?? 0) + Number(value));
+      expandCounters(hash as Record<string, string>, counters);
     }
     const queues: Snapshot['queues'] = {};
     for (const queue of Object.values(deps.queues)) {

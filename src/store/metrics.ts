@@ -16,8 +16,33 @@ export const SPEND_SCALE = 1_000_000;
 /** Upper bounds (ms) of the `decidedAt − deadline` histogram buckets. */
 export const DECISION_LAG_BUCKETS_MS = [0, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
 
+/**
+ * The counters a transition adds 1 to go into one field, their names joined by `&`
+ * (`&state|email_sent&entry|email.accepted&call|email|send|ok`): one HINCRBY instead of one
+ * per counter. There are only as many such fields as there are kinds of transition; readers
+ * expand them with `expandCounters`. No counter name contains `&`.
+ */
+const JOINED = '&';
+
 /** The metric increments a transition causes: `[field, n, field, n, ...]` for the script. */
 export function metricIncrements(entries: readonly LogEntry[], newState?: NoticeState): (string | number)[] {
+  const counts = countsOf(entries, newState);
+  const ones = [...counts].filter(([, n]) => n === 1).map(([field]) => field);
+  const others = [...counts].filter(([, n]) => n !== 1);
+  const joined: [string, number][] = ones.length > 1 ? [[JOINED + ones.join(JOINED), 1]] : ones.map((field) => [field, 1]);
+  return [...joined, ...others].flat();
+}
+
+/** Adds the counters of a shard's metrics hash to `into`, joined fields expanded. */
+export function expandCounters(hash: Record<string, string>, into: Map<string, number>): void {
+  for (const [field, raw] of Object.entries(hash)) {
+    const value = Number(raw);
+    const names = field.startsWith(JOINED) ? field.slice(1).split(JOINED) : [field];
+    for (const name of names) into.set(name, (into.get(name) ?? 0) + value);
+  }
+}
+
+function countsOf(entries: readonly LogEntry[], newState?: NoticeState): Map<string, number> {
   const counts = new Map<string, number>();
   const add = (field: string, n = 1) => counts.set(field, (counts.get(field) ?? 0) + n);
   if (newState) add(`state|${newState}`);
@@ -70,5 +95,5 @@ export function metricIncrements(entries: readonly LogEntry[], newState?: Notice
       }
     }
   }
-  return [...counts].flat();
+  return counts;
 }

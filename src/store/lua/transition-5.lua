@@ -30,7 +30,22 @@
 -- @include setDue
 -- @include countMetrics
 
-local state = redis.call('HGET', KEYS[1], 'state')
+-- The state and every guarded field, in one read.
+local guards = cjson.decode(ARGV[6])
+local wanted = { 'state' }
+local eqFields = {}
+if guards.eq then
+  for field in pairs(guards.eq) do
+    eqFields[#eqFields + 1] = field
+    wanted[#wanted + 1] = field
+  end
+end
+if guards.reached then
+  wanted[#wanted + 1] = guards.reached
+end
+local current = redis.call('HMGET', KEYS[1], unpack(wanted))
+
+local state = current[1]
 if not state then
   return { -1 }
 end
@@ -49,17 +64,14 @@ if allowed ~= '*' then
   end
 end
 
-local guards = cjson.decode(ARGV[6])
-if guards.eq then
-  for field, expected in pairs(guards.eq) do
-    local actual = redis.call('HGET', KEYS[1], field) or ''
-    if actual ~= expected then
-      return { -3, field, actual }
-    end
+for i, field in ipairs(eqFields) do
+  local actual = current[i + 1] or ''
+  if actual ~= guards.eq[field] then
+    return { -3, field, actual }
   end
 end
 if guards.reached then
-  local at = tonumber(redis.call('HGET', KEYS[1], guards.reached))
+  local at = tonumber(current[#wanted])
   if at == nil or at > tonumber(ARGV[2]) then
     return { -3, guards.reached, tostring(at) }
   end
