@@ -370,7 +370,10 @@ export class NoticeEngine {
         entries: [this.providerErrorEntry('email', record.attemptId, 'status', error, notice.providerTimeoutMs)],
         due: UNDECIDED_STATES.includes(notice.state) ? (next ?? notice.deadline) : undefined,
       });
-      return { outcome: done(`status read failed: ${error.kind}`, pauseMs), nextCheckAt: next };
+      return {
+        outcome: done(`status read failed: ${error.kind}`, pauseMs),
+        nextCheckAt: UNDECIDED_STATES.includes(notice.state) ? next : undefined,
+      };
     }
 
     for (let race = 0; race < MAX_RACES; race += 1) {
