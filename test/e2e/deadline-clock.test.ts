@@ -96,6 +96,31 @@ describe('a late email delivery', () => {
   });
 });
 
+describe('status checks after an early fallback', () => {
+  it('ask for no further check when a status read fails once the fallback is decided', async () => {
+    const res = await web.call(
+      'POST',
+      '/v1/notices',
+      noticeBody({ recipient: { id: 'p4', email: 'bounce+0ms@example.com', phone: '+12075550100' }, deadlineInSeconds: 600 }),
+    );
+    const id = res.json().id as string;
+    expect((await engine.sendEmail(id)).note).toBe('email accepted');
+    const plan = (await web.store.get(id))!.pollPlan;
+    clock.set(plan[0]!);
+    expect((await engine.pollEmail(id)).note).toBe('fallback decided: email_bounced');
+    expect((await web.store.get(id))!.state).toBe('sms_pending');
+
+    // Before the deadline, with checks still planned: the next one is not asked for.
+    const checks = async () =>
+      (await web.queues.emailPoll.getJobs(['delayed', 'waiting'])).filter((job) => job.data.noticeId === id).map((job) => job.id);
+    const before = await checks();
+    clock.set(plan[1]!);
+    sandbox.injectFault({ operation: 'postmark.details', mode: 'status_500', match: 'bounce+0ms' });
+    expect((await engine.pollEmail(id)).note).toBe('status read failed: server_error');
+    expect(await checks()).toEqual(before);
+  });
+});
+
 describe('the reconciler, on the injected clock', () => {
   it('drives a notice whose jobs never ran: sends the email, then decides at the deadline', async () => {
     const res = await web.call(
