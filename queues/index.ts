@@ -35,8 +35,8 @@ export const jobIds = {
 
 /**
  * Options stored in every notice job. Retries of unexpected errors are runStep's, not BullMQ's
- * `attempts` and `backoff`: those would be stored in every job, and they make its options too
- * long for Redis's compact hash encoding, which more than doubled the memory of a waiting job.
+ * `attempts` and `backoff`: those would be stored in every job (some 60 bytes of its options),
+ * for an error that a step rarely meets.
  */
 export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {};
 
