@@ -2,8 +2,8 @@ import type { Keyring, Sealed } from '../crypto.js';
 import type { NoticeContent } from './notices.js';
 
 /**
- * Message content at rest. Without `HERALD_ENCRYPTION_KEY` the content hash holds the fields
- * (subject, text, html, sms); with it, the hash holds only `kid`, `iv` and `ct`: the whole
+ * Message content at rest, one JSON string per notice. Without `HERALD_ENCRYPTION_KEY` it holds
+ * the fields (subject, text, html, sms); with it, only `kid`, `iv` and `ct`: the whole
  * content as one AES-256-GCM ciphertext, bound to its notice ID so that a ciphertext copied
  * onto another notice does not open.
  */
@@ -18,8 +18,12 @@ export function sealContent(keyring: Keyring | undefined, noticeId: string, cont
   return keyring.seal(JSON.stringify(plain), associatedData(noticeId));
 }
 
-/** Reads a content hash back; throws when it is sealed and no key here opens it. */
-export function openContent(keyring: Keyring | undefined, noticeId: string, hash: Record<string, string>): NoticeContent | null {
+/** Reads stored content back; throws when it is sealed and no key here opens it. */
+export function openContent(
+  keyring: Keyring | undefined,
+  noticeId: string,
+  hash: Record<string, string | undefined>,
+): NoticeContent | null {
   if (hash.ct !== undefined) {
     const sealed: Sealed = { kid: hash.kid ?? '', iv: hash.iv ?? '', ct: hash.ct };
     if (!keyring) throw new Error(`content of ${noticeId} is encrypted (key "${sealed.kid}") but HERALD_ENCRYPTION_KEY is not set`);

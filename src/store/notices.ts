@@ -218,7 +218,17 @@ export class NoticeStore {
 
   /** The notice's content, opened when sealed; null once it has expired. */
   async content(id: string): Promise<NoticeContent | null> {
-    return openContent(this.options.keyring, id, await this.redis.hgetall(this.keys.content(id)));
+    const key = this.keys.content(id);
+    let stored: Record<string, string>;
+    try {
+      const json = await this.redis.get(key);
+      stored = json === null ? {} : (JSON.parse(json) as Record<string, string>);
+    } catch (error) {
+      // Content stored before it became one string was a hash of the same fields.
+      if (!(error instanceof Error && error.message.startsWith('WRONGTYPE'))) throw error;
+      stored = await this.redis.hgetall(key);
+    }
+    return openContent(this.options.keyring, id, stored);
   }
 
   /** The notice's decision log, in order, as far as Redis still holds it. */

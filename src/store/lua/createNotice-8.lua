@@ -2,12 +2,12 @@
   Stores a new notice, its content and its first decision-log entries in one step, or finds
   the notice an earlier request with the same idempotency key created.
 
-  KEYS[1] notice hash          KEYS[2] content hash       KEYS[3] events list
+  KEYS[1] notice hash          KEYS[2] content string     KEYS[3] events list
   KEYS[4] shard log stream     KEYS[5] shard due zset     KEYS[6] idempotency hash
   KEYS[7] shard metrics hash     KEYS[8] shard created zset (notices by creation time, for /v1/stats)
   ARGV[1] noticeId             ARGV[2] at (ISO)           ARGV[3] content TTL (ms)
   ARGV[4] idempotency TTL (ms) ARGV[5] request body hash, '' when no idempotency key
-  ARGV[6] notice fields JSON   ARGV[7] content fields JSON
+  ARGV[6] notice fields JSON   ARGV[7] content JSON (stored as is)
   ARGV[8] entries JSON         ARGV[9] due score (ms)
   ARGV[10] metric increments JSON: [ field, n, ... ]
   ARGV[11] createdAt (ms)
@@ -34,20 +34,20 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return { -4 }
 end
 
-redis.call('HSET', KEYS[1], unpack(flatten(ARGV[6])))
+local entries = cjson.decode(ARGV[8])
+local fields = flatten(ARGV[6])
+fields[#fields + 1] = 'seq'
+fields[#fields + 1] = #entries
+redis.call('HSET', KEYS[1], unpack(fields))
 
-local contentFlat = flatten(ARGV[7])
-if #contentFlat > 0 then
-  redis.call('HSET', KEYS[2], unpack(contentFlat))
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-end
+redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[3])
 
 if bodyHash ~= '' then
   redis.call('HSET', KEYS[6], 'noticeId', noticeId, 'bodyHash', bodyHash)
   redis.call('PEXPIRE', KEYS[6], ARGV[4])
 end
 
-appendEntries(KEYS[1], KEYS[3], KEYS[4], noticeId, ARGV[2], cjson.decode(ARGV[8]))
+appendEntries(KEYS[3], KEYS[4], noticeId, ARGV[2], entries, 0)
 setDue(KEYS[5], noticeId, ARGV[9])
 countMetrics(KEYS[7], cjson.decode(ARGV[10]))
 redis.call('ZADD', KEYS[8], ARGV[11], noticeId)

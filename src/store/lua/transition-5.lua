@@ -30,9 +30,9 @@
 -- @include setDue
 -- @include countMetrics
 
--- The state and every guarded field, in one read.
+-- The state, the log's last seq and every guarded field, in one read.
 local guards = cjson.decode(ARGV[6])
-local wanted = { 'state' }
+local wanted = { 'state', 'seq' }
 local eqFields = {}
 if guards.eq then
   for field in pairs(guards.eq) do
@@ -49,6 +49,7 @@ local state = current[1]
 if not state then
   return { -1 }
 end
+local lastSeq = tonumber(current[2]) or 0
 
 local allowed = ARGV[4]
 if allowed ~= '*' then
@@ -65,7 +66,7 @@ if allowed ~= '*' then
 end
 
 for i, field in ipairs(eqFields) do
-  local actual = current[i + 1] or ''
+  local actual = current[i + 2] or ''
   if actual ~= guards.eq[field] then
     return { -3, field, actual }
   end
@@ -78,11 +79,16 @@ if guards.reached then
 end
 
 local newState = ARGV[5]
+local entries = cjson.decode(ARGV[9])
 local flat = flatten(ARGV[7])
 if newState ~= '' then
   flat[#flat + 1] = 'state'
   flat[#flat + 1] = newState
   state = newState
+end
+if #entries > 0 then
+  flat[#flat + 1] = 'seq'
+  flat[#flat + 1] = lastSeq + #entries
 end
 if #flat > 0 then
   redis.call('HSET', KEYS[1], unpack(flat))
@@ -92,7 +98,7 @@ if #unset > 0 then
   redis.call('HDEL', KEYS[1], unpack(unset))
 end
 
-appendEntries(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], cjson.decode(ARGV[9]))
+appendEntries(KEYS[2], KEYS[3], ARGV[1], ARGV[3], entries, lastSeq)
 setDue(KEYS[4], ARGV[1], ARGV[10])
 countMetrics(KEYS[5], cjson.decode(ARGV[11]))
 return { 1, state }

@@ -1,14 +1,15 @@
--- Appends decision-log entries for one notice: each gets the next `seq` of the notice, goes to
--- the shard's stream, and its stream ID is remembered in the notice's events list. The seqs are
--- taken with one HINCRBY and the IDs remembered with one RPUSH, whatever the number of entries.
+-- Appends decision-log entries for one notice: each goes to the shard's stream with the notice's
+-- next `seq` (after `lastSeq`, the notice's `seq` before them, which the caller sets to
+-- lastSeq + #entries in its own HSET), and the stream IDs are remembered in the notice's events
+-- list with one RPUSH.
 -- entries: array of arrays { type, field1, value1, field2, value2, ... }; values arrive
 -- JSON-encoded from the caller, which is the only writer of entry fields.
-local function appendEntries(noticeKey, eventsKey, logKey, noticeId, at, entries)
+local function appendEntries(eventsKey, logKey, noticeId, at, entries, lastSeq)
   local ids = {}
   if #entries == 0 then
     return ids
   end
-  local seq = redis.call('HINCRBY', noticeKey, 'seq', #entries) - #entries
+  local seq = lastSeq
   for _, entry in ipairs(entries) do
     seq = seq + 1
     local args = { logKey, '*', 'type', entry[1], 'noticeId', noticeId, 'at', at, 'seq', tostring(seq) }
