@@ -9,6 +9,7 @@ import { deleteKeys, plainRedis, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { tempDir } from './support.js';
+import { storedNoticeFields } from '../helpers/notices.js';
 
 const newKey = () => randomBytes(32).toString('base64');
 const current = { id: 'k2', key: newKey() };
@@ -87,19 +88,7 @@ describe('content keys', () => {
     await new NoticeStore(redis, prefix).create({
       id,
       createdAt: now,
-      fields: {
-        id,
-        state: 'accepted',
-        category: 'c',
-        recipientId: 'r',
-        email: 'a@example.com',
-        createdAt: now,
-        deadline: now + 60_000,
-        providerTimeoutMs: 5000,
-        pollPlan: '[]',
-        contentSha256: 'x',
-        metadata: '{}',
-      },
+      fields: storedNoticeFields(id, now, { deadlineInMs: 60_000 }),
       content: sealContent(keyring, id, SECRET),
       entries: [{ type: 'notice.accepted' }],
       at: iso(now),

@@ -12,6 +12,7 @@ import { iso, systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { decodeEntry, type NoticeStore, type StoredEntry } from '../../src/store/notices.js';
+import { storedNoticeFields } from '../helpers/notices.js';
 
 export const silent = createLogger('herald-test-archive', 'silent');
 
@@ -70,19 +71,7 @@ export async function writeNotices(store: NoticeStore, redis: Redis, shard: numb
     await store.create({
       id,
       createdAt: now,
-      fields: {
-        id,
-        state: 'accepted',
-        category: 'c',
-        recipientId: `r${i}`,
-        email: 'a@example.com',
-        createdAt: now,
-        deadline: now + 600_000,
-        providerTimeoutMs: 5000,
-        pollPlan: '[]',
-        contentSha256: 'x',
-        metadata: '{}',
-      },
+      fields: storedNoticeFields(id, now, { recipientId: `r${i}` }),
       content: { subject: 'S', text: 'body' },
       entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x' }],
       at: iso(now),

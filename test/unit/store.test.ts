@@ -4,6 +4,7 @@ import { iso } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
+import { storedNoticeFields } from '../helpers/notices.js';
 
 let redis: Redis;
 let store: NoticeStore;
@@ -23,19 +24,7 @@ async function createNotice(now = 1_000_000): Promise<string> {
   await store.create({
     id,
     createdAt: now,
-    fields: {
-      id,
-      state: 'accepted',
-      category: 'c',
-      recipientId: 'r',
-      email: 'a@example.com',
-      createdAt: now,
-      deadline: now + 600_000,
-      providerTimeoutMs: 5000,
-      pollPlan: '[]',
-      contentSha256: 'x',
-      metadata: '{}',
-    },
+    fields: storedNoticeFields(id, now),
     content: { subject: 'S', text: 'secret body' },
     entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000) }],
     at: iso(now),
