@@ -88,7 +88,7 @@ export async function startWorker(
   const log = opts.logger ?? createLogger('herald-worker');
   const redis = connectRedis(config.redisUrl, 'worker', 'herald-worker');
   // The engine's reads and transitions go on a pipelining connection of their own; BullMQ keeps `redis`.
-  const stepRedis = connectRedis(config.redisUrl, 'worker-store', 'herald-worker-steps');
+  const stepRedis = connectRedis(config.redisUrl, 'worker-steps', 'herald-worker-steps');
   for (const connection of [redis, stepRedis]) connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   const store = new NoticeStore(stepRedis, config.prefix, { keyring: keyringOf(config.encryptionKeys) });
   const queues = openQueues(redis, store.keys.queuePrefix);

@@ -3,16 +3,16 @@ import { Redis, type RedisOptions } from 'ioredis';
 /**
  * The kinds of connection Herald opens. Workers wait for Redis to come back
  * (`maxRetriesPerRequest: null`, as BullMQ requires); the web side fails fast so that a request
- * answers 503 at once instead of hanging while Redis is down. `worker-store` is a worker's
+ * answers 503 at once instead of hanging while Redis is down. `worker-steps` is a worker's
  * connection for its own steps (not BullMQ's): it waits like a worker's and, like the web's,
  * pipelines automatically — the commands of concurrent steps issued in one tick go out in one
  * write instead of one each.
  */
-export function connectRedis(url: string, role: 'web' | 'worker' | 'worker-store', name: string): Redis {
+export function connectRedis(url: string, role: 'web' | 'worker' | 'worker-steps', name: string): Redis {
   const options: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: name }
-      : role === 'worker-store'
+      : role === 'worker-steps'
         ? { maxRetriesPerRequest: null, enableReadyCheck: true, enableAutoPipelining: true, connectionName: name }
         : {
             maxRetriesPerRequest: 1,
