@@ -98,7 +98,8 @@ export class QueueScheduler implements Scheduler {
     await this.queues.deadline.add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: this.delay(at) });
   }
   async dropDeadline(id: string): Promise<void> {
-    await this.queues.deadline.remove(jobIds.deadline(id));
+    // Notice jobs have no child jobs (no flows): the removal skips BullMQ's search for them.
+    await this.queues.deadline.remove(jobIds.deadline(id), { removeChildren: false });
   }
   async smsSend(id: string, at: number): Promise<void> {
     await this.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
