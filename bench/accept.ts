@@ -26,11 +26,18 @@ export interface AcceptResult {
   baseline: AcceptSide;
 }
 
-export async function measureAccept(ctx: BenchContext, opts: { connections: number; roundSeconds: number; rounds: number }): Promise<AcceptResult> {
+export async function measureAccept(
+  ctx: BenchContext,
+  opts: { connections: number; roundSeconds: number; rounds: number },
+): Promise<AcceptResult> {
   const herald = new HeraldDeployment(ctx, `${ctx.runPrefix}-accept`);
   const baselinePrefix = `${ctx.runPrefix}-accept-baseline`;
   const baselinePort = await freePort();
-  const baseline = new NodeProcess('dist/bench/baseline-server.js', { REDIS_URL: ctx.redisUrl, BENCH_PREFIX: baselinePrefix, PORT: String(baselinePort) }).start();
+  const baseline = new NodeProcess('dist/bench/baseline-server.js', {
+    REDIS_URL: ctx.redisUrl,
+    BENCH_PREFIX: baselinePrefix,
+    PORT: String(baselinePort),
+  }).start();
   try {
     await herald.startWeb();
     await httpReady(`http://127.0.0.1:${baselinePort}/healthz`, baseline);
@@ -62,9 +69,17 @@ export async function measureAccept(ctx: BenchContext, opts: { connections: numb
           { idleMs: 1000 },
         );
         const r = result!;
-        rounds[side].push({ requestsPerSecond: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors });
+        rounds[side].push({
+          requestsPerSecond: r.requests.average,
+          p50Ms: r.latency.p50,
+          p99Ms: r.latency.p99,
+          non2xx: r.non2xx,
+          errors: r.errors,
+        });
         commands[side].push({ perRequest: counted.total / Math.max(1, r['2xx']), busiest: top(counted.byCommand, Math.max(1, r['2xx'])) });
-        ctx.log(`accept: ${side} round ${round + 1}: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, ${r.non2xx} non-2xx, ${r.errors} errors`);
+        ctx.log(
+          `accept: ${side} round ${round + 1}: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, ${r.non2xx} non-2xx, ${r.errors} errors`,
+        );
       }
     }
     const side = (name: 'herald' | 'baseline'): AcceptSide => ({

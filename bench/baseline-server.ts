@@ -11,7 +11,11 @@ import { DEFAULT_JOB_OPTIONS } from '../queues/index.js';
 
 const redis = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'web', 'bench-baseline');
 redis.on('error', () => undefined);
-const queue = new Queue('accept', { connection: redis, prefix: `${process.env.BENCH_PREFIX ?? 'bench'}:{q}`, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+const queue = new Queue('accept', {
+  connection: redis,
+  prefix: `${process.env.BENCH_PREFIX ?? 'bench'}:{q}`,
+  defaultJobOptions: DEFAULT_JOB_OPTIONS,
+});
 const app = Fastify({ logger: false, bodyLimit: 1_048_576 });
 
 app.get('/healthz', async () => ({ status: 'ok' }));

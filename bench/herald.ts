@@ -156,7 +156,9 @@ export function noticeBody(opts: {
       text: 'Our terms change on Monday. Please read the new terms before you join the next event.',
       sms: 'Terms change Monday: see your email.',
     },
-    ...(opts.deadline !== undefined ? { deadline: new Date(opts.deadline).toISOString() } : { deadlineInSeconds: opts.deadlineInSeconds ?? 600 }),
+    ...(opts.deadline !== undefined
+      ? { deadline: new Date(opts.deadline).toISOString() }
+      : { deadlineInSeconds: opts.deadlineInSeconds ?? 600 }),
     ...(opts.policy ? { policy: opts.policy } : {}),
     metadata: { event: 'winter-cup' },
   };
@@ -168,7 +170,12 @@ export function noticeBody(opts: {
  * also answers for the emulators) several times more CPU per request. Any answer but 202 stops
  * the benchmark: a figure over failed requests would mean nothing.
  */
-export async function createNotices(url: string, count: number, body: (i: number) => Record<string, unknown>, connections = 50): Promise<void> {
+export async function createNotices(
+  url: string,
+  count: number,
+  body: (i: number) => Record<string, unknown>,
+  connections = 50,
+): Promise<void> {
   let next = 0;
   const result = await autocannon({
     url,

@@ -33,7 +33,12 @@ export async function deliveredThroughput(ctx: BenchContext, workers: number, no
     ctx.sandbox.reset();
     // Checks every 2 s from 1 s on: a notice is observed within 2 s of its send, whenever that is.
     await createNotices(herald.url, notices, () =>
-      noticeBody({ email: 'delivered+0ms@example.com', phone: '+12025550100', deadlineInSeconds: 60, policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 2 } }),
+      noticeBody({
+        email: 'delivered+0ms@example.com',
+        phone: '+12025550100',
+        deadlineInSeconds: 60,
+        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 2 },
+      }),
     );
     const started = Date.now();
     await herald.resume();

@@ -56,7 +56,12 @@ export class NodeProcess {
 }
 
 /** Polls `probe` every `everyMs` until it is truthy; throws after `timeoutMs`, naming `what`. */
-export async function until<T>(probe: () => Promise<T | false | null | undefined>, timeoutMs: number, what: string, everyMs = 50): Promise<T> {
+export async function until<T>(
+  probe: () => Promise<T | false | null | undefined>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -23,7 +23,11 @@ export class RawDeployment {
   }
 
   /** Adds jobs in batches (while paused, for a throughput run). */
-  async addBulk(count: number, data: (i: number) => Record<string, unknown>, opts: (i: number) => JobsOptions = () => ({})): Promise<string[]> {
+  async addBulk(
+    count: number,
+    data: (i: number) => Record<string, unknown>,
+    opts: (i: number) => JobsOptions = () => ({}),
+  ): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < count; i += 1000) {
       const batch = Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({ name: 'noop', data: data(i + k), opts: opts(i + k) }));
