@@ -27,10 +27,7 @@ export interface LifecycleRun extends ThroughputRun {
 export async function deliveredThroughput(ctx: BenchContext, workers: number, notices: number): Promise<LifecycleRun> {
   const herald = new HeraldDeployment(ctx, `${ctx.runPrefix}-delivered-${workers}w`);
   try {
-    await herald.startWeb();
-    await herald.startWorkers(workers);
-    await herald.pause();
-    ctx.sandbox.reset();
+    await readyAndPaused(ctx, herald, workers);
     // Checks every 2 s from 1 s on: a notice is observed within 2 s of its send, whenever that is.
     await createNotices(herald.url, notices, () =>
       noticeBody({
@@ -65,10 +62,7 @@ export async function deliveredThroughput(ctx: BenchContext, workers: number, no
 export async function fallbackThroughput(ctx: BenchContext, workers: number, notices: number): Promise<LifecycleRun> {
   const herald = new HeraldDeployment(ctx, `${ctx.runPrefix}-fallback-${workers}w`);
   try {
-    await herald.startWeb();
-    await herald.startWorkers(workers);
-    await herald.pause();
-    ctx.sandbox.reset();
+    await readyAndPaused(ctx, herald, workers);
     // The deadline is the only check (the first check would come after it).
     await createNotices(herald.url, notices, () =>
       noticeBody({ email: 'never@example.com', phone: '+12025550100', deadlineInSeconds: 1, policy: { firstCheckAfterSeconds: 3600 } }),
@@ -108,6 +102,14 @@ export async function rawThroughput(ctx: BenchContext, workers: number, jobs: nu
   } finally {
     await raw.close();
   }
+}
+
+/** Starts web and workers with every notice queue paused, and clears the emulators' records. */
+async function readyAndPaused(ctx: BenchContext, herald: HeraldDeployment, workers: number): Promise<void> {
+  await herald.startWeb();
+  await herald.startWorkers(workers);
+  await herald.pause();
+  ctx.sandbox.reset();
 }
 
 function providerCalls(ctx: BenchContext, since: number, notices: number): Record<string, number> {

@@ -76,16 +76,7 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
         if (deadline && decidedAt) lateness.push(Number(decidedAt) - Number(deadline));
       }
     }
-    return {
-      items: notices,
-      workers,
-      bytesPerItem: (after - before) / notices,
-      keyBytesPerItem: own.bytes / notices,
-      keyBytesByKind: perItem(own.byKind, notices),
-      lateness: distribution(lateness),
-      negative: lateness.filter((ms) => ms < 0).length,
-      windowSeconds: WINDOW_MS / 1000,
-    };
+    return pendingRun(notices, workers, after - before, own, lateness);
   } finally {
     await herald.close();
   }
@@ -121,19 +112,30 @@ export async function rawPending(ctx: BenchContext, jobs: number, workers: numbe
         if (processedOn) lateness.push(Number(processedOn) - (Number(timestamp) + delay));
       }
     }
-    return {
-      items: jobs,
-      workers,
-      bytesPerItem: (after - before) / jobs,
-      keyBytesPerItem: own.bytes / jobs,
-      keyBytesByKind: perItem(own.byKind, jobs),
-      lateness: distribution(lateness),
-      negative: lateness.filter((ms) => ms < 0).length,
-      windowSeconds: WINDOW_MS / 1000,
-    };
+    return pendingRun(jobs, workers, after - before, own, lateness);
   } finally {
     await raw.close();
   }
+}
+
+/** One run's figures from its memory growth, its own keys' sizes and the lateness of each item. */
+function pendingRun(
+  items: number,
+  workers: number,
+  grownBytes: number,
+  own: { bytes: number; byKind: Record<string, number> },
+  lateness: number[],
+): PendingRun {
+  return {
+    items,
+    workers,
+    bytesPerItem: grownBytes / items,
+    keyBytesPerItem: own.bytes / items,
+    keyBytesByKind: perItem(own.byKind, items),
+    lateness: distribution(lateness),
+    negative: lateness.filter((ms) => ms < 0).length,
+    windowSeconds: WINDOW_MS / 1000,
+  };
 }
 
 /** Bytes by kind of key, per item, largest first, leaving out kinds under 5 B per item. */
