@@ -49,6 +49,7 @@ export async function measureMirror(
     log: pino({ level: 'warn' }),
     consumer: 'bench',
     contentTtlMs: 7 * 86_400_000,
+    noticeKeepHotMs: 86_400_000,
     settings: { batchSize: 1000, reclaimAfterMs: 60_000, keepHotMs: 0, sweepBudgetMs: 10_000 },
     hooks: {
       afterAck: (batch) => {

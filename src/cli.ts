@@ -8,11 +8,14 @@ import type { Archive } from './archive/archive.js';
 import { exportEntries, type ExportProgress } from './archive/export.js';
 import { idTime } from './archive/names.js';
 import { openArchive } from './archive/open.js';
-import { noticeCreatedAt, readTrail } from './archive/trail.js';
+import { readTrail } from './archive/trail.js';
+import type { NoticeRecord } from './archive/records.js';
+import { indexUnretired } from './archive/retire.js';
+import { Keys } from './store/keys.js';
 import { iso } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { formatDuration, parseDuration } from './durations.js';
-import { shardOfNoticeId } from './notice/ids.js';
+import { noticeCreatedAt, shardOfNoticeId } from './notice/ids.js';
 import type { Redis } from 'ioredis';
 import { collectDecisions, replayDecisions } from './policy/replay.js';
 import { loadRules, RulesError, type Rules } from './policy/rules.js';
@@ -105,6 +108,7 @@ async function audit(config: Config, args: string[], io: CliIo): Promise<number>
     const notice = reachable ? await store.get(id) : null;
     let entries: StoredEntry[];
     let source: string;
+    let record: NoticeRecord | null;
     if (notice) {
       const trail = await readTrail(
         { redis, keys: store.keys, archive: () => archive, retainedSince: io.now() - config.auditRetentionMs },
@@ -113,6 +117,14 @@ async function audit(config: Config, args: string[], io: CliIo): Promise<number>
       entries = trail.entries;
       source = `${trail.fromRedis} from Redis, ${trail.fromArchive} from the archive${trail.expired ? `, ${trail.expired} past the audit retention` : ''}`;
       if (!values.json) io.stdout.write(`${id}  ${notice.state}  created ${iso(notice.createdAt)}  deadline ${iso(notice.deadline)}\n`);
+    } else if ((record = await archive.readRecord(id))) {
+      // Retired: the record names the entries, which the log's archive objects hold.
+      const found = await archive.findEntries(shard, record.entryIds);
+      entries = record.entryIds.map((entryId) => found.get(entryId)).filter((entry): entry is StoredEntry => entry !== undefined);
+      const missing = record.entryIds.length - entries.length;
+      source = `from the archive, retired${missing ? `; ${missing} past the audit retention` : ''}`;
+      if (!values.json)
+        io.stdout.write(`${id}  ${record.view.state}  created ${record.view.createdAt}  deadline ${record.view.deadline}\n`);
     } else {
       io.stderr.write(
         `${reachable ? 'Redis no longer holds this notice' : 'Redis cannot be reached'}; searching the archive of shard ${shard} from ${iso(createdAt)} (slow).\n`,
@@ -292,9 +304,31 @@ async function retention(config: Config, args: string[], io: CliIo): Promise<num
     if (config.archiveUrl.startsWith('s3:')) {
       io.stderr.write('On S3, a bucket lifecycle rule can do this without Herald: see "Audit archive and retention" in the README.\n');
     }
+    await indexFinishedNotices(config, io, dryRun);
     return 0;
   } finally {
     await archive.close();
+  }
+}
+
+/** Finished notices an earlier version left in Redis: indexed so that the worker retires them. */
+async function indexFinishedNotices(config: Config, io: CliIo, dryRun: boolean): Promise<void> {
+  const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
+  redis.on('error', () => undefined);
+  try {
+    if (
+      !(await waitReady(redis, 3000).then(
+        () => true,
+        () => false,
+      ))
+    ) {
+      io.stderr.write('Redis cannot be reached: finished notices left in Redis by earlier versions were not looked for.\n');
+      return;
+    }
+    const count = await indexUnretired(redis, new Keys(config.prefix), io.now(), { dryRun });
+    io.stderr.write(`${dryRun ? 'Would index' : 'Indexed'} ${count} finished notices left in Redis by earlier versions for retirement.\n`);
+  } finally {
+    redis.disconnect();
   }
 }
 

@@ -54,8 +54,12 @@ export interface Config {
     /** ... or when more entries than this wait for the archive. */
     readonly warnBacklog: number;
   };
-  /** How often the worker records `content.purged` for content past its TTL. */
+  /** How often the worker records `content.purged` for content past its TTL and retires finished notices. */
   readonly contentPurgeIntervalMs: number;
+  /** How long a finished notice stays in Redis before only the archive holds it (src/archive/retire.ts). */
+  readonly noticeKeepHotMs: number;
+  /** How far back /v1/stats reaches: older members of the `created` indexes are dropped. */
+  readonly statsRetentionMs: number;
   readonly rulesFile: string | undefined;
   /** How often the reconciler sweeps for overdue notices. */
   readonly reconcileIntervalMs: number;
@@ -267,6 +271,8 @@ export function loadConfig(env: Env = process.env): Config {
       warnBacklog: integer('HERALD_MIRROR_WARN_BACKLOG', 1_000_000, 1),
     },
     contentPurgeIntervalMs: integer('HERALD_CONTENT_PURGE_INTERVAL_MS', 10_000, 50),
+    noticeKeepHotMs: duration('HERALD_NOTICE_KEEP_HOT', parseDuration('1d'), true),
+    statsRetentionMs: duration('HERALD_STATS_RETENTION', parseDuration('31d')),
     rulesFile: read('HERALD_RULES_FILE'),
     reconcileIntervalMs: integer('HERALD_RECONCILE_INTERVAL_MS', 10_000, 50),
     reconcileGraceMs: integer('HERALD_RECONCILE_GRACE_MS', Math.max(2 * providerTimeoutMs, 10_000), 0),

@@ -173,14 +173,19 @@ export async function startWorker(
       sweepBudgetMs: MIRROR_SWEEP_BUDGET_MS,
     },
     contentTtlMs: config.contentTtlMs,
+    noticeKeepHotMs: config.noticeKeepHotMs,
   });
   workers.push(new Worker(QUEUE_NAMES.logMirror, logMirrorProcessor(mirror), { connection: redis, prefix, concurrency: 1 }));
   workers.push(
-    new Worker(QUEUE_NAMES.contentPurge, contentPurgeProcessor({ redis, store, clock, log }), {
-      connection: redis,
-      prefix,
-      concurrency: 1,
-    }),
+    new Worker(
+      QUEUE_NAMES.contentPurge,
+      contentPurgeProcessor(
+        { redis, store, clock, log },
+        // Looked at again once the mirror has had time to archive the notice's last entries.
+        { redis, store, archive, clock, log, retryMs: 2 * config.mirror.intervalMs, statsRetentionMs: config.statsRetentionMs },
+      ),
+      { connection: redis, prefix, concurrency: 1 },
+    ),
   );
   for (const worker of workers) {
     worker.on('failed', (job, error) => log.warn({ err: error, queue: worker.name, jobId: job?.id }, 'job failed'));

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { StoredEntry } from '../store/notices.js';
-import { SHARD_COUNT } from '../notice/ids.js';
+import { noticeCreatedAt, SHARD_COUNT } from '../notice/ids.js';
 import { compareIds, idTime, objectKey, parseObjectKey, partitionDir, partitionStart, shardDir, type ObjectRef } from './names.js';
+import { decodeRecord, encodeRecord, parseRecordKey, recordKey, recordsDir, type NoticeRecord } from './records.js';
 import type { ArchiveStore, StoredObject } from './store.js';
 
 /** An object's bytes do not match the SHA-256 stored with it, or it has none. */
@@ -115,6 +116,23 @@ export class Archive {
     return stored ? decodeObject(key, stored) : null;
   }
 
+  /** Stores a retired notice's record; storing it again (a retry after a crash) writes the same bytes. */
+  async putRecord(record: NoticeRecord): Promise<void> {
+    const { body, sha256: checksum } = encodeRecord(record);
+    await this.io(() => this.store.put(recordKey(this.heraldPrefix, record.id), body, checksum));
+  }
+
+  /** A retired notice's verified record, or null when the notice was never retired (or is past retention). */
+  async readRecord(noticeId: string): Promise<NoticeRecord | null> {
+    const key = recordKey(this.heraldPrefix, noticeId);
+    const stored = await this.io(() => this.store.get(key));
+    if (!stored) return null;
+    if (!stored.sha256) throw new ArchiveIntegrityError(key, 'no SHA-256 is stored with it');
+    const actual = sha256(stored.body);
+    if (actual !== stored.sha256) throw new ArchiveIntegrityError(key, `SHA-256 is ${actual}, ${stored.sha256} was stored`);
+    return decodeRecord(stored.body);
+  }
+
   /** The objects of one shard's partition (the hour holding `timeMs`), in entry order. */
   async objectsIn(shard: number, timeMs: number): Promise<ObjectRef[]> {
     const refs: ObjectRef[] = [];
@@ -181,7 +199,9 @@ export class Archive {
   /**
    * Deletes every object whose entries are all older than `cutoffMs` (by entry ID time), in
    * every shard: walks each shard from its oldest hour and stops at the hour of the cutoff.
-   * The file store removes the directories left empty.
+   * Retired notices' records go when their notice was created before the cutoff (record keys
+   * sort by creation time, so each shard's walk stops at the first younger one). The file
+   * store removes the directories left empty.
    */
   async deleteOlderThan(
     cutoffMs: number,
@@ -200,6 +220,21 @@ export class Archive {
         if (partitionStart(idTime(ref.firstId)) >= cutoffMs) break;
         if (idTime(ref.lastId) >= cutoffMs) continue;
         batch.push(ref.key);
+        if (batch.length === DELETE_BATCH) {
+          await drop(batch);
+          batch = [];
+        }
+      }
+      await drop(batch);
+      batch = [];
+      const keys = this.store.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await this.io(() => keys.next());
+        if (next.done) break;
+        const id = parseRecordKey(next.value);
+        if (id === undefined) continue;
+        if ((noticeCreatedAt(id) ?? Infinity) >= cutoffMs) break;
+        batch.push(next.value);
         if (batch.length === DELETE_BATCH) {
           await drop(batch);
           batch = [];

@@ -18,8 +18,7 @@ export class ContentExpiryIndex {
   ) {}
 
   key(shard: number): string {
-    // Derived from the log key so that it carries the shard's hash tag.
-    return this.keys.log(shard).replace(/:log$/, ':content-expiry');
+    return this.keys.contentExpiry(shard);
   }
 
   /** Remembers when notices' content expires; a notice already indexed keeps its time. */
@@ -63,6 +62,21 @@ export interface ContentPurgeReport {
 export const CONTENT_PURGED_FIELD = 'contentPurgedAt';
 
 /**
+ * Makes sure a notice's content is gone and records `content.purged` through the guarded
+ * transition, once per notice. True when this call recorded it.
+ */
+export async function purgeContent(store: NoticeStore, noticeId: string, purgedAt: number, now: number): Promise<boolean> {
+  await store.deleteContent(noticeId);
+  const result = await store.transition(noticeId, now, iso(now), {
+    from: '*',
+    eq: { [CONTENT_PURGED_FIELD]: '' },
+    set: { [CONTENT_PURGED_FIELD]: purgedAt },
+    entries: [{ type: 'content.purged', purgedAt: iso(purgedAt) }],
+  });
+  return result.ok;
+}
+
+/**
  * One sweep: for every notice whose content has reached its expiry time, make sure the content
  * is gone and record `content.purged` through the guarded transition, once per notice. Any
  * step may be repeated after a crash: the DEL, the guard and the ZREM are all idempotent.
@@ -78,23 +92,14 @@ export async function purgeContentOnce(deps: ContentPurgeDeps): Promise<ContentP
         await index.remove(shard, noticeId);
         continue;
       }
-      const contentKey = store.keys.content(noticeId);
-      const ttl = await redis.pttl(contentKey);
+      const ttl = await redis.pttl(store.keys.content(noticeId));
       if (ttl > 0) {
         await index.reschedule(shard, noticeId, now + ttl);
         report.rescheduled += 1;
         continue;
       }
       // -1: the content has no expiry (set by hand); the content TTL still decides.
-      if (ttl === -1) await redis.del(contentKey);
-      const purgedAt = ttl === -1 ? now : Math.min(expiresAt, now);
-      const result = await store.transition(noticeId, now, iso(now), {
-        from: '*',
-        eq: { [CONTENT_PURGED_FIELD]: '' },
-        set: { [CONTENT_PURGED_FIELD]: purgedAt },
-        entries: [{ type: 'content.purged', purgedAt: iso(purgedAt) }],
-      });
-      if (result.ok) {
+      if (await purgeContent(store, noticeId, ttl === -1 ? now : Math.min(expiresAt, now), now)) {
         report.purged += 1;
         log.debug({ noticeId }, 'content purged');
       }

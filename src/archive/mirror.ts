@@ -7,6 +7,7 @@ import type { Archive, PutOutcome } from './archive.js';
 import { ContentExpiryIndex } from './content-purge.js';
 import { MirrorLog, type MirrorBatch } from './mirror-log.js';
 import { idTime } from './names.js';
+import { indexRetirement } from './retire.js';
 
 const FAILURE_WARN_EVERY_MS = 60_000;
 
@@ -41,6 +42,8 @@ export interface MirrorDeps {
   settings: MirrorSettings;
   /** The content TTL, to index when each accepted notice's content expires. */
   contentTtlMs: number;
+  /** How long a finished notice stays in Redis (HERALD_NOTICE_KEEP_HOT), to index when it may leave. */
+  noticeKeepHotMs: number;
   hooks?: MirrorHooks;
 }
 
@@ -58,7 +61,7 @@ export interface MirrorReport {
  * The log mirror: copies each shard's decision log into the archive as batch objects, through
  * the consumer group `mirror`, and trims Redis only below what the archive has confirmed.
  *
- * One batch goes: read (or reclaim) → index content expiry → upload → acknowledge; then the
+ * One batch goes: read (or reclaim) → index content expiry and retirement → upload → acknowledge; then the
  * shard is trimmed. A crash after the upload leaves the batch pending: it is uploaded again as
  * the same object (by this consumer, or by another after `reclaimAfterMs`). A crash after the
  * acknowledgement only delays the trim, which any later sweep does. When the archive cannot be
@@ -98,6 +101,7 @@ export class LogMirror {
       const batch = await this.stream.next(shard, this.deps.consumer, settings.batchSize, settings.reclaimAfterMs);
       if (!batch) break;
       await this.indexContentExpiry(batch);
+      await this.indexRetirement(batch);
       let outcome: PutOutcome;
       try {
         ({ outcome } = await archive.putBatch(shard, batch.entries, { firstAttempt: batch.mode === 'new' }));
@@ -135,5 +139,12 @@ export class LogMirror {
       // The content's PEXPIRE was set in the same script that wrote this entry, at the entry's Redis time.
       .map((entry) => ({ noticeId: entry.noticeId, expiresAt: idTime(entry.id) + this.deps.contentTtlMs }));
     await this.expiry.add(batch.shard, accepted);
+  }
+
+  private async indexRetirement(batch: MirrorBatch): Promise<void> {
+    const completed = batch.entries
+      .filter((entry) => entry.type === 'notice.completed')
+      .map((entry) => ({ noticeId: entry.noticeId, retireAt: idTime(entry.id) + this.deps.noticeKeepHotMs }));
+    await indexRetirement(this.deps.redis, this.deps.keys, batch.shard, completed);
   }
 }

@@ -3,7 +3,8 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { Keys } from '../store/keys.js';
-import { decodeEntry, type StoredEntry } from '../store/notices.js';
+import { decodeEntry, type NoticeStore, type StoredEntry } from '../store/notices.js';
+import { noticeView, type NoticeView } from '../notice/view.js';
 import type { Archive } from './archive.js';
 import { idTime } from './names.js';
 import { openArchive } from './open.js';
@@ -38,14 +39,16 @@ export interface Trail {
 
 /**
  * A notice's complete decision log, in order and without duplicates: the notice's events list
- * names every entry; those Redis still holds are read there, the rest from the archive objects
- * whose ID ranges hold them. The mirror trims only what the archive confirmed, so an entry
+ * (or, once the notice is retired, its archive record) names every entry; those Redis still
+ * holds are read there, the rest from the archive objects whose ID ranges hold them. The mirror trims only what the archive confirmed, so an entry
  * missing from Redis is in the archive — unless it is older than the audit retention.
  */
 export async function readTrail(sources: TrailSources, noticeId: string): Promise<Trail> {
   const shard = shardOfNoticeId(noticeId);
   if (shard === undefined) throw new Error(`not a notice ID: ${noticeId}`);
-  const ids = [...new Set(await sources.redis.lrange(sources.keys.events(noticeId), 0, -1))];
+  let ids = [...new Set(await sources.redis.lrange(sources.keys.events(noticeId), 0, -1))];
+  // Redis let go of a retired notice (src/archive/retire.ts): its record names its entries.
+  if (ids.length === 0) ids = (await sources.archive().readRecord(noticeId))?.entryIds ?? [];
   const trail: Trail = { entries: [], fromRedis: 0, fromArchive: 0, expired: 0 };
   if (ids.length === 0) return trail;
 
@@ -76,35 +79,37 @@ export async function readTrail(sources: TrailSources, noticeId: string): Promis
   return trail;
 }
 
-/** Reads trails for a process that serves them: the archive is opened on first need and closed by `close`. */
+/**
+ * A notice's view (`GET /v1/notices/:id`): from Redis while it holds the notice, from the
+ * notice's archive record once it is retired; null when neither has it.
+ */
+export async function readView(store: NoticeStore, archive: () => Archive, noticeId: string): Promise<NoticeView | null> {
+  const notice = await store.get(noticeId);
+  if (notice) return noticeView(notice);
+  return (await archive().readRecord(noticeId))?.view ?? null;
+}
+
+/** Reads trails and views for a process that serves them: the archive is opened on first need and closed by `close`. */
 export function trailReader(opts: {
+  store: NoticeStore;
   redis: Redis;
-  keys: Keys;
   config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'auditRetentionMs'>;
   clock: Clock;
-}): { read(noticeId: string): Promise<Trail>; close(): Promise<void> } {
+}): { read(noticeId: string): Promise<Trail>; view(noticeId: string): Promise<NoticeView | null>; close(): Promise<void> } {
   let archive: Archive | undefined;
+  const opened = () => (archive ??= openArchive(opts.config));
   return {
     read: (noticeId) =>
       readTrail(
         {
           redis: opts.redis,
-          keys: opts.keys,
-          archive: () => (archive ??= openArchive(opts.config)),
+          keys: opts.store.keys,
+          archive: opened,
           retainedSince: opts.clock.now() - opts.config.auditRetentionMs,
         },
         noticeId,
       ),
+    view: (noticeId) => (shardOfNoticeId(noticeId) === undefined ? Promise.resolve(null) : readView(opts.store, opened, noticeId)),
     close: async () => archive?.close(),
   };
-}
-
-/**
- * When a notice was created, from its ID (`ntc_` + 2 hex digits of shard + 10 base-36 digits
- * of milliseconds + 16 random: src/notice/ids.ts), or undefined for anything else.
- */
-export function noticeCreatedAt(noticeId: string): number | undefined {
-  if (shardOfNoticeId(noticeId) === undefined) return undefined;
-  const ms = parseInt(noticeId.slice(6, 16), 36);
-  return Number.isFinite(ms) ? ms : undefined;
 }

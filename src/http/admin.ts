@@ -4,8 +4,6 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
-import { shardOfNoticeId } from '../notice/ids.js';
-import { noticeView } from '../notice/view.js';
 import { ADMIN_COOKIE, adminGate, sameSecret, sessionValue } from './admin-auth.js';
 import { HttpError } from './errors.js';
 import { renderTimeline } from './timeline.js';
@@ -45,14 +43,14 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps): Promise<
   });
 
   // The timeline reads the whole trail, from the archive where the log mirror trimmed Redis.
-  const trails = trailReader({ redis: deps.redis, keys: deps.store.keys, config: deps.config, clock: deps.clock });
+  const trails = trailReader({ store: deps.store, redis: deps.redis, config: deps.config, clock: deps.clock });
   app.addHook('onClose', async () => trails.close());
   app.get<{ Params: { id: string } }>('/admin/notices/:id', { schema: { hide: true } }, async (request, reply) => {
     const id = request.params.id;
-    const notice = shardOfNoticeId(id) === undefined ? null : await deps.store.get(id);
-    if (!notice) throw new HttpError('not_found', `No notice ${id}.`);
+    const view = await trails.view(id);
+    if (!view) throw new HttpError('not_found', `No notice ${id}.`);
     const trail = await trails.read(id);
-    return reply.type('text/html').send(renderTimeline(noticeView(notice), trail.entries));
+    return reply.type('text/html').send(renderTimeline(view, trail.entries));
   });
 
   const board = new FastifyAdapter();

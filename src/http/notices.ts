@@ -20,10 +20,26 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
   const { store, policies, scheduler, clock, config } = deps;
   const suppressions = new SuppressionStore(deps.redis, config.prefix);
 
-  const load = async (id: string) => {
-    const notice = shardOfNoticeId(id) === undefined ? null : await store.get(id);
-    if (!notice) throw new HttpError('not_found', `No notice ${id}.`);
-    return notice;
+  // A retired notice (src/archive/retire.ts) and the entries the log mirror trimmed from Redis
+  // are read back from the archive.
+  const trails = trailReader({ store, redis: deps.redis, config, clock });
+  app.addHook('onClose', async () => trails.close());
+  const fromArchive = async <T>(read: () => Promise<T>, log: { warn(obj: object, msg: string): void }): Promise<T> => {
+    try {
+      return await read();
+    } catch (error) {
+      if (error instanceof ArchiveUnavailableError) {
+        log.warn({ err: error }, 'audit archive unreachable');
+        throw new HttpError('unavailable', 'This notice is in the audit archive, which cannot be reached; retry later.');
+      }
+      throw error;
+    }
+  };
+  /** The notice's view, from Redis or, once it is retired, from the archive. */
+  const load = async (id: string, log: { warn(obj: object, msg: string): void }) => {
+    const view = await fromArchive(() => trails.view(id), log);
+    if (!view) throw new HttpError('not_found', `No notice ${id}.`);
+    return view;
   };
 
   app.post<{ Body: CreateNoticeBody }>(
@@ -77,8 +93,10 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         throw new HttpError('idempotency_key_reused', undefined, { noticeId: result.id });
       }
       if (result.kind === 'replayed') {
-        const notice = await load(result.id);
-        return reply.status(200).header('Idempotent-Replayed', 'true').send(noticeView(notice));
+        return reply
+          .status(200)
+          .header('Idempotent-Replayed', 'true')
+          .send(await load(result.id, request.log));
       }
       try {
         await Promise.all([scheduler.emailSend(result.id, now), scheduler.deadline(result.id, result.deadline)]);
@@ -101,12 +119,9 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
     {
       schema: { ...secured, summary: 'The current view of a notice', params: NoticeParams, response: { 200: NoticeViewSchema, ...errors } },
     },
-    async (request) => noticeView(await load(request.params.id)),
+    async (request) => load(request.params.id, request.log),
   );
 
-  // Entries the log mirror has trimmed from Redis are read back from the archive.
-  const trails = trailReader({ redis: deps.redis, keys: store.keys, config, clock });
-  app.addHook('onClose', async () => trails.close());
   app.get<{ Params: NoticeParams }>(
     '/v1/notices/:id/events',
     {
@@ -120,16 +135,8 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       },
     },
     async (request) => {
-      await load(request.params.id);
-      try {
-        return { events: (await trails.read(request.params.id)).entries };
-      } catch (error) {
-        if (error instanceof ArchiveUnavailableError) {
-          request.log.warn({ err: error }, 'audit archive unreachable');
-          throw new HttpError('unavailable', 'Part of this trail is in the audit archive, which cannot be reached; retry later.');
-        }
-        throw error;
-      }
+      await load(request.params.id, request.log);
+      return { events: (await fromArchive(() => trails.read(request.params.id), request.log)).entries };
     },
   );
 
@@ -144,7 +151,19 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       },
     },
     async (request) => {
-      const notice = await load(request.params.id);
+      const id = request.params.id;
+      const notice = shardOfNoticeId(id) === undefined ? null : await store.get(id);
+      if (!notice) {
+        // Only a finished notice leaves Redis: a retired one can no longer be canceled.
+        const retired = await load(id, request.log);
+        throw new HttpError(
+          'invalid_state',
+          `The notice is ${retired.state}; only a notice not yet handed to a provider can be canceled.`,
+          {
+            state: retired.state,
+          },
+        );
+      }
       const now = clock.now();
       const result = await store.transition(notice.id, now, iso(now), {
         from: ['accepted'],

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
+import { formatDuration } from '../durations.js';
 import { noticeStats } from '../notice/stats.js';
 import { HttpError } from './errors.js';
 import { ErrorResponse } from './schemas.js';
@@ -36,7 +37,7 @@ export async function statsRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       schema: {
         tags: ['notices'],
         security: [{ apiKey: [] }],
-        summary: 'Counts of the notices created in a period (default: the last 24 hours, at most 31 days)',
+        summary: 'Counts of the notices created in a period (default: the last 24 hours, at most 31 days, within HERALD_STATS_RETENTION)',
         querystring: StatsQuery,
         response: { 200: StatsResponse, 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse },
       },
@@ -51,6 +52,12 @@ export async function statsRoutes(app: FastifyInstance, deps: AppDeps): Promise<
         throw new HttpError('validation_failed', 'the period may span at most 31 days', [
           { path: 'querystring', message: 'period too long' },
         ]);
+      if (from < now - deps.config.statsRetentionMs)
+        throw new HttpError(
+          'validation_failed',
+          `stats reach back ${formatDuration(deps.config.statsRetentionMs)} (HERALD_STATS_RETENTION); older periods are in the decision log (herald export)`,
+          [{ path: 'querystring.from', message: 'before the stats retention' }],
+        );
       return noticeStats(deps.redis, deps.store.keys, deps.config.prices, from, to);
     },
   );

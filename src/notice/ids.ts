@@ -23,6 +23,16 @@ export function shardOfNoticeId(id: string): number | undefined {
   return shard < SHARD_COUNT ? shard : undefined;
 }
 
+/**
+ * When a notice was created, from its ID (`ntc_` + 2 hex digits of shard + 10 base-36 digits
+ * of milliseconds + 16 random), or undefined for anything else.
+ */
+export function noticeCreatedAt(noticeId: string): number | undefined {
+  if (shardOfNoticeId(noticeId) === undefined) return undefined;
+  const ms = parseInt(noticeId.slice(6, 16), 36);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
 /** A stable shard for any string (an idempotency key), so a replay lands where the original did. */
 export function shardOfKey(key: string): number {
   return createHash('sha256').update(key).digest().readUInt32BE(0) % SHARD_COUNT;

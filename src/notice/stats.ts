@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Prices } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import { costOf } from './cost.js';
+import { parseStatsMember } from '../archive/records.js';
 
 export interface NoticeStats {
   from: string;
@@ -20,7 +21,7 @@ const FIELDS = ['state', 'fallbackReason', 'emailChecksDone', 'smsChecksDone', '
 
 /**
  * Counts the notices created in [from, to] from the shards' creation indexes and their hashes,
- * pipelined a shard at a time.
+ * pipelined a shard at a time; a retired notice's counts are in its index member.
  */
 export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats> {
   const byState: Record<string, number> = {};
@@ -28,23 +29,37 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
   let notices = 0;
   let checks = 0;
   const counts = { emailSends: 0, emailChecks: 0, smsSegments: 0, smsChecks: 0 };
+  const count = (state: string, reason: string | null, emailChecks: number, smsChecks: number, emailSent: boolean, segments: number) => {
+    notices += 1;
+    byState[state] = (byState[state] ?? 0) + 1;
+    if (reason) fallbackByReason[reason] = (fallbackByReason[reason] ?? 0) + 1;
+    checks += emailChecks + smsChecks;
+    counts.emailSends += emailSent ? 1 : 0;
+    counts.emailChecks += emailChecks;
+    counts.smsChecks += smsChecks;
+    counts.smsSegments += segments;
+  };
   for (const shard of keys.allShards()) {
-    const ids = await redis.zrangebyscore(keys.created(shard), from, to);
+    const members = await redis.zrangebyscore(keys.created(shard), from, to);
+    const ids: string[] = [];
+    for (const member of members) {
+      // A retired notice left Redis; its member carries its counts (src/archive/retire.ts).
+      const retired = parseStatsMember(member);
+      if (!retired) {
+        ids.push(member);
+        continue;
+      }
+      count(retired.state, retired.fallbackReason, retired.emailChecks, retired.smsChecks, retired.emailSent, retired.smsSegments);
+    }
     for (let i = 0; i < ids.length; i += 500) {
       const pipeline = redis.pipeline();
       for (const id of ids.slice(i, i + 500)) pipeline.hmget(keys.notice(id), ...FIELDS);
       for (const [error, values] of (await pipeline.exec()) ?? []) {
         if (error) throw error;
         const [state, reason, emailChecks, smsChecks, emailMessage, segments] = values as (string | null)[];
-        if (!state) continue; // expired or removed
-        notices += 1;
-        byState[state] = (byState[state] ?? 0) + 1;
-        if (reason) fallbackByReason[reason] = (fallbackByReason[reason] ?? 0) + 1;
-        checks += Number(emailChecks ?? 0) + Number(smsChecks ?? 0);
-        counts.emailSends += emailMessage ? 1 : 0;
-        counts.emailChecks += Number(emailChecks ?? 0);
-        counts.smsChecks += Number(smsChecks ?? 0);
-        counts.smsSegments += Number(segments ?? 0);
+        // Retired between the two reads: counted by its member at the next request.
+        if (!state) continue;
+        count(state, reason ?? null, Number(emailChecks ?? 0), Number(smsChecks ?? 0), Boolean(emailMessage), Number(segments ?? 0));
       }
     }
   }

@@ -40,6 +40,14 @@ export class Keys {
   created(shard: number): string {
     return `${this.shard(shard)}:created`;
   }
+  /** Sorted set of the shard's finished notices, scored by when Redis may let go of them (src/archive/retire.ts). */
+  retire(shard: number): string {
+    return `${this.shard(shard)}:retire`;
+  }
+  /** Sorted set of the shard's notices by when their content expires (src/archive/content-purge.ts). */
+  contentExpiry(shard: number): string {
+    return `${this.shard(shard)}:content-expiry`;
+  }
   /** The shard's metric counters (src/store/metrics.ts). */
   metrics(shard: number): string {
     return `${this.shard(shard)}:metrics`;

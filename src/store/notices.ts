@@ -231,6 +231,10 @@ export class NoticeStore {
     return openContent(this.options.keyring, id, stored);
   }
 
+  async deleteContent(id: string): Promise<void> {
+    await this.redis.del(this.keys.content(id));
+  }
+
   /** The notice's decision log, in order, as far as Redis still holds it. */
   async events(id: string): Promise<StoredEntry[]> {
     const ids = await this.redis.lrange(this.keys.events(id), 0, -1);
@@ -245,6 +249,25 @@ export class NoticeStore {
       for (const [entryId, fields] of rows as [string, string[]][]) entries.push(decodeEntry(entryId, fields));
     }
     return entries;
+  }
+
+  /**
+   * Lets go of a finished notice whose record the archive holds (lua/retireNotice-5.lua):
+   * 'retired', 'changed' (it has entries the record lacks), or 'gone' (retired before).
+   */
+  async retire(id: string, entryCount: number, statsMember: string): Promise<'retired' | 'changed' | 'gone'> {
+    const shard = shardOfNoticeId(id)!;
+    const reply = await this.redis.retireNotice(
+      this.keys.notice(id),
+      this.keys.events(id),
+      this.keys.created(shard),
+      this.keys.contentExpiry(shard),
+      this.keys.retire(shard),
+      id,
+      entryCount,
+      statsMember,
+    );
+    return reply === 1 ? 'retired' : reply === 0 ? 'changed' : 'gone';
   }
 
   /** Notices of one shard whose due time is at or before `upTo`, oldest first. */

@@ -119,6 +119,7 @@ export function mirrorFor(opts: {
     consumer: opts.consumer,
     settings: { batchSize: 5, reclaimAfterMs: 60_000, keepHotMs: 0, sweepBudgetMs: 20_000, ...opts.settings },
     contentTtlMs: 60_000,
+    noticeKeepHotMs: 86_400_000,
     hooks: opts.hooks,
   });
 }

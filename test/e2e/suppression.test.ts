@@ -115,8 +115,11 @@ describe('GET /v1/stats', () => {
     expect(stats.estimatedSpend.currency).toBe('USD');
     expect(stats.estimatedSpend.total).toBeCloseTo(stats.estimatedSpend.byChannel.email + stats.estimatedSpend.byChannel.sms, 6);
     expect(Object.values(stats.byState as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(stats.notices);
-    const empty = (await stack.web.call('GET', '/v1/stats?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z')).json();
+    const day = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString();
+    const empty = (await stack.web.call('GET', `/v1/stats?from=${day(10)}&to=${day(9)}`)).json();
     expect(empty).toMatchObject({ notices: 0, fallbackRate: 0 });
+    // Beyond HERALD_STATS_RETENTION (31 days by default) the counts are gone: a clear 400, not zeros.
+    expect((await stack.web.call('GET', '/v1/stats?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z')).statusCode).toBe(400);
     expect((await stack.web.call('GET', '/v1/stats?from=2020-01-01T00:00:00Z&to=2021-01-01T00:00:00Z')).statusCode).toBe(400);
   });
 });

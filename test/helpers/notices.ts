@@ -17,7 +17,8 @@ export function storedNoticeFields(
     createdAt: now,
     deadline: now + (opts.deadlineInMs ?? 600_000),
     providerTimeoutMs: 5000,
-    pollPlan: '[]',
+    pollFirstMs: 60_000,
+    pollIntervalMs: 60_000,
     contentSha256: 'x',
     metadata: '{}',
   };

@@ -1,0 +1,84 @@
+import { createHash } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import type { NoticeView } from '../notice/view.js';
+import { shardOfNoticeId } from '../notice/ids.js';
+
+/**
+ * A retired notice as the archive keeps it, once Redis has let go of it (src/archive/retire.ts):
+ * its last view (what `GET /v1/notices/:id` answered), the IDs of its decision-log entries in
+ * order (the entries themselves are in the log's batch objects), and the counts `/v1/stats`
+ * needs. Stored as gzip JSON under `<herald prefix>/notices/s<NN>/<noticeId>.json.gz`, with
+ * its SHA-256 like every object. Notice IDs begin with their creation time, so keys sort by it.
+ */
+export interface NoticeRecord {
+  id: string;
+  view: NoticeView;
+  entryIds: string[];
+  stats: RetiredStats;
+}
+
+/** What `/v1/stats` counts of a notice, kept for it when the notice leaves Redis. */
+export interface RetiredStats {
+  state: string;
+  fallbackReason: string | null;
+  emailChecks: number;
+  smsChecks: number;
+  emailSent: boolean;
+  smsSegments: number;
+}
+
+const RECORDS_DIR = 'notices';
+const RECORD_NAME = /^(ntc_[0-9a-z]+)\.json\.gz$/;
+const GZIP_OS_BYTE = 9;
+const GZIP_OS_UNKNOWN = 0xff;
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** The records of one shard live under this key prefix. */
+export function recordsDir(heraldPrefix: string, shard: number): string {
+  return `${heraldPrefix}/${RECORDS_DIR}/s${pad(shard)}/`;
+}
+
+export function recordKey(heraldPrefix: string, noticeId: string): string {
+  const shard = shardOfNoticeId(noticeId);
+  if (shard === undefined) throw new Error(`not a notice ID: ${noticeId}`);
+  return `${recordsDir(heraldPrefix, shard)}${noticeId}.json.gz`;
+}
+
+/** The notice ID of a listed record key; undefined for anything else. */
+export function parseRecordKey(key: string): string | undefined {
+  return RECORD_NAME.exec(key.slice(key.lastIndexOf('/') + 1))?.[1];
+}
+
+/** The same record always gives the same bytes (gzip writes no time; the OS byte is fixed). */
+export function encodeRecord(record: NoticeRecord): { body: Buffer; sha256: string } {
+  const body = gzipSync(JSON.stringify(record), { level: 6 });
+  body[GZIP_OS_BYTE] = GZIP_OS_UNKNOWN;
+  return { body, sha256: createHash('sha256').update(body).digest('hex') };
+}
+
+export function decodeRecord(body: Buffer): NoticeRecord {
+  return JSON.parse(gunzipSync(body).toString('utf8')) as NoticeRecord;
+}
+
+/** A retired notice's member in its shard's `created` index: its ID and counts, space-separated. */
+export function statsMember(id: string, stats: RetiredStats): string {
+  const reason = stats.fallbackReason ?? '-';
+  return [id, stats.state, reason, stats.emailChecks, stats.smsChecks, stats.emailSent ? 1 : 0, stats.smsSegments].join(' ');
+}
+
+/** Reads a `created` member written by statsMember; undefined for a plain notice ID (a notice still in Redis). */
+export function parseStatsMember(member: string): (RetiredStats & { id: string }) | undefined {
+  const parts = member.split(' ');
+  if (parts.length !== 7) return undefined;
+  const [id, state, reason, emailChecks, smsChecks, emailSent, smsSegments] = parts as [string, ...string[]];
+  return {
+    id,
+    state: state!,
+    fallbackReason: reason === '-' ? null : reason!,
+    emailChecks: Number(emailChecks),
+    smsChecks: Number(smsChecks),
+    emailSent: emailSent === '1',
+    smsSegments: Number(smsSegments),
+  };
+}

@@ -1,0 +1,29 @@
+--[[
+  Lets go of a finished notice once the archive holds its record (src/archive/retire.ts): deletes
+  its hash and events list, drops it from the shard's content-expiry and retire indexes, and
+  puts its stats member in place of its ID in the shard's `created` index (same score), so
+  that /v1/stats still counts it. Only when the notice still has the entries the record names.
+
+  KEYS[1] notice hash   KEYS[2] events list   KEYS[3] shard created zset
+  KEYS[4] shard content-expiry zset   KEYS[5] shard retire zset
+  ARGV[1] noticeId   ARGV[2] number of entries the record names   ARGV[3] stats member
+
+  Returns 1 when let go; 0 when the notice has more entries now (the record is out of date);
+  -1 when Redis no longer holds the notice.
+]]
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('ZREM', KEYS[5], ARGV[1])
+  return -1
+end
+if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[2]) then
+  return 0
+end
+local created = redis.call('ZSCORE', KEYS[3], ARGV[1])
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[1])
+if created then
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZADD', KEYS[3], created, ARGV[3])
+end
+return 1

@@ -1,0 +1,232 @@
+import { existsSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Archive } from '../../src/archive/archive.js';
+import { createFileStore } from '../../src/archive/file-store.js';
+import { retireNoticesOnce, indexRetirement } from '../../src/archive/retire.js';
+import { recordKey } from '../../src/archive/records.js';
+import { runCli } from '../../src/cli.js';
+import { iso, systemClock } from '../../src/clock.js';
+import { newNoticeId } from '../../src/notice/ids.js';
+import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
+import { deleteKeys, plainRedis, testConfig, testPrefix, waitFor } from '../helpers/env.js';
+import { noticeBody, startWebUnderTest } from '../helpers/herald.js';
+import { storedNoticeFields } from '../helpers/notices.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+import { mirrorFor, silent, tempDir } from './support.js';
+
+const redis = plainRedis();
+afterAll(async () => {
+  await redis.quit();
+});
+
+describe('a finished notice leaves Redis for the archive', () => {
+  let stack: Stack;
+  let dir: Awaited<ReturnType<typeof tempDir>>;
+  let id: string;
+  let viewBefore: unknown;
+  let eventsBefore: StoredEntry[];
+  const body = noticeBody({ recipient: { id: 'p-retire', email: 'delivered+200ms@example.com' }, deadlineInSeconds: 6 });
+  const idempotency = { 'idempotency-key': 'retire-test-1' };
+
+  beforeAll(async () => {
+    dir = await tempDir('retire');
+    stack = await startStack({
+      prefix: testPrefix('retire'),
+      env: {
+        HERALD_ARCHIVE_URL: `file://${dir.path}`,
+        HERALD_NOTICE_KEEP_HOT: '1s',
+        HERALD_CONTENT_PURGE_INTERVAL_MS: '200',
+        HERALD_MIRROR_INTERVAL_MS: '200',
+      },
+    });
+    id = await stack.createNotice(body, idempotency);
+    await stack.waitForState(id, ['email_delivered']);
+    // Read while Redis still holds it (the keep-hot second has only begun).
+    viewBefore = await stack.view(id);
+    eventsBefore = await stack.events(id);
+  });
+  afterAll(async () => {
+    await stack.close();
+    await dir.remove();
+  });
+
+  it('is let go by Redis once its record and every entry are in the archive, content purged first', async () => {
+    const keys = stack.web.store.keys;
+    await waitFor(async () => (await redis.exists(keys.notice(id))) === 0, 20_000, 'the notice hash to leave Redis');
+    expect(await redis.exists(keys.events(id), keys.content(id))).toBe(0);
+    const shard = Number.parseInt(id.slice(4, 6), 16);
+    expect(await redis.zscore(keys.retire(shard), id)).toBeNull();
+    expect(await redis.zscore(keys.contentExpiry(shard), id)).toBeNull();
+    const created = await redis.zrange(keys.created(shard), 0, -1);
+    expect(created).toContainEqual(`${id} email_delivered - 1 0 1 0`);
+    expect(existsSync(join(dir.path, recordKey(stack.config.prefix, id)))).toBe(true);
+  });
+
+  it('reads the same afterwards: view, trail (with content.purged), idempotent replay, stats', async () => {
+    expect(await stack.view(id)).toEqual(viewBefore);
+
+    const events = await stack.events(id);
+    expect(events.slice(0, eventsBefore.length)).toEqual(eventsBefore);
+    expect(events.slice(eventsBefore.length).map((e) => e.type)).toEqual(['content.purged']);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+
+    const replay = await stack.web.call('POST', '/v1/notices', body, idempotency);
+    expect(replay.statusCode).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.json()).toEqual(viewBefore);
+
+    const stats = await stack.web.call('GET', '/v1/stats');
+    expect(stats.statusCode).toBe(200);
+    expect(stats.json()).toMatchObject({ notices: 1, byState: { email_delivered: 1 }, fallbackRate: 0, checksPerNotice: 1 });
+  });
+
+  it('answers 400 for a stats period older than HERALD_STATS_RETENTION', async () => {
+    const from = new Date(Date.now() - 32 * 86_400_000).toISOString();
+    const to = new Date(Date.now() - 31.5 * 86_400_000).toISOString();
+    const res = await stack.web.call('GET', `/v1/stats?from=${from}&to=${to}`);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatchObject({ code: 'validation_failed', details: [{ path: 'querystring.from' }] });
+  });
+
+  it('cannot be canceled: 409 invalid_state with its final state', async () => {
+    const res = await stack.web.call('POST', `/v1/notices/${id}/cancel`);
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error).toMatchObject({ code: 'invalid_state', details: { state: 'email_delivered' } });
+  });
+
+  it('is audited by `herald audit` from its record and the archived log', async () => {
+    let stdout = '';
+    const out = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        stdout += chunk.toString();
+        done();
+      },
+    });
+    const code = await runCli(['audit', id, '--json'], {
+      stdout: out,
+      stderr: new Writable({ write: (_c, _e, done) => done() }),
+      env: stack.env,
+      now: Date.now,
+    });
+    expect(code).toBe(0);
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as StoredEntry);
+    expect(lines).toEqual(await stack.events(id));
+  });
+
+  it('answers 503 unavailable while the archive that holds it cannot be reached', async () => {
+    const blind = await startWebUnderTest(testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive' }));
+    try {
+      for (const url of [`/v1/notices/${id}`, `/v1/notices/${id}/events`]) {
+        const res = await blind.call('GET', url);
+        expect(res.statusCode).toBe(503);
+        expect(res.json().error.code).toBe('unavailable');
+      }
+    } finally {
+      await blind.close();
+    }
+  });
+
+  it('is gone once the audit retention deletes its record: 404', async () => {
+    const archive = new Archive(createFileStore(dir.path), stack.config.prefix);
+    const { objects } = await archive.deleteOlderThan(Date.now() + 3_600_000);
+    expect(objects).toBeGreaterThan(1); // the record and the log's batch objects
+    const res = await stack.web.call('GET', `/v1/notices/${id}`);
+    expect(res.statusCode).toBe(404);
+    await archive.close();
+  });
+});
+
+describe('the retire sweep', () => {
+  const prefix = testPrefix('retire-sweep');
+  const store = new NoticeStore(redis, prefix);
+  let dir: Awaited<ReturnType<typeof tempDir>>;
+  let archive: Archive;
+
+  beforeAll(async () => {
+    dir = await tempDir('retire-sweep');
+    archive = new Archive(createFileStore(dir.path), prefix);
+  });
+  afterAll(async () => {
+    await archive.close();
+    await deleteKeys(redis, prefix);
+    await dir.remove();
+  });
+
+  /** A notice stored straight through the store and canceled: finished, never indexed for retirement. */
+  async function finishedNotice(shard: number, now: number): Promise<string> {
+    const id = newNoticeId(shard, now);
+    await store.create({
+      id,
+      createdAt: now,
+      fields: storedNoticeFields(id, now),
+      content: { subject: 'S', text: 'body' },
+      entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x' }],
+      at: iso(now),
+      due: now,
+      contentTtlMs: 60_000,
+    });
+    const done = await store.transition(id, now, iso(now), {
+      from: ['accepted'],
+      to: 'canceled',
+      entries: [{ type: 'notice.completed', state: 'canceled' }],
+      due: 'remove',
+    });
+    expect(done.ok).toBe(true);
+    return id;
+  }
+
+  it('keeps a finished notice in Redis while the archive lacks any of its entries', async () => {
+    const now = Date.now();
+    const shard = 3;
+    const id = await finishedNotice(shard, now);
+    await indexRetirement(redis, store.keys, shard, [{ noticeId: id, retireAt: now }]);
+    const statsRetentionMs = 31 * 86_400_000;
+    const sweep = () => retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs });
+    // A `created` member older than the stats retention, which the sweep drops.
+    await redis.zadd(store.keys.created(shard), now - statsRetentionMs - 1000, 'ntc_03old');
+
+    // First the content goes (its entry must reach the archive too), then the sweep waits for the mirror.
+    expect(await sweep()).toEqual({ retired: 0, waiting: 1 });
+    expect(await redis.exists(store.keys.content(id))).toBe(0);
+    expect(await sweep()).toEqual({ retired: 0, waiting: 1 });
+    expect(await redis.exists(store.keys.notice(id))).toBe(1);
+    expect(await archive.readRecord(id)).toBeNull();
+
+    await mirrorFor({ redis, store, archive, consumer: 'retire-test' }).mirrorOnce([shard]);
+    expect(await sweep()).toEqual({ retired: 1, waiting: 0 });
+    expect(await redis.exists(store.keys.notice(id), store.keys.events(id))).toBe(0);
+    const record = await archive.readRecord(id);
+    expect(record?.view.state).toBe('canceled');
+    expect(record?.entryIds).toHaveLength(3);
+    const found = await archive.findEntries(shard, record!.entryIds);
+    expect(record!.entryIds.map((entryId) => found.get(entryId)?.type)).toEqual(['notice.accepted', 'notice.completed', 'content.purged']);
+
+    // Once more (a crash before the index was cleared): nothing left to do.
+    await indexRetirement(redis, store.keys, shard, [{ noticeId: id, retireAt: now }]);
+    expect(await sweep()).toEqual({ retired: 0, waiting: 0 });
+    expect(await redis.zcard(store.keys.retire(shard))).toBe(0);
+    expect(await redis.zrange(store.keys.created(shard), 0, -1)).toEqual([`${id} canceled - 0 0 0 0`]);
+  });
+
+  it('finds, with `herald retention apply`, finished notices an earlier version left unindexed', async () => {
+    const id = await finishedNotice(5, Date.now());
+    const env = {
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      HERALD_PREFIX: prefix,
+      HERALD_API_KEYS: 'test-api-key-0123456789',
+      HERALD_ARCHIVE_URL: `file://${dir.path}`,
+      HERALD_AUDIT_RETENTION: '400d',
+    };
+    const quiet = () => new Writable({ write: (_chunk, _encoding, done) => done() });
+    const run = (args: string[]) => runCli(['retention', 'apply', ...args], { stdout: quiet(), stderr: quiet(), env, now: Date.now });
+    expect(await run(['--dry-run'])).toBe(0);
+    expect(await redis.zscore(store.keys.retire(5), id)).toBeNull();
+    expect(await run([])).toBe(0);
+    expect(await redis.zscore(store.keys.retire(5), id)).not.toBeNull();
+  });
+});
