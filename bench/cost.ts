@@ -3,10 +3,15 @@
  * (the emulator's request log), from the first POST until the last job of the last notice
  * ran, with one worker process. The baseline is a raw BullMQ job added and worked the same way.
  */
+import pino from 'pino';
+import { Archive } from '../src/archive/archive.js';
+import { createFileStore } from '../src/archive/file-store.js';
+import { indexUnretired, retireNoticesOnce } from '../src/archive/retire.js';
+import { systemClock } from '../src/clock.js';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { until } from './processes.js';
 import { RawDeployment } from './raw.js';
-import { countCommands, top } from './redis-stats.js';
+import { countCommands, keysMemory, perItem, top } from './redis-stats.js';
 
 export interface CostRun {
   items: number;
@@ -16,7 +21,22 @@ export interface CostRun {
   seconds: number;
   busiestCommands: Record<string, number>;
   providerCallsPerItem?: Record<string, number>;
+  /** Herald only: Redis memory of the finished notices, before and after retirement. */
+  memory?: FinishedMemory;
 }
+
+/**
+ * Redis memory per finished notice, from MEMORY USAGE of the run's keys: `noticeBytes` counts the
+ * keys and index members that are the notice's own (hash, events list, content, its members of
+ * the shard indexes); the log stream (kept `HERALD_LOG_KEEP_HOT`) and BullMQ's kept finished
+ * jobs (the last 1,000 per queue) are shared and only in `byKind`.
+ */
+export interface FinishedMemory {
+  hot: { noticeBytes: number; byKind: Record<string, number> };
+  retired: { noticeBytes: number; byKind: Record<string, number> };
+}
+
+const NOTICE_KINDS = ['{s}:notice', '{s}:events', '{s}:content', '{s}:created', '{s}:due', '{s}:content-expiry', '{s}:retire', '{s}:idem'];
 
 /**
  * The default poll plan of an 8 s deadline (checks at 2, 3.5, 5 and 6.5 s, then the deadline),
@@ -49,7 +69,9 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
     const calls: Record<string, number> = {};
     for (const request of ctx.sandbox.requests()) if (request.at >= started) calls[request.operation] = (calls[request.operation] ?? 0) + 1;
     calls.total = Object.values(calls).reduce((a, b) => a + b, 0);
+    const memory = await retirementMemory(ctx, herald, notices);
     return {
+      memory,
       items: notices,
       redisCommandsPerItem: counted.total / notices,
       idleCommandsPerSecond: counted.idlePerSecond,
@@ -60,6 +82,51 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
   } finally {
     await herald.close();
   }
+}
+
+/**
+ * Reads the finished notices' memory, retires them all through the worker's own steps (made due
+ * now, then swept until none waits), and reads it again.
+ */
+async function retirementMemory(ctx: BenchContext, herald: HeraldDeployment, notices: number): Promise<FinishedMemory> {
+  const reading = async () => {
+    const byKind = perItem((await keysMemory(ctx.redis, herald.prefix)).byKind, notices);
+    return { noticeBytes: NOTICE_KINDS.reduce((sum, kind) => sum + (byKind[kind] ?? 0), 0), byKind };
+  };
+  const hot = await reading();
+  const archive = new Archive(createFileStore(herald.archiveDir), herald.prefix);
+  const keys = herald.store.keys;
+  try {
+    // Due now rather than HERALD_NOTICE_KEEP_HOT (a day) after each notice finished.
+    const now = Date.now();
+    await indexUnretired(ctx.redis, keys, now);
+    for (const shard of keys.allShards()) {
+      const ids = await ctx.redis.zrange(keys.retire(shard), 0, -1);
+      if (ids.length > 0) await ctx.redis.zadd(keys.retire(shard), 'XX', ...ids.flatMap((id) => [now, id]));
+    }
+    const deps = {
+      redis: ctx.redis,
+      store: herald.store,
+      archive,
+      clock: systemClock,
+      log: pino({ level: 'warn' }),
+      retryMs: 0,
+      statsRetentionMs: 31 * 86_400_000,
+    };
+    await until(
+      async () => {
+        await retireNoticesOnce(deps);
+        const waiting = await Promise.all(keys.allShards().map((shard) => ctx.redis.zcard(keys.retire(shard))));
+        return waiting.every((n) => n === 0);
+      },
+      120_000,
+      'every finished notice to be retired',
+      250,
+    );
+  } finally {
+    await archive.close();
+  }
+  return { hot, retired: await reading() };
 }
 
 /** A raw BullMQ job: one `add` (as a web process would), worked by one raw worker process. */

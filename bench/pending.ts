@@ -7,7 +7,7 @@
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { sleep, until } from './processes.js';
 import { RawDeployment } from './raw.js';
-import { keysMemory, scanKeys, usedMemory } from './redis-stats.js';
+import { keysMemory, perItem, scanKeys, usedMemory } from './redis-stats.js';
 import { distribution, type Distribution } from './stats.js';
 
 export interface PendingRun {
@@ -136,14 +136,4 @@ function pendingRun(
     negative: lateness.filter((ms) => ms < 0).length,
     windowSeconds: WINDOW_MS / 1000,
   };
-}
-
-/** Bytes by kind of key, per item, largest first, leaving out kinds under 5 B per item. */
-function perItem(byKind: Record<string, number>, items: number): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(byKind)
-      .map(([kind, bytes]) => [kind, Math.round(bytes / items)] as const)
-      .filter(([, bytes]) => bytes >= 5)
-      .sort((a, b) => b[1] - a[1]),
-  );
 }

@@ -119,6 +119,16 @@ export async function keysMemory(redis: Redis, prefix: string): Promise<{ keys: 
   return { keys: keys.length, bytes, byKind };
 }
 
+/** Bytes by kind of key, per item, largest first, leaving out kinds under 5 B per item. */
+export function perItem(byKind: Record<string, number>, items: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(byKind)
+      .map(([kind, bytes]) => [kind, Math.round(bytes / items)] as const)
+      .filter(([, bytes]) => bytes >= 5)
+      .sort((a, b) => b[1] - a[1]),
+  );
+}
+
 function keyKind(key: string): string {
   return key
     .replace(/\{s\d+\}/, '{s}')

@@ -92,6 +92,10 @@ try {
   for (const [name, run] of Object.entries(cost ?? {})) {
     ctx.log(`cost ${name}: ${run.repeats.join(' and ')} Redis commands each (idle ${run.idleCommandsPerSecond.toFixed(0)}/s subtracted)`);
     ctx.log(`cost ${name}: busiest ${JSON.stringify(run.busiestCommands)}`);
+    if (run.memory) {
+      ctx.log(`cost ${name}: memory per finished notice, kept hot: ${JSON.stringify(run.memory.hot.byKind)}`);
+      ctx.log(`cost ${name}: memory per finished notice, retired: ${JSON.stringify(run.memory.retired.byKind)}`);
+    }
   }
 
   const pending = runs('pending')
@@ -214,6 +218,13 @@ try {
         unit: '',
         target: '≤ 250',
         met: cost.fallback.redisCommandsPerItem <= 250,
+      },
+      {
+        figure: 'Redis memory of a finished notice, retired',
+        herald: cost.delivered.memory!.retired.noticeBytes,
+        baseline: cost.delivered.memory!.hot.noticeBytes,
+        baselineIs: 'the same, before retirement',
+        unit: 'B',
       },
       {
         figure: 'Provider calls per delivered notice',
