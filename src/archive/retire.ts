@@ -6,7 +6,7 @@ import { isTerminal, type NoticeState } from '../notice/states.js';
 import { noticeView } from '../notice/view.js';
 import type { Keys } from '../store/keys.js';
 import type { Notice, NoticeStore } from '../store/notices.js';
-import type { Archive } from './archive.js';
+import { ArchiveUnavailableError, type Archive } from './archive.js';
 import { CONTENT_PURGED_FIELD, purgeContent } from './content-purge.js';
 import { MirrorLog } from './mirror-log.js';
 import { compareIds } from './names.js';
@@ -49,6 +49,8 @@ export interface RetireReport {
   retired: number;
   /** Notices whose last entries the archive does not hold yet: looked at again after retryMs. */
   waiting: number;
+  /** The archive could not be reached: the sweep stopped, and everything stays in Redis. */
+  archiveUnreachable?: boolean;
 }
 
 /** Remembers when each finished notice may leave Redis; a notice already indexed keeps its time. */
@@ -123,7 +125,15 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
         continue;
       }
       const record: NoticeRecord = { id: noticeId, view: noticeView(notice), entryIds, stats: retiredStats(notice) };
-      await archive.putRecord(record);
+      try {
+        await archive.putRecord(record);
+      } catch (error) {
+        if (!(error instanceof ArchiveUnavailableError)) throw error;
+        // The log mirror warns of the outage; nothing leaves Redis until the archive is back.
+        await later(noticeId);
+        report.archiveUnreachable = true;
+        return report;
+      }
       const outcome = await store.retire(noticeId, entryIds.length, statsMember(noticeId, record.stats));
       if (outcome === 'retired') report.retired += 1;
       else if (outcome === 'changed') await later(noticeId);

@@ -198,6 +198,16 @@ describe('the retire sweep', () => {
     expect(await archive.readRecord(id)).toBeNull();
 
     await mirrorFor({ redis, store, archive, consumer: 'retire-test' }).mirrorOnce([shard]);
+    // An archive out of reach keeps everything in Redis.
+    const blind = new Archive(createFileStore('/dev/null/herald-archive'), prefix);
+    expect(
+      await retireNoticesOnce({ redis, store, archive: blind, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs }),
+    ).toEqual({
+      retired: 0,
+      waiting: 1,
+      archiveUnreachable: true,
+    });
+    expect(await redis.exists(store.keys.notice(id))).toBe(1);
     expect(await sweep()).toEqual({ retired: 1, waiting: 0 });
     expect(await redis.exists(store.keys.notice(id), store.keys.events(id))).toBe(0);
     const record = await archive.readRecord(id);
