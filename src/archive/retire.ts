@@ -23,7 +23,7 @@ import { statsMember, type NoticeRecord, type RetiredStats } from './records.js'
  *    unarchived entry);
  * 3. stores the notice's record in the archive: its last view, its entry IDs, its counts;
  * 4. lets Redis go of the hash and the events list, and leaves its counts in the `created`
- *    index for /v1/stats (retireNotice-5.lua, which checks that no entry came meanwhile).
+ *    index for /v1/stats (retireNotice-6.lua, which checks that no entry came meanwhile).
  *
  * The same sweep drops members of the `created` indexes older than HERALD_STATS_RETENTION, the
  * reach of /v1/stats, so that retired notices' counts do not pile up either.

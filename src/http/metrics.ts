@@ -9,7 +9,7 @@ import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, expandCounters, SPEND_SCALE } 
 const PROVIDER_OF: Record<string, string> = { email: 'postmark', sms: 'twilio' };
 
 type Sample = { value: number; labels?: Record<string, string | number>; metricName?: string };
-type Snapshot = { counters: Map<string, number>; queues: Record<string, Record<string, number>>; live: number };
+type Snapshot = { counters: Map<string, number>; queues: Record<string, Record<string, number>>; live: number; awaitingRetirement: number };
 
 /** A metric whose samples are computed from the scrape's snapshot of Redis. */
 function mirrored(name: string, help: string, type: 'counter' | 'gauge' | 'histogram', samples: (s: Snapshot) => Sample[]) {
@@ -107,6 +107,15 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promis
       ),
     ),
     mirrored('herald_live_notices', 'Notices not yet in a terminal state.', 'gauge', (s) => [{ value: s.live }]),
+    mirrored('herald_notices_retired_total', 'Finished notices Redis let go of, their records in the archive.', 'counter', (s) => [
+      { value: s.counters.get('retired') ?? 0 },
+    ]),
+    mirrored(
+      'herald_notices_awaiting_retirement',
+      'Finished notices past HERALD_NOTICE_KEEP_HOT still in Redis (waiting for the archive, or the next sweep).',
+      'gauge',
+      (s) => [{ value: s.awaitingRetirement }],
+    ),
   ];
   for (const metric of metrics) registry.registerMetric(metric as never);
   // The log mirror's backlog, read from Redis at scrape time like the counters above.
@@ -126,7 +135,12 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promis
     for (const queue of Object.values(deps.queues)) {
       queues[queue.name] = await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed', 'prioritized');
     }
-    const snapshot: Snapshot = { counters, queues, live: await deps.store.liveCount() };
+    const snapshot: Snapshot = {
+      counters,
+      queues,
+      live: await deps.store.liveCount(),
+      awaitingRetirement: await deps.store.awaitingRetirement(deps.clock.now()),
+    };
     for (const metric of metrics) metric.use(snapshot);
     return reply.header('content-type', registry.contentType).send(await registry.metrics());
   });

@@ -252,7 +252,7 @@ export class NoticeStore {
   }
 
   /**
-   * Lets go of a finished notice whose record the archive holds (lua/retireNotice-5.lua):
+   * Lets go of a finished notice whose record the archive holds (lua/retireNotice-6.lua):
    * 'retired', 'changed' (it has entries the record lacks), or 'gone' (retired before).
    */
   async retire(id: string, entryCount: number, statsMember: string): Promise<'retired' | 'changed' | 'gone'> {
@@ -263,6 +263,7 @@ export class NoticeStore {
       this.keys.created(shard),
       this.keys.contentExpiry(shard),
       this.keys.retire(shard),
+      this.keys.metrics(shard),
       id,
       entryCount,
       statsMember,
@@ -288,6 +289,14 @@ export class NoticeStore {
   async releaseLease(id: string, owner: string): Promise<void> {
     const key = this.keys.lease(id);
     if ((await this.redis.get(key)) === owner) await this.redis.del(key);
+  }
+
+  /** Finished notices whose time to leave Redis has come (`retire` members scored at or before `now`). */
+  async awaitingRetirement(now: number): Promise<number> {
+    const pipeline = this.redis.pipeline();
+    for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.zcount(this.keys.retire(shard), '-inf', now);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.reduce((sum, [, count]) => sum + Number(count ?? 0), 0);
   }
 
   /** Number of live (not terminal) notices per shard, for readiness and metrics. */

@@ -11,7 +11,7 @@ export function loadScript(name: string): string {
 }
 
 /** The scripts Herald defines on a connection, with their key counts from their names. */
-export const SCRIPTS = ['createNotice-8', 'transition-5', 'putRecipientPolicy-1', 'retireNotice-5'] as const;
+export const SCRIPTS = ['createNotice-8', 'transition-5', 'putRecipientPolicy-1', 'retireNotice-6'] as const;
 
 export interface HeraldScripts {
   createNotice(...args: (string | number)[]): Promise<unknown[]>;

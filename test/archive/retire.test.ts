@@ -17,6 +17,7 @@ import { startStack, type Stack } from '../helpers/stack.js';
 import { mirrorFor, silent, tempDir } from './support.js';
 
 const redis = plainRedis();
+const ADMIN_TOKEN = 'retire-admin-token-0123';
 afterAll(async () => {
   await redis.quit();
 });
@@ -39,6 +40,7 @@ describe('a finished notice leaves Redis for the archive', () => {
         HERALD_NOTICE_KEEP_HOT: '1s',
         HERALD_CONTENT_PURGE_INTERVAL_MS: '200',
         HERALD_MIRROR_INTERVAL_MS: '200',
+        HERALD_ADMIN_TOKEN: ADMIN_TOKEN,
       },
     });
     id = await stack.createNotice(body, idempotency);
@@ -76,6 +78,15 @@ describe('a finished notice leaves Redis for the archive', () => {
     expect(replay.statusCode).toBe(200);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.json()).toEqual(viewBefore);
+
+    const timeline = await stack.web.call('GET', `/admin/notices/${id}`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` });
+    expect(timeline.statusCode).toBe(200);
+    expect(timeline.body).toContain('email_delivered');
+    expect(timeline.body).toContain('content.purged');
+
+    const metrics = (await stack.web.call('GET', '/metrics')).body;
+    expect(metrics).toMatch(/^herald_notices_retired_total 1$/m);
+    expect(metrics).toMatch(/^herald_notices_awaiting_retirement 0$/m);
 
     const stats = await stack.web.call('GET', '/v1/stats');
     expect(stats.statusCode).toBe(200);

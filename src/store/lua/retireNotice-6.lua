@@ -2,10 +2,10 @@
   Lets go of a finished notice once the archive holds its record (src/archive/retire.ts): deletes
   its hash and events list, drops it from the shard's content-expiry and retire indexes, and
   puts its stats member in place of its ID in the shard's `created` index (same score), so
-  that /v1/stats still counts it. Only when the notice still has the entries the record names.
+  that /v1/stats still counts it, and counts it in the shard's `retired` metric. Only when the notice still has the entries the record names.
 
   KEYS[1] notice hash   KEYS[2] events list   KEYS[3] shard created zset
-  KEYS[4] shard content-expiry zset   KEYS[5] shard retire zset
+  KEYS[4] shard content-expiry zset   KEYS[5] shard retire zset   KEYS[6] shard metrics hash
   ARGV[1] noticeId   ARGV[2] number of entries the record names   ARGV[3] stats member
 
   Returns 1 when let go; 0 when the notice has more entries now (the record is out of date);
@@ -26,4 +26,5 @@ if created then
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('ZADD', KEYS[3], created, ARGV[3])
 end
+redis.call('HINCRBY', KEYS[6], 'retired', 1)
 return 1
