@@ -53,12 +53,17 @@ export function encodeObject(entries: readonly StoredEntry[]): { body: Buffer; s
   return { body, sha256: sha256(body) };
 }
 
-/** Checks an object against its stored SHA-256, then decodes its entries. */
-export function decodeObject(key: string, stored: StoredObject): StoredEntry[] {
+/** An object's bytes, once checked against the SHA-256 stored with them. */
+function verified(key: string, stored: StoredObject): Buffer {
   if (!stored.sha256) throw new ArchiveIntegrityError(key, 'no SHA-256 is stored with it');
   const actual = sha256(stored.body);
   if (actual !== stored.sha256) throw new ArchiveIntegrityError(key, `SHA-256 is ${actual}, ${stored.sha256} was stored`);
-  return gunzipSync(stored.body)
+  return stored.body;
+}
+
+/** Checks an object against its stored SHA-256, then decodes its entries. */
+export function decodeObject(key: string, stored: StoredObject): StoredEntry[] {
+  return gunzipSync(verified(key, stored))
     .toString('utf8')
     .split('\n')
     .filter((line) => line !== '')
@@ -126,11 +131,7 @@ export class Archive {
   async readRecord(noticeId: string): Promise<NoticeRecord | null> {
     const key = recordKey(this.heraldPrefix, noticeId);
     const stored = await this.io(() => this.store.get(key));
-    if (!stored) return null;
-    if (!stored.sha256) throw new ArchiveIntegrityError(key, 'no SHA-256 is stored with it');
-    const actual = sha256(stored.body);
-    if (actual !== stored.sha256) throw new ArchiveIntegrityError(key, `SHA-256 is ${actual}, ${stored.sha256} was stored`);
-    return decodeRecord(stored.body);
+    return stored ? decodeRecord(verified(key, stored)) : null;
   }
 
   /** The objects of one shard's partition (the hour holding `timeMs`), in entry order. */

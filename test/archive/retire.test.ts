@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { Writable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Archive } from '../../src/archive/archive.js';
+import { Archive, ArchiveIntegrityError } from '../../src/archive/archive.js';
 import { createFileStore } from '../../src/archive/file-store.js';
 import { retireNoticesOnce, indexRetirement } from '../../src/archive/retire.js';
 import { recordKey } from '../../src/archive/records.js';
@@ -232,6 +234,10 @@ describe('the retire sweep', () => {
     expect(await sweep()).toEqual({ retired: 0, waiting: 0 });
     expect(await redis.zcard(store.keys.retire(shard))).toBe(0);
     expect(await redis.zrange(store.keys.created(shard), 0, -1)).toEqual([`${id} canceled - 0 0 0 0`]);
+
+    // A record whose bytes no longer match its SHA-256 is refused, never read.
+    await writeFile(join(dir.path, recordKey(prefix, id)), gzipSync('{"id":"forged"}'));
+    await expect(archive.readRecord(id)).rejects.toThrow(ArchiveIntegrityError);
   });
 
   it('finds, with `herald retention apply`, finished notices an earlier version left unindexed', async () => {
