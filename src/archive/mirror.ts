@@ -143,7 +143,8 @@ export class LogMirror {
 
   private async indexRetirement(batch: MirrorBatch): Promise<void> {
     const completed = batch.entries
-      .filter((entry) => entry.type === 'notice.completed')
+      // A notice Herald has nothing more to do for: finished, or its SMS checks ran out.
+      .filter((entry) => entry.type === 'notice.completed' || entry.type === 'sms.unconfirmed')
       .map((entry) => ({ noticeId: entry.noticeId, retireAt: idTime(entry.id) + this.deps.noticeKeepHotMs }));
     await indexRetirement(this.deps.redis, this.deps.keys, batch.shard, completed);
   }

@@ -66,7 +66,7 @@ export async function indexRetirement(
 
 /**
  * Indexes for retirement the finished notices that no `retire` entry names: those an earlier
- * Herald version finished before it retired notices. Walks each shard's `created` index (plain
+ * Herald version finished (or whose SMS checks ran out) before it retired notices. Walks each shard's `created` index (plain
  * notice IDs only: a retired notice's member holds spaces) and reads states in pipelines.
  * Returns how many it indexed (or, with dryRun, would index).
  */
@@ -77,10 +77,11 @@ export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts
     for (let i = 0; i < ids.length; i += 500) {
       const slice = ids.slice(i, i + 500);
       const states = await redis.pipeline(slice.map((id) => ['hget', keys.notice(id), 'state'])).exec();
-      const finished = slice.filter((_, j) => {
+      const finished: string[] = [];
+      for (const [j, id] of slice.entries()) {
         const state = states?.[j]?.[1];
-        return typeof state === 'string' && isTerminal(state as NoticeState);
-      });
+        if (typeof state === 'string' && (await isSettled(redis, keys, { id, state: state as NoticeState }))) finished.push(id);
+      }
       if (finished.length === 0) continue;
       if (!opts.dryRun) await redis.zadd(keys.retire(shard), 'NX', ...finished.flatMap((id) => [now, id]));
       indexed += finished.length;
@@ -106,7 +107,7 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
     const [backlog] = await mirror.backlog([shard]);
     for (const noticeId of due) {
       const notice = shardOfNoticeId(noticeId) === shard ? await store.get(noticeId) : null;
-      if (!notice || !isTerminal(notice.state)) {
+      if (!notice || !(await isSettled(redis, store.keys, notice))) {
         if (notice) log.warn({ noticeId, state: notice.state }, 'a notice indexed for retirement is not finished; left in Redis');
         await redis.zrem(retireKey, noticeId);
         continue;
@@ -141,6 +142,16 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
   }
   if (report.retired > 0) log.debug(report, 'finished notices retired to the archive');
   return report;
+}
+
+/**
+ * Herald has nothing more to do for the notice: it is in a terminal state, or it is `sms_sent`
+ * with its SMS checks run out (`sms.unconfirmed`): out of the due index, so that no job or
+ * repair moves it on.
+ */
+async function isSettled(redis: Redis, keys: Keys, notice: { id: string; state: NoticeState }): Promise<boolean> {
+  if (isTerminal(notice.state)) return true;
+  return notice.state === 'sms_sent' && (await redis.zscore(keys.due(shardOfNoticeId(notice.id)!), notice.id)) === null;
 }
 
 function retiredStats(notice: Notice): RetiredStats {

@@ -454,10 +454,13 @@ export class NoticeEngine {
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error;
       const now = this.now();
+      const entries = [this.providerErrorEntry('sms', record.attemptId, 'status', error, notice.providerTimeoutMs)];
+      if (next === undefined) entries.push(this.smsUnconfirmed(notice, record.checksDone));
       await this.store.transition(id, now, iso(now), {
         from: ['sms_sent'],
         set: next !== undefined ? { smsNextCheckAt: next } : {},
-        entries: [this.providerErrorEntry('sms', record.attemptId, 'status', error, notice.providerTimeoutMs)],
+        unset: next === undefined ? ['smsNextCheckAt'] : [],
+        entries,
         due: next ?? 'remove',
       });
       if (next !== undefined) await this.deps.schedule.smsPoll(id, notice.smsPlan.indexOf(next) + 1, next);
@@ -478,6 +481,7 @@ export class NoticeEngine {
       },
     ];
     if (terminal) entries.push(this.completed(notice, terminal, { smsChecks: 1 }));
+    else if (next === undefined) entries.push(this.smsUnconfirmed(notice, record.checksDone + 1, observation.status));
     const result = await this.store.transition(id, now, iso(now), {
       from: ['sms_sent'],
       to: terminal,
@@ -691,6 +695,21 @@ export class NoticeEngine {
       sms: notice.smsChannel.checksDone + (extra.smsChecks ?? 0),
     };
     return { type: 'notice.completed', state, cost, checks };
+  }
+
+  /**
+   * `sms.unconfirmed`: the SMS plan has run out without a final status from the provider (a
+   * message that stays `sent`, status reads that never answer). Herald does nothing more for the
+   * notice, which stays `sms_sent`; the entry says why, and lets the notice leave Redis.
+   */
+  private smsUnconfirmed(notice: Notice, checks: number, lastStatus?: string): LogEntry {
+    return {
+      type: 'sms.unconfirmed',
+      attemptId: notice.smsChannel.attemptId,
+      reason: 'sms_plan_ended',
+      lastStatus: lastStatus ?? notice.smsChannel.status ?? null,
+      checks,
+    };
   }
 
   /** The email checks the poll jobs run: the plan without its last check, which the deadline step makes. */

@@ -30,7 +30,11 @@ describe('a finished notice leaves Redis for the archive', () => {
   let id: string;
   let viewBefore: unknown;
   let eventsBefore: StoredEntry[];
-  const body = noticeBody({ recipient: { id: 'p-retire', email: 'delivered+200ms@example.com' }, deadlineInSeconds: 6 });
+  const body = noticeBody({
+    recipient: { id: 'p-retire', email: 'delivered+200ms@example.com' },
+    deadlineInSeconds: 6,
+    policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 2 },
+  });
   const idempotency = { 'idempotency-key': 'retire-test-1' };
 
   beforeAll(async () => {
@@ -43,6 +47,8 @@ describe('a finished notice leaves Redis for the archive', () => {
         HERALD_CONTENT_PURGE_INTERVAL_MS: '200',
         HERALD_MIRROR_INTERVAL_MS: '200',
         HERALD_ADMIN_TOKEN: ADMIN_TOKEN,
+        // Four SMS checks (0.2, 0.6, 1.4 and 3 s after the SMS is accepted), so that a plan runs out soon.
+        HERALD_MAX_CHECKS_PER_NOTICE: '4',
       },
     });
     id = await stack.createNotice(body, idempotency);
@@ -129,6 +135,29 @@ describe('a finished notice leaves Redis for the archive', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as StoredEntry);
     expect(lines).toEqual(await stack.events(id));
+  });
+
+  it('leaves Redis too when its SMS checks run out without a final status (sms.unconfirmed), still sms_sent', async () => {
+    const stuck = await stack.createNotice(
+      noticeBody({
+        recipient: { id: 'p-stuck', email: 'never@example.com', phone: '+12025550105' },
+        deadlineInSeconds: 2,
+        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 1 },
+      }),
+    );
+    await waitFor(
+      async () => (await redis.exists(stack.web.store.keys.notice(stuck))) === 0,
+      30_000,
+      'the unconfirmed notice to leave Redis',
+    );
+    expect(stack.smsTo('+12025550105')).toBe(1);
+    expect(await stack.view(stuck)).toMatchObject({ id: stuck, state: 'sms_sent', fallback: { reason: 'email_deadline_elapsed' } });
+    const events = await stack.events(stuck);
+    const unconfirmed = events.filter((e) => e.type === 'sms.unconfirmed');
+    expect(unconfirmed).toHaveLength(1);
+    expect(unconfirmed[0]).toMatchObject({ reason: 'sms_plan_ended', checks: 4 });
+    expect(events.map((e) => e.type)).not.toContain('notice.completed');
+    expect(events.at(-1)!.type).toBe('content.purged');
   });
 
   it('answers 503 unavailable while the archive that holds it cannot be reached', async () => {
