@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import { acceptNotice, RejectedRequest } from '../notice/accept.js';
 import { noticeView } from '../notice/view.js';
@@ -24,23 +24,26 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
   // are read back from the archive.
   const trails = trailReader({ store, redis: deps.redis, config, clock });
   app.addHook('onClose', async () => trails.close());
-  const fromArchive = async <T>(read: () => Promise<T>, log: { warn(obj: object, msg: string): void }): Promise<T> => {
+  /** Runs a read that may need the archive: out of reach, it is a 503 saying what is there. */
+  const fromArchive = async <T>(read: () => Promise<T>, log: FastifyBaseLogger, what: string): Promise<T> => {
     try {
       return await read();
     } catch (error) {
       if (error instanceof ArchiveUnavailableError) {
         log.warn({ err: error }, 'audit archive unreachable');
-        throw new HttpError('unavailable', 'This notice is in the audit archive, which cannot be reached; retry later.');
+        throw new HttpError('unavailable', `${what} is in the audit archive, which cannot be reached; retry later.`);
       }
       throw error;
     }
   };
   /** The notice's view, from Redis or, once it is retired, from the archive. */
-  const load = async (id: string, log: { warn(obj: object, msg: string): void }) => {
-    const view = await fromArchive(() => trails.view(id), log);
+  const load = async (id: string, log: FastifyBaseLogger) => {
+    const view = await fromArchive(() => trails.view(id), log, 'This notice');
     if (!view) throw new HttpError('not_found', `No notice ${id}.`);
     return view;
   };
+  const notCancelable = (state: string) =>
+    new HttpError('invalid_state', `The notice is ${state}; only a notice not yet handed to a provider can be canceled.`, { state });
 
   app.post<{ Body: CreateNoticeBody }>(
     '/v1/notices',
@@ -136,7 +139,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
     },
     async (request) => {
       await load(request.params.id, request.log);
-      return { events: (await fromArchive(() => trails.read(request.params.id), request.log)).entries };
+      return { events: (await fromArchive(() => trails.read(request.params.id), request.log, 'Part of this trail')).entries };
     },
   );
 
@@ -155,14 +158,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       const notice = shardOfNoticeId(id) === undefined ? null : await store.get(id);
       if (!notice) {
         // Only a finished notice leaves Redis: a retired one can no longer be canceled.
-        const retired = await load(id, request.log);
-        throw new HttpError(
-          'invalid_state',
-          `The notice is ${retired.state}; only a notice not yet handed to a provider can be canceled.`,
-          {
-            state: retired.state,
-          },
-        );
+        throw notCancelable((await load(id, request.log)).state);
       }
       const now = clock.now();
       const result = await store.transition(notice.id, now, iso(now), {
@@ -174,12 +170,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         ],
         due: 'remove',
       });
-      if (!result.ok) {
-        const state = result.reason === 'state' ? result.state : notice.state;
-        throw new HttpError('invalid_state', `The notice is ${state}; only a notice not yet handed to a provider can be canceled.`, {
-          state,
-        });
-      }
+      if (!result.ok) throw notCancelable(result.reason === 'state' ? result.state : notice.state);
       // The deadline job would only find the notice canceled.
       await scheduler.dropDeadline(notice.id).catch((error: unknown) => request.log.debug({ err: error }, 'deadline job not removed'));
       return noticeView((await store.get(notice.id))!);

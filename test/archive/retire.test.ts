@@ -269,6 +269,25 @@ describe('the retire sweep', () => {
     await expect(archive.readRecord(id)).rejects.toThrow(ArchiveIntegrityError);
   });
 
+  it('replaces a record written before a crash or a late entry with the notice as it is when it leaves', async () => {
+    const now = Date.now();
+    const id = await finishedNotice(9, now);
+    await indexRetirement(redis, store.keys, 9, [{ noticeId: id, retireAt: now }]);
+    const sweep = () =>
+      retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * 86_400_000 });
+    expect(await sweep()).toEqual({ retired: 0, waiting: 1 }); // content purged
+    await mirrorFor({ redis, store, archive, consumer: 'retire-test' }).mirrorOnce([9]);
+    // What a sweep that stopped after its upload, before content.purged was written, left behind.
+    const entryIds = await redis.lrange(store.keys.events(id), 0, -1);
+    const stale = { id, view: { state: 'stale' } as never, entryIds: entryIds.slice(0, -1), stats: {} as never };
+    await archive.putRecord(stale);
+
+    expect(await sweep()).toEqual({ retired: 1, waiting: 0 });
+    const record = await archive.readRecord(id);
+    expect(record?.entryIds).toEqual(entryIds);
+    expect(record?.view.state).toBe('canceled');
+  });
+
   it('finds, with `herald retention apply`, finished notices an earlier version left unindexed', async () => {
     const id = await finishedNotice(5, Date.now());
     const env = {
