@@ -316,12 +316,11 @@ async function indexFinishedNotices(config: Config, io: CliIo, dryRun: boolean):
   const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
   redis.on('error', () => undefined);
   try {
-    if (
-      !(await waitReady(redis, 3000).then(
-        () => true,
-        () => false,
-      ))
-    ) {
+    const reachable = await waitReady(redis, 3000).then(
+      () => true,
+      () => false,
+    );
+    if (!reachable) {
       io.stderr.write('Redis cannot be reached: finished notices left in Redis by earlier versions were not looked for.\n');
       return;
     }

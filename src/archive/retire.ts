@@ -12,26 +12,6 @@ import { MirrorLog } from './mirror-log.js';
 import { compareIds } from './names.js';
 import { statsMember, type NoticeRecord, type RetiredStats } from './records.js';
 
-/**
- * Finished notices leave Redis. The log mirror indexes each notice's `notice.completed` entry in
- * its shard's `retire` zset, scored by the entry's time plus HERALD_NOTICE_KEEP_HOT; when that
- * time comes, the retire sweep:
- *
- * 1. purges the content if it is still there (a finished notice sends nothing more), recording
- *    `content.purged`, and waits for the mirror to archive that entry;
- * 2. waits until the archive holds every entry of the notice (all below the shard's oldest
- *    unarchived entry);
- * 3. stores the notice's record in the archive: its last view, its entry IDs, its counts;
- * 4. lets Redis go of the hash and the events list, and leaves its counts in the `created`
- *    index for /v1/stats (retireNotice-6.lua, which checks that no entry came meanwhile).
- *
- * The same sweep drops members of the `created` indexes older than HERALD_STATS_RETENTION, the
- * reach of /v1/stats, so that retired notices' counts do not pile up either.
- *
- * Each step can be repeated after a crash: the record is written again with the same bytes, and
- * the script does nothing for a notice already gone. Reads of a retired notice (`GET`,
- * `/events`, the timeline, `herald audit`) come from its record and the archived log.
- */
 export interface RetireDeps {
   redis: Redis;
   store: NoticeStore;
@@ -66,9 +46,9 @@ export async function indexRetirement(
 
 /**
  * Indexes for retirement the finished notices that no `retire` entry names: those an earlier
- * Herald version finished (or whose SMS checks ran out) before it retired notices. Walks each shard's `created` index (plain
- * notice IDs only: a retired notice's member holds spaces) and reads states in pipelines.
- * Returns how many it indexed (or, with dryRun, would index).
+ * Herald version finished (or whose SMS checks ran out) before it retired notices. Walks each
+ * shard's `created` index (plain notice IDs only: a retired notice's member holds spaces) and
+ * reads states in pipelines. Returns how many it indexed (or, with dryRun, would index).
  */
 export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts: { dryRun?: boolean } = {}): Promise<number> {
   let indexed = 0;
@@ -90,6 +70,26 @@ export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts
   return indexed;
 }
 
+/**
+ * Finished notices leave Redis. The log mirror indexes each notice's `notice.completed` entry in
+ * its shard's `retire` zset, scored by the entry's time plus HERALD_NOTICE_KEEP_HOT; when that
+ * time comes, the retire sweep:
+ *
+ * 1. purges the content if it is still there (a finished notice sends nothing more), recording
+ *    `content.purged`, and waits for the mirror to archive that entry;
+ * 2. waits until the archive holds every entry of the notice (all below the shard's oldest
+ *    unarchived entry);
+ * 3. stores the notice's record in the archive: its last view, its entry IDs, its counts;
+ * 4. lets Redis go of the hash and the events list, and leaves its counts in the `created`
+ *    index for /v1/stats (retireNotice-6.lua, which checks that no entry came meanwhile).
+ *
+ * The same sweep drops members of the `created` indexes older than HERALD_STATS_RETENTION, the
+ * reach of /v1/stats, so that retired notices' counts do not pile up either.
+ *
+ * Each step can be repeated after a crash: the record is written again with the same bytes, and
+ * the script does nothing for a notice already gone. Reads of a retired notice (`GET`,
+ * `/events`, the timeline, `herald audit`) come from its record and the archived log.
+ */
 export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport> {
   const { redis, store, archive, clock, log } = deps;
   const mirror = new MirrorLog(redis, store.keys);

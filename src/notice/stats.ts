@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Prices } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import { costOf } from './cost.js';
-import { parseStatsMember } from '../archive/records.js';
+import { parseStatsMember, type RetiredStats } from '../archive/records.js';
 
 export interface NoticeStats {
   from: string;
@@ -29,15 +29,15 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
   let notices = 0;
   let checks = 0;
   const counts = { emailSends: 0, emailChecks: 0, smsSegments: 0, smsChecks: 0 };
-  const count = (state: string, reason: string | null, emailChecks: number, smsChecks: number, emailSent: boolean, segments: number) => {
+  const count = (notice: RetiredStats) => {
     notices += 1;
-    byState[state] = (byState[state] ?? 0) + 1;
-    if (reason) fallbackByReason[reason] = (fallbackByReason[reason] ?? 0) + 1;
-    checks += emailChecks + smsChecks;
-    counts.emailSends += emailSent ? 1 : 0;
-    counts.emailChecks += emailChecks;
-    counts.smsChecks += smsChecks;
-    counts.smsSegments += segments;
+    byState[notice.state] = (byState[notice.state] ?? 0) + 1;
+    if (notice.fallbackReason) fallbackByReason[notice.fallbackReason] = (fallbackByReason[notice.fallbackReason] ?? 0) + 1;
+    checks += notice.emailChecks + notice.smsChecks;
+    counts.emailSends += notice.emailSent ? 1 : 0;
+    counts.emailChecks += notice.emailChecks;
+    counts.smsChecks += notice.smsChecks;
+    counts.smsSegments += notice.smsSegments;
   };
   for (const shard of keys.allShards()) {
     const members = await redis.zrangebyscore(keys.created(shard), from, to);
@@ -45,11 +45,8 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
     for (const member of members) {
       // A retired notice left Redis; its member carries its counts (src/archive/retire.ts).
       const retired = parseStatsMember(member);
-      if (!retired) {
-        ids.push(member);
-        continue;
-      }
-      count(retired.state, retired.fallbackReason, retired.emailChecks, retired.smsChecks, retired.emailSent, retired.smsSegments);
+      if (retired) count(retired);
+      else ids.push(member);
     }
     for (let i = 0; i < ids.length; i += 500) {
       const pipeline = redis.pipeline();
@@ -59,7 +56,14 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
         const [state, reason, emailChecks, smsChecks, emailMessage, segments] = values as (string | null)[];
         // Retired between the two reads: counted by its member at the next request.
         if (!state) continue;
-        count(state, reason ?? null, Number(emailChecks ?? 0), Number(smsChecks ?? 0), Boolean(emailMessage), Number(segments ?? 0));
+        count({
+          state,
+          fallbackReason: reason ?? null,
+          emailChecks: Number(emailChecks ?? 0),
+          smsChecks: Number(smsChecks ?? 0),
+          emailSent: Boolean(emailMessage),
+          smsSegments: Number(segments ?? 0),
+        });
       }
     }
   }
