@@ -7,6 +7,9 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { Archive } from '../../src/archive/archive.js';
+import { createFileStore } from '../../src/archive/file-store.js';
+import { readTrail } from '../../src/archive/trail.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { jobIds } from '../../queues/index.js';
 import { sleep, TEST_API_KEY, testConfig, testPrefix } from '../helpers/env.js';
@@ -37,6 +40,8 @@ export interface ChaosReport {
   sms: number;
   smsNeeded: number;
   fallbackDecided: number;
+  /** Notices whose outcome was read from the archive: Redis had let go of them. */
+  retired: number;
   /** Time from the end of the faults until every notice was terminal; null when the bound passed. */
   settledAfterMs: number | null;
   settleBoundMs: number;
@@ -62,6 +67,8 @@ class ChaosRun {
   private redis!: RedisServer;
   private sandbox!: Sandbox;
   private web!: WebUnderTest;
+  /** The run's archive, to read retired notices back. */
+  private archive!: Archive;
   private workers: WorkerProcess[] = [];
   /** Workers between a signal and their restart: no second signal meanwhile. */
   private down = new Set<number>();
@@ -93,6 +100,7 @@ class ChaosRun {
       sms: 0,
       smsNeeded: 0,
       fallbackDecided: 0,
+      retired: 0,
       settledAfterMs: null,
       settleBoundMs: opts.settleBoundMs,
       elapsedMs: 0,
@@ -118,10 +126,14 @@ class ChaosRun {
       TWILIO_API_URL: this.sandbox.url,
       // The log mirror's archive goes with the run's Redis directory, removed at the end.
       HERALD_ARCHIVE_URL: pathToFileURL(join(this.redis.dir, 'archive')).href,
+      // Finished notices leave Redis as soon as the archive holds them, under the same faults.
+      HERALD_NOTICE_KEEP_HOT: '0s',
+      HERALD_CONTENT_PURGE_INTERVAL_MS: '500',
       // Info, so that a worker's "running" line says when it is ready for a SIGTERM.
       LOG_LEVEL: 'info',
     };
     this.web = await startWebUnderTest(testConfig(prefix, env));
+    this.archive = new Archive(createFileStore(join(this.redis.dir, 'archive')), prefix);
     for (const queue of Object.values(this.web.queues)) queue.on('error', () => undefined);
     this.workers = Array.from({ length: this.plan.shape.workers }, () => new WorkerProcess(env).start());
 
@@ -158,6 +170,14 @@ class ChaosRun {
       await sleep(250);
     }
     await this.drainJobs(Date.now() + 15_000);
+    // Shutting down after the run is a SIGTERM like any other: it must end with exit 0. It comes
+    // before the outcomes are read, so that no notice retires while its outcome is read.
+    for (const [i, worker] of this.workers.entries()) {
+      const bootedBy = Date.now() + 10_000;
+      while (!worker.ready && worker.exitCode === null && Date.now() < bootedBy) await sleep(100);
+      const code = await worker.stop('SIGTERM');
+      if (code !== 0) this.violations.push({ rule: 'graceful-shutdown', detail: `worker ${i} exited ${code} on the final SIGTERM` });
+    }
 
     const outcomes = await this.outcomes();
     const emails = this.sandbox.emails();
@@ -165,6 +185,7 @@ class ChaosRun {
     this.violations.push(...checkRun(outcomes, emails, sms));
     for (const v of this.violations) if (v.rule === 'not-terminal' && v.notice) v.detail += `; jobs: ${await this.jobsOf(v.notice)}`;
     for (const o of outcomes) {
+      if (o.retired) this.report.retired += 1;
       const state = o.hash?.state ?? (o.id ? 'lost' : 'not accepted');
       this.report.endStates[state] = (this.report.endStates[state] ?? 0) + 1;
       const decided = o.events.some((e) => e.type === 'fallback.decided');
@@ -175,13 +196,6 @@ class ChaosRun {
     this.report.sms = sms.length;
     this.report.elapsedMs = Date.now() - this.started;
 
-    // Shutting down after the run is a SIGTERM like any other: it must end with exit 0.
-    for (const [i, worker] of this.workers.entries()) {
-      const bootedBy = Date.now() + 10_000;
-      while (!worker.ready && worker.exitCode === null && Date.now() < bootedBy) await sleep(100);
-      const code = await worker.stop('SIGTERM');
-      if (code !== 0) this.violations.push({ rule: 'graceful-shutdown', detail: `worker ${i} exited ${code} on the final SIGTERM` });
-    }
     this.report.violations = this.violations;
     if (this.violations.length > 0) {
       const logs = join(tmpdir(), `herald-chaos-${this.plan.seed}-workers.log`);
@@ -201,6 +215,7 @@ class ChaosRun {
 
   async close(): Promise<void> {
     await Promise.allSettled(this.workers.map((w) => w.stop('SIGKILL')));
+    await this.archive?.close();
     await this.web?.close().catch(() => undefined);
     await this.sandbox?.close();
     await this.redis?.stop();
@@ -366,7 +381,12 @@ class ChaosRun {
       const pipeline = this.web.redis.pipeline();
       for (const id of ids) pipeline.hget(this.web.store.keys.notice(id), 'state');
       const replies = (await pipeline.exec()) ?? [];
-      return replies.map(([error, state]) => (error ? null : (state as string | null)));
+      const states = replies.map(([error, state]) => (error ? null : (state as string | null)));
+      // Gone from Redis: retired, with its state in its archive record (or lost).
+      for (const [i, state] of states.entries()) {
+        if (state === null) states[i] = (await this.archive.readRecord(ids[i]!))?.view.state ?? null;
+      }
+      return states;
     } catch {
       return ids.map(() => null);
     }
@@ -422,12 +442,31 @@ class ChaosRun {
         emails: id ? emails.filter((m) => m.metadata.notice_id === id) : [],
         sms: plan.phone ? sms.filter((m) => m.to === plan.phone) : [],
       };
+      if (id && !outcome.hash) await this.fromRecord(id, outcome);
       const cancelStatus = this.cancelStatus.get(plan.index);
       if (cancelStatus !== undefined) outcome.cancelStatus = cancelStatus;
       if (this.consentWithdrawn.has(plan.index)) outcome.consentWithdrawn = true;
       outcomes.push(outcome);
     }
     return outcomes;
+  }
+
+  /** A retired notice as the archive holds it: its record's fields the rules read, its trail as the API reads it. */
+  private async fromRecord(id: string, outcome: NoticeOutcome): Promise<void> {
+    const record = await this.archive.readRecord(id);
+    if (!record) return;
+    const { view } = record;
+    const fields: Record<string, string | null | undefined> = {
+      state: view.state,
+      seq: String(record.entryIds.length),
+      fallbackReason: view.fallback?.reason,
+      emailProviderMessageId: view.email.providerMessageId,
+      smsProviderMessageId: view.sms?.providerMessageId,
+    };
+    outcome.hash = Object.fromEntries(Object.entries(fields).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+    outcome.retired = true;
+    const trail = await readTrail({ redis: this.web.redis, keys: this.web.store.keys, archive: () => this.archive, retainedSince: 0 }, id);
+    outcome.events = trail.entries;
   }
 
   // ---- time -----------------------------------------------------------------------------------
@@ -460,7 +499,7 @@ export function formatReport(report: ChaosReport): string {
   const lines = [
     `chaos seed ${report.seed} — replay with CHAOS_SEED=${report.seed}`,
     `notices: ${report.notices.planned} planned, ${report.notices.accepted} accepted with 202, ${report.notices.replayed} with an idempotent 200 after a retry, ${report.notices.notAccepted} not accepted`,
-    `end states: ${list(report.endStates)}`,
+    `end states: ${list(report.endStates)}; ${report.retired} of them read from the archive, Redis having let go of them`,
     `kills: ${report.sigkills} SIGKILL, ${report.sigterms.length} SIGTERM (exit codes ${report.sigterms.map((s) => String(s.exitCode)).join(', ') || '-'}; jobs active at the signal ${report.sigterms.map((s) => s.activeJobs ?? '?').join(', ') || '-'})`,
     `restarts: ${report.workerRestarts} worker restarts, ${report.redisRestarts.length} Redis restarts (SIGKILL, AOF appendfsync always; down ${report.redisRestarts.map((r) => `${r.downMs} ms`).join(', ') || '-'})`,
     `provider faults: ${list(report.providerFaults)}`,

@@ -19,8 +19,14 @@ export interface NoticeOutcome {
   cancelStatus?: number;
   /** True when the SMS consent withdrawal was stored (200). */
   consentWithdrawn?: boolean;
-  /** The notice hash as Redis holds it; null when it is gone. */
+  /**
+   * The notice hash as Redis holds it; null when it is gone. For a retired notice, the fields
+   * the rules read, taken from its archive record: state, seq (its entry count), fallbackReason
+   * and the provider message IDs.
+   */
   hash: Record<string, string> | null;
+  /** Redis let go of the notice: `hash` and `events` come from its archive record and the archived log. */
+  retired?: boolean;
   events: StoredEntry[];
   /** Emails the emulator holds for this notice (by its `notice_id` metadata). */
   emails: SandboxEmail[];
@@ -92,8 +98,12 @@ export function checkNotice(outcome: NoticeOutcome): Violation[] {
     return violations;
   }
   if (!hash || !hash.state) {
-    fail('accepted-notice-lost', 'accepted with 202/200 but its hash is gone');
+    fail('accepted-notice-lost', 'accepted with 202/200 but its hash is gone, and the archive holds no record of it');
     return violations;
+  }
+  // A retired notice's content was purged (and logged) before it left Redis.
+  if (outcome.retired && ofType('content.purged').length !== 1) {
+    fail('retired-without-purge', `retired with ${ofType('content.purged').length} content.purged entries`);
   }
   const state = hash.state;
   if (!TERMINAL.includes(state)) {
