@@ -97,13 +97,8 @@ async function audit(config: Config, args: string[], io: CliIo): Promise<number>
   if (shard === undefined || createdAt === undefined) throw new UsageError(`"${id}" is not a notice ID`);
 
   const archive = openArchive(config);
-  const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
-  redis.on('error', () => undefined);
+  const { redis, reachable } = await openCliRedis(config);
   try {
-    const reachable = await waitReady(redis, 3000).then(
-      () => true,
-      () => false,
-    );
     const store = new NoticeStore(redis, config.prefix);
     const notice = reachable ? await store.get(id) : null;
     let entries: StoredEntry[];
@@ -313,13 +308,8 @@ async function retention(config: Config, args: string[], io: CliIo): Promise<num
 
 /** Finished notices an earlier version left in Redis: indexed so that the worker retires them. */
 async function indexFinishedNotices(config: Config, io: CliIo, dryRun: boolean): Promise<void> {
-  const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
-  redis.on('error', () => undefined);
+  const { redis, reachable } = await openCliRedis(config);
   try {
-    const reachable = await waitReady(redis, 3000).then(
-      () => true,
-      () => false,
-    );
     if (!reachable) {
       io.stderr.write('Redis cannot be reached: finished notices left in Redis by earlier versions were not looked for.\n');
       return;
@@ -329,6 +319,17 @@ async function indexFinishedNotices(config: Config, io: CliIo, dryRun: boolean):
   } finally {
     redis.disconnect();
   }
+}
+
+/** The CLI's Redis connection, and whether it answered within 3 s (commands that can do without it go on). */
+async function openCliRedis(config: Config): Promise<{ redis: Redis; reachable: boolean }> {
+  const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
+  redis.on('error', () => undefined);
+  const reachable = await waitReady(redis, 3000).then(
+    () => true,
+    () => false,
+  );
+  return { redis, reachable };
 }
 
 /** An ISO 8601 time, or an age like `24h` meaning that long before `now`. */
