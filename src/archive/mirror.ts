@@ -61,11 +61,12 @@ export interface MirrorReport {
  * The log mirror: copies each shard's decision log into the archive as batch objects, through
  * the consumer group `mirror`, and trims Redis only below what the archive has confirmed.
  *
- * One batch goes: read (or reclaim) → index content expiry and retirement → upload → acknowledge; then the
- * shard is trimmed. A crash after the upload leaves the batch pending: it is uploaded again as
- * the same object (by this consumer, or by another after `reclaimAfterMs`). A crash after the
- * acknowledgement only delays the trim, which any later sweep does. When the archive cannot be
- * reached the batch stays pending and the stream grows; nothing is dropped.
+ * One batch goes: read (or reclaim) → index content expiry and retirement → upload →
+ * acknowledge; then the shard is trimmed. A crash after the upload leaves the batch pending: it
+ * is uploaded again as the same object (by this consumer, or by another after
+ * `reclaimAfterMs`). A crash after the acknowledgement only delays the trim, which any later
+ * sweep does. When the archive cannot be reached the batch stays pending and the stream grows;
+ * nothing is dropped.
  */
 export class LogMirror {
   /** The Redis side: consumer group, batch records, trimming. */
