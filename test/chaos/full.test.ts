@@ -18,6 +18,7 @@ describe('under fault injection (full run)', () => {
       redisRestarts: 2,
       providerFaults: 60,
       duplicateJobs: 120,
+      unconfirmedSms: true,
     });
     const report = await runChaos(plan, { settleBoundMs: 120_000 });
     console.log(formatReport(report));

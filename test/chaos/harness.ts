@@ -162,7 +162,8 @@ class ChaosRun {
     const until = faultsStopped + this.opts.settleBoundMs;
     for (;;) {
       const states = await this.states(ids);
-      if (states.every((s) => s !== null && TERMINAL.includes(s))) {
+      // A retired notice is settled (Herald retires no other); the rules check its trail below.
+      if (states.every((s) => s.state !== null && (TERMINAL.includes(s.state) || s.retired))) {
         this.report.settledAfterMs = Date.now() - faultsStopped;
         break;
       }
@@ -376,19 +377,21 @@ class ChaosRun {
 
   // ---- after the faults -----------------------------------------------------------------------
 
-  private async states(ids: string[]): Promise<(string | null)[]> {
+  private async states(ids: string[]): Promise<{ state: string | null; retired: boolean }[]> {
     try {
       const pipeline = this.web.redis.pipeline();
       for (const id of ids) pipeline.hget(this.web.store.keys.notice(id), 'state');
       const replies = (await pipeline.exec()) ?? [];
-      const states = replies.map(([error, state]) => (error ? null : (state as string | null)));
+      const states = replies.map(([error, state]) => ({ state: error ? null : (state as string | null), retired: false }));
       // Gone from Redis: retired, with its state in its archive record (or lost).
-      for (const [i, state] of states.entries()) {
-        if (state === null) states[i] = (await this.archive.readRecord(ids[i]!))?.view.state ?? null;
+      for (const [i, entry] of states.entries()) {
+        if (entry.state !== null) continue;
+        const record = await this.archive.readRecord(ids[i]!);
+        if (record) states[i] = { state: record.view.state, retired: true };
       }
       return states;
     } catch {
-      return ids.map(() => null);
+      return ids.map(() => ({ state: null, retired: false }));
     }
   }
 

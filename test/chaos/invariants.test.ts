@@ -160,6 +160,18 @@ describe('the chaos invariants', () => {
     expect(rules({ ...outcome, events, hash: { ...outcome.hash!, state: 'sms_sent', seq: '9' } })).toContain('not-terminal');
   });
 
+  it('accept sms_sent once the SMS checks ran out (sms.unconfirmed) for a number that never confirms, and only for it', () => {
+    const outcome = sound();
+    const events = log(...outcome.events.slice(0, 9), { type: 'sms.observed', status: 'pending' }, { type: 'sms.unconfirmed' });
+    const unconfirmed = { ...outcome, events, hash: { ...outcome.hash!, state: 'sms_sent', seq: String(events.length) } };
+    expect(rules({ ...unconfirmed, plan: { ...plan, smsBehaviour: '05' } })).toEqual([]);
+    expect(rules(unconfirmed)).toEqual(['wrong-end']);
+  });
+
+  it('catch a retired notice whose content was not purged first', () => {
+    expect(rules({ ...sound(), retired: true })).toEqual(['retired-without-purge']);
+  });
+
   it('catch a never-delivered email that did not fall back', () => {
     const outcome = sound();
     const events = log(...outcome.events.slice(0, 4), { type: 'notice.completed', state: 'email_delivered' });

@@ -5,7 +5,7 @@
  */
 import type { SandboxEmail, SandboxSms } from '../../src/sandbox/index.js';
 import type { StoredEntry } from '../../src/store/notices.js';
-import { NEVER_DELIVERED, SMS_REFUSED, type NoticePlan } from './plan.js';
+import { NEVER_DELIVERED, SMS_REFUSED, SMS_UNCONFIRMED, type NoticePlan } from './plan.js';
 
 export const TERMINAL = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled'];
 const UNDECIDED = ['accepted', 'email_sending', 'email_sent'];
@@ -85,6 +85,14 @@ function effect(entry: StoredEntry): { to: string; from: readonly string[] } | u
   }
 }
 
+/**
+ * Herald has nothing more to do for the notice: a terminal state, or `sms_sent` once its SMS
+ * checks ran out without a final status (`sms.unconfirmed`).
+ */
+export function settled(state: string, events: readonly StoredEntry[]): boolean {
+  return TERMINAL.includes(state) || (state === 'sms_sent' && events.some((e) => e.type === 'sms.unconfirmed'));
+}
+
 /** Checks one notice; returns every rule it breaks. */
 export function checkNotice(outcome: NoticeOutcome): Violation[] {
   const violations: Violation[] = [];
@@ -106,7 +114,7 @@ export function checkNotice(outcome: NoticeOutcome): Violation[] {
     fail('retired-without-purge', `retired with ${ofType('content.purged').length} content.purged entries`);
   }
   const state = hash.state;
-  if (!TERMINAL.includes(state)) {
+  if (!settled(state, events)) {
     const trail = events.map(
       (e) => `${e.type}${e.status ? `(${String(e.status)})` : ''}${e.kind ? `(${String(e.kind)})` : ''}@${e.at.slice(17, 23)}`,
     );
@@ -223,8 +231,11 @@ export function checkNotice(outcome: NoticeOutcome): Violation[] {
   if (mustFallBack) {
     if (decided.length !== 1)
       fail('fallback-missing', `email ${plan.emailBehaviour} never delivered, yet no fallback.decided (state ${state})`);
-    const expected =
-      SMS_REFUSED.has(plan.smsBehaviour ?? '') || ['01', '02'].includes(plan.smsBehaviour ?? '') ? 'sms_failed' : 'sms_delivered';
+    const expected = SMS_UNCONFIRMED.has(plan.smsBehaviour ?? '')
+      ? 'sms_sent'
+      : SMS_REFUSED.has(plan.smsBehaviour ?? '') || ['01', '02'].includes(plan.smsBehaviour ?? '')
+        ? 'sms_failed'
+        : 'sms_delivered';
     if (state !== expected)
       fail('wrong-end', `email ${plan.emailBehaviour}, SMS ${plan.smsBehaviour}: ended ${state}, expected ${expected}`);
   }

@@ -12,6 +12,12 @@ export interface ChaosShape {
   creationWindowMs: number;
   /** Faults happen during the first this-many ms; then they stop. */
   faultWindowMs: number;
+  /**
+   * Also SMS behaviours whose delivery is never confirmed (`05` stays sent, `07` status reads
+   * hang): such a notice ends `sms_sent` with `sms.unconfirmed` once its SMS plan runs out,
+   * some 50 s after its SMS left, so only the full run has them.
+   */
+  unconfirmedSms?: boolean;
   workers: number;
   sigkills: number;
   sigterms: number;
@@ -21,9 +27,8 @@ export interface ChaosShape {
 }
 
 /**
- * Email behaviours of the mix, by weight (docs/SANDBOX.md). Every one of them ends: the SMS
- * behaviours that never end (`05` stays sent, `07` status reads hang) are left out because
- * such a notice stays `sms_sent` once its SMS plan is used up, which is not a terminal state.
+ * Email behaviours of the mix, by weight (docs/SANDBOX.md). Every one of them ends; the SMS
+ * behaviours whose delivery is never confirmed join the SMS mix when the shape asks for them.
  */
 const EMAIL_MIX = [
   ['delivered', 30],
@@ -51,6 +56,12 @@ const SMS_MIX = [
   ['06', 10],
   [null, 8],
 ] as const;
+
+/** The SMS mix with the behaviours whose delivery is never confirmed. */
+const SMS_MIX_UNCONFIRMED = [...SMS_MIX, ['05', 6], ['07', 6]] as const;
+
+/** SMS behaviours whose delivery the emulator never confirms: the notice ends `sms_sent` with `sms.unconfirmed`. */
+export const SMS_UNCONFIRMED = new Set(['05', '07']);
 
 /** SMS behaviours the emulator refuses at creation: nothing is sent. */
 export const SMS_REFUSED = new Set(['03']);
@@ -114,7 +125,7 @@ export function makePlan(seed: number, shape: ChaosShape): ChaosPlan {
         : emailBehaviour === 'bounce' || emailBehaviour === 'softbounce'
           ? `+${random.int(2, 15) * 100}ms`
           : '';
-    const smsBehaviour = random.weighted(SMS_MIX) ?? undefined;
+    const smsBehaviour = random.weighted(shape.unconfirmedSms ? SMS_MIX_UNCONFIRMED : SMS_MIX) ?? undefined;
     notices.push({
       index,
       createAt: Math.floor((index / shape.notices) * shape.creationWindowMs) + random.int(0, 200),
