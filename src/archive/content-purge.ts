@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { Keys } from '../store/keys.js';
-import type { NoticeStore } from '../store/notices.js';
+import { CONTENT_PURGED_FIELD, type NoticeStore } from '../store/notices.js';
 
 /**
  * When each notice's content expires: a zset per shard (`<prefix>:{s<N>}:content-expiry`,
@@ -57,9 +57,6 @@ export interface ContentPurgeReport {
   /** Content found still alive at its indexed time (a longer TTL when it was stored): looked at again later. */
   rescheduled: number;
 }
-
-/** The notice-hash field that records the purge, so that it is recorded once. */
-export const CONTENT_PURGED_FIELD = 'contentPurgedAt';
 
 /**
  * Makes sure a notice's content is gone and records `content.purged` through the guarded

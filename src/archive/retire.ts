@@ -7,7 +7,7 @@ import { noticeView } from '../notice/view.js';
 import type { Keys } from '../store/keys.js';
 import type { Notice, NoticeStore } from '../store/notices.js';
 import { ArchiveUnavailableError, type Archive } from './archive.js';
-import { CONTENT_PURGED_FIELD, purgeContent } from './content-purge.js';
+import { purgeContent } from './content-purge.js';
 import { MirrorLog } from './mirror-log.js';
 import { compareIds } from './names.js';
 import { statsMember, type NoticeRecord, type RetiredStats } from './records.js';
@@ -113,7 +113,7 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
         continue;
       }
       // A finished notice sends nothing more: its content goes now rather than at its TTL.
-      if ((await redis.hexists(store.keys.notice(noticeId), CONTENT_PURGED_FIELD)) === 0) {
+      if (notice.contentPurgedAt === undefined) {
         await purgeContent(store, noticeId, now, now);
         await later(noticeId);
         continue;

@@ -58,6 +58,8 @@ export interface Notice {
   pollPlan: number[];
   smsPlan: number[];
   contentSha256: string;
+  /** When the content was purged (`content.purged`); undefined while it may still be there. */
+  contentPurgedAt: number | undefined;
   idempotencyKey: string | undefined;
   complianceDeadline: number | undefined;
   fallbackReason: string | undefined;
@@ -292,21 +294,26 @@ export class NoticeStore {
   }
 
   /** Finished notices whose time to leave Redis has come (`retire` members scored at or before `now`). */
-  async awaitingRetirement(now: number): Promise<number> {
-    const pipeline = this.redis.pipeline();
-    for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.zcount(this.keys.retire(shard), '-inf', now);
-    const replies = (await pipeline.exec()) ?? [];
-    return replies.reduce((sum, [, count]) => sum + Number(count ?? 0), 0);
+  awaitingRetirement(now: number): Promise<number> {
+    return this.sumOverShards((pipeline, shard) => pipeline.zcount(this.keys.retire(shard), '-inf', now));
   }
 
   /** Number of live (not terminal) notices per shard, for readiness and metrics. */
-  async liveCount(): Promise<number> {
+  liveCount(): Promise<number> {
+    return this.sumOverShards((pipeline, shard) => pipeline.zcard(this.keys.due(shard)));
+  }
+
+  /** One count per shard, in one round trip, summed. */
+  private async sumOverShards(count: (pipeline: ReturnType<Redis['pipeline']>, shard: number) => unknown): Promise<number> {
     const pipeline = this.redis.pipeline();
-    for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.zcard(this.keys.due(shard));
+    for (let shard = 0; shard < SHARD_COUNT; shard += 1) count(pipeline, shard);
     const replies = (await pipeline.exec()) ?? [];
-    return replies.reduce((sum, [, count]) => sum + Number(count ?? 0), 0);
+    return replies.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
   }
 }
+
+/** The notice-hash field that records the content purge (`content.purged`), so that it is recorded once. */
+export const CONTENT_PURGED_FIELD = 'contentPurgedAt';
 
 const HEADER_FIELDS = new Set(['type', 'noticeId', 'at', 'seq']);
 
@@ -369,6 +376,7 @@ function parseNotice(hash: Record<string, string>): Notice {
         ? []
         : planSmsChecks(Number(hash.smsPlanAt), { minPollIntervalMs: Number(hash.smsPlanFloorMs), maxChecks: Number(hash.smsPlanMax) }),
     contentSha256: hash.contentSha256!,
+    contentPurgedAt: num(CONTENT_PURGED_FIELD),
     idempotencyKey: hash.idempotencyKey,
     complianceDeadline: num('complianceDeadline'),
     fallbackReason: hash.fallbackReason,

@@ -138,26 +138,38 @@ describe('a finished notice leaves Redis for the archive', () => {
   });
 
   it('leaves Redis too when its SMS checks run out without a final status (sms.unconfirmed), still sms_sent', async () => {
-    const stuck = await stack.createNotice(
-      noticeBody({
-        recipient: { id: 'p-stuck', email: 'never@example.com', phone: '+12025550105' },
-        deadlineInSeconds: 2,
-        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 1 },
-      }),
-    );
-    await waitFor(
-      async () => (await redis.exists(stack.web.store.keys.notice(stuck))) === 0,
-      30_000,
-      'the unconfirmed notice to leave Redis',
-    );
-    expect(stack.smsTo('+12025550105')).toBe(1);
-    expect(await stack.view(stuck)).toMatchObject({ id: stuck, state: 'sms_sent', fallback: { reason: 'email_deadline_elapsed' } });
-    const events = await stack.events(stuck);
-    const unconfirmed = events.filter((e) => e.type === 'sms.unconfirmed');
-    expect(unconfirmed).toHaveLength(1);
-    expect(unconfirmed[0]).toMatchObject({ reason: 'sms_plan_ended', checks: 4 });
-    expect(events.map((e) => e.type)).not.toContain('notice.completed');
-    expect(events.at(-1)!.type).toBe('content.purged');
+    // 05: the SMS stays `sent`; 07: its status reads never answer (each check times out).
+    const stuck = async (phone: string) =>
+      stack.createNotice(
+        noticeBody({
+          recipient: { id: `p-stuck-${phone.slice(-2)}`, email: 'never@example.com', phone },
+          deadlineInSeconds: 2,
+          policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 1 },
+        }),
+      );
+    const [sent, hanging] = await Promise.all([stuck('+12025550105'), stuck('+12025550107')]);
+    for (const [id, phone] of [
+      [sent, '+12025550105'],
+      [hanging, '+12025550107'],
+    ] as const) {
+      await waitFor(
+        async () => (await redis.exists(stack.web.store.keys.notice(id))) === 0,
+        30_000,
+        `the unconfirmed notice ${phone} to leave Redis`,
+      );
+      expect(stack.smsTo(phone)).toBe(1);
+      expect(await stack.view(id)).toMatchObject({ id, state: 'sms_sent', fallback: { reason: 'email_deadline_elapsed' } });
+      const events = await stack.events(id);
+      expect(events.filter((e) => e.type === 'sms.unconfirmed')).toHaveLength(1);
+      expect(events.map((e) => e.type)).not.toContain('notice.completed');
+      expect(events.at(-1)!.type).toBe('content.purged');
+    }
+    const unconfirmed = async (id: string) => (await stack.events(id)).find((e) => e.type === 'sms.unconfirmed');
+    // Four checks observed `sent`; four that timed out observed nothing, and each is a provider.error.
+    expect(await unconfirmed(sent)).toMatchObject({ reason: 'sms_plan_ended', checks: 4 });
+    expect(await unconfirmed(hanging)).toMatchObject({ reason: 'sms_plan_ended', checks: 0 });
+    const hangingEvents = await stack.events(hanging);
+    expect(hangingEvents.filter((e) => e.type === 'provider.error' && e.channel === 'sms')).toHaveLength(4);
   });
 
   it('answers 503 unavailable while the archive that holds it cannot be reached', async () => {
