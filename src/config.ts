@@ -10,11 +10,12 @@ export interface Config {
   readonly prefix: string;
   readonly port: number;
   readonly host: string;
+  /** HERALD_API_KEYS; the web refuses to start without one (`npm start` makes a dev key and prints it). */
   readonly apiKeys: readonly string[];
-  /** Set when no HERALD_API_KEYS was given in sandbox mode: the key printed for local use. */
-  readonly devApiKey: string | undefined;
   readonly adminToken: string | undefined;
   readonly providers: 'sandbox' | 'live';
+  /** HERALD_ALLOW_INSECURE_PROVIDER_URLS: production may use `http://` provider URLs (a proxy on the same host). */
+  readonly allowInsecureProviderUrls: boolean;
   readonly postmark: {
     readonly serverToken: string;
     readonly from: string;
@@ -134,7 +135,7 @@ export function loadConfig(env: Env = process.env): Config {
       const parsed = new URL(raw);
       if (!protocols.includes(parsed.protocol)) throw new Error();
     } catch {
-      problems.push(`${name}="${raw}" must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+      problems.push(`${name}="${withoutCredentials(raw)}" must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`);
     }
     return raw;
   };
@@ -147,30 +148,35 @@ export function loadConfig(env: Env = process.env): Config {
   const providers = providersRaw === 'live' ? 'live' : 'sandbox';
   const sandbox = providers === 'sandbox';
 
-  if (nodeEnv === 'production') {
+  const production = nodeEnv === 'production';
+  if (production) {
     // The operator must decide retention before launch (SPEC §5).
     const missing = ['HERALD_CONTENT_TTL', 'HERALD_AUDIT_RETENTION', 'HERALD_ARCHIVE_URL'].filter((n) => !read(n));
     for (const name of missing) problems.push(`${name} must be set explicitly when NODE_ENV=production`);
+    // The emulators answer "delivered": in production they would log deliveries that never happened.
+    if (providers !== 'live') {
+      problems.push(`HERALD_PROVIDERS must be "live" when NODE_ENV=production (it is "${providersRaw}": the sandbox emulators send nothing)`);
+    }
   }
+  const allowInsecureProviderUrls = read('HERALD_ALLOW_INSECURE_PROVIDER_URLS') === '1';
+  const providerUrl = (name: string, fallback: string): string | undefined => {
+    const value = url(name, sandbox ? undefined : fallback, ['http:', 'https:']);
+    if (production && !allowInsecureProviderUrls && value?.startsWith('http:')) {
+      problems.push(`${name} must be an https:// URL when NODE_ENV=production (set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1 for a proxy on the same host)`);
+    }
+    return value;
+  };
 
   const prefix = read('HERALD_PREFIX') ?? 'herald';
   if (!/^[A-Za-z0-9_.-]+$/.test(prefix)) {
     problems.push(`HERALD_PREFIX="${prefix}" may hold only letters, digits, "_", "." and "-"`);
   }
 
-  let apiKeys = (read('HERALD_API_KEYS') ?? '')
+  const apiKeys = (read('HERALD_API_KEYS') ?? '')
     .split(',')
     .map((k) => k.trim())
     .filter(Boolean);
-  let devApiKey: string | undefined;
-  if (apiKeys.length === 0) {
-    if (sandbox) {
-      devApiKey = `dev_${randomBytes(18).toString('base64url')}`;
-      apiKeys = [devApiKey];
-    } else {
-      problems.push('HERALD_API_KEYS must list at least one API key when HERALD_PROVIDERS=live');
-    }
-  }
+  if (apiKeys.length === 0 && !sandbox) problems.push('HERALD_API_KEYS must list at least one API key when HERALD_PROVIDERS=live');
   if (apiKeys.some((k) => k.length < 16)) problems.push('HERALD_API_KEYS: every key must be at least 16 characters');
 
   const adminToken = read('HERALD_ADMIN_TOKEN');
@@ -188,7 +194,7 @@ export function loadConfig(env: Env = process.env): Config {
     serverToken: liveRequired('POSTMARK_SERVER_TOKEN', 'sandbox-server-token'),
     from: liveRequired('POSTMARK_FROM', 'herald@sandbox.example'),
     messageStream: read('POSTMARK_MESSAGE_STREAM') ?? 'outbound',
-    apiUrl: url('POSTMARK_API_URL', sandbox ? undefined : 'https://api.postmarkapp.com', ['http:', 'https:']),
+    apiUrl: providerUrl('POSTMARK_API_URL', 'https://api.postmarkapp.com'),
   };
   const accountSid = liveRequired('TWILIO_ACCOUNT_SID', 'AC00000000000000000000000000000000');
   if (!accountSid.startsWith('AC')) problems.push('TWILIO_ACCOUNT_SID must start with "AC"');
@@ -202,7 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     authToken: liveRequired('TWILIO_AUTH_TOKEN', 'sandbox-auth-token'),
     from: twilioFrom ?? (sandbox && !messagingServiceSid ? '+15005550006' : undefined),
     messagingServiceSid,
-    apiUrl: url('TWILIO_API_URL', sandbox ? undefined : 'https://api.twilio.com', ['http:', 'https:']),
+    apiUrl: providerUrl('TWILIO_API_URL', 'https://api.twilio.com'),
   };
 
   let rules: Rules | undefined;
@@ -243,9 +249,9 @@ export function loadConfig(env: Env = process.env): Config {
     port: integer('PORT', 3000, 0, 65_535),
     host: read('HOST') ?? '0.0.0.0',
     apiKeys,
-    devApiKey,
     adminToken,
     providers,
+    allowInsecureProviderUrls,
     postmark,
     twilio,
     providerTimeoutMs,
@@ -324,6 +330,16 @@ export function describeConfig(config: Config): Record<string, unknown> {
     contentEncryption: config.encryptionKeys.length > 0 ? `aes-256-gcm, sealing with key "${config.encryptionKeys[0]!.id}"` : 'off',
     rulesVersion: config.rules?.version ?? null,
   };
+}
+
+/** The URL with any user name and password replaced, for messages that name it. */
+export function withoutCredentials(raw: string): string {
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/i, (_, scheme: string | undefined) => `${scheme ?? ''}[credentials]@`);
+}
+
+/** A fresh API key for `npm start`: printed to the terminal, never logged. */
+export function newDevApiKey(): string {
+  return `dev_${randomBytes(18).toString('base64url')}`;
 }
 
 function deepFreeze<T>(value: T): T {

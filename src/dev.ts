@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, newDevApiKey } from './config.js';
 import { createLogger } from './logger.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { startWeb } from './server.js';
@@ -6,26 +6,31 @@ import { exitOnSignals } from './signals.js';
 import { startWorker } from './worker.js';
 
 /**
- * `npm start`: web and worker in one process. In sandbox mode (the default) the Postmark and
- * Twilio emulators run here too, and a dev API key is printed.
+ * `npm start`: web and worker in one process, on 127.0.0.1 unless HOST says otherwise. In
+ * sandbox mode (the default) the Postmark and Twilio emulators run here too, and without
+ * HERALD_API_KEYS a dev API key is made and printed to the terminal (never to the log).
  */
 async function main(): Promise<void> {
   const log = createLogger('herald');
+  const env: Record<string, string | undefined> = { ...process.env, HOST: process.env.HOST ?? '127.0.0.1' };
+  const sandboxMode = (env.HERALD_PROVIDERS ?? 'sandbox') === 'sandbox';
   let sandbox: Sandbox | undefined;
-  if ((process.env.HERALD_PROVIDERS ?? 'sandbox') === 'sandbox' && !process.env.POSTMARK_API_URL && !process.env.TWILIO_API_URL) {
-    sandbox = await startSandbox({ port: Number(process.env.HERALD_SANDBOX_PORT ?? 4010) });
-    process.env.POSTMARK_API_URL = sandbox.url;
-    process.env.TWILIO_API_URL = sandbox.url;
+  if (sandboxMode && !env.POSTMARK_API_URL && !env.TWILIO_API_URL) {
+    sandbox = await startSandbox({ port: Number(env.HERALD_SANDBOX_PORT ?? 4010) });
+    env.POSTMARK_API_URL = sandbox.url;
+    env.TWILIO_API_URL = sandbox.url;
   }
-  const config = loadConfig();
+  const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
+  if (devApiKey) env.HERALD_API_KEYS = devApiKey;
+  const config = loadConfig(env);
   const worker = await startWorker(config, { logger: log });
   const web = await startWeb(config);
   const lines = [
     '',
-    `  Herald is running (${config.providers} providers) at ${web.url.replace('0.0.0.0', '127.0.0.1')}`,
+    `  Herald is running (${config.providers} providers) at ${web.url}`,
     sandbox ? `  Sandbox Postmark/Twilio emulators at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)` : '',
-    config.devApiKey ? `  Dev API key: ${config.devApiKey}` : '',
-    config.devApiKey ? `  export HERALD_KEY=${config.devApiKey}` : '',
+    devApiKey ? `  Dev API key: ${devApiKey}` : '',
+    devApiKey ? `  export HERALD_KEY=${devApiKey}` : '',
     '',
   ];
   process.stdout.write(lines.filter((l, i) => l !== '' || i === 0 || i === lines.length - 1).join('\n') + '\n');

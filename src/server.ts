@@ -18,6 +18,8 @@ export interface WebHandle {
 
 /** Starts the web process: the HTTP API on config.host:config.port. */
 export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Promise<WebHandle> {
+  // Without a key every request would be refused; only `npm start` invents one, and prints it.
+  if (config.apiKeys.length === 0) throw new ConfigError(['HERALD_API_KEYS must list at least one API key (`npm start` makes a dev key and prints it)']);
   const clock = opts.clock ?? systemClock;
   const logger = createLogger('herald-web');
   const redis = connectRedis(config.redisUrl, 'web', 'herald-web');
@@ -43,7 +45,6 @@ async function main(): Promise<void> {
   exitOnSignals(async () => (await starting).close(), log);
   const web = await starting;
   log.info({ url: web.url, ...describeConfig(config) }, 'herald web listening');
-  if (config.devApiKey) log.info(`dev API key (sandbox only): ${config.devApiKey}`);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

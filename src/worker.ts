@@ -49,7 +49,11 @@ export interface WorkerHandle {
  */
 const MIRROR_SWEEP_BUDGET_MS = 10_000;
 
-/** The provider adapters for this configuration; sandbox mode without URLs starts the emulators. */
+/**
+ * The provider adapters for this configuration; sandbox mode without URLs starts the emulators.
+ * In sandbox mode the adapters are named `<provider>-sandbox`, the name every `*.requested`
+ * entry records, so that no audit trail can pass an emulated delivery off as a real one.
+ */
 export async function createProviders(
   config: Config,
   log: Logger,
@@ -57,23 +61,25 @@ export async function createProviders(
   let sandbox: Sandbox | undefined;
   if (!config.postmark.apiUrl || !config.twilio.apiUrl) {
     sandbox = await startSandbox({ port: 0 });
-    log.info({ url: sandbox.url }, 'sandbox providers started');
   }
   const postmarkUrl = config.postmark.apiUrl ?? sandbox!.url;
   const twilioUrl = config.twilio.apiUrl ?? sandbox!.url;
   const timeoutMs = config.providerTimeoutMs;
-  return {
-    email: createPostmarkProvider({ ...config.postmark, apiUrl: postmarkUrl, timeoutMs }),
-    sms: createTwilioProvider({
-      accountSid: config.twilio.accountSid,
-      authToken: config.twilio.authToken,
-      from: config.twilio.from,
-      messagingServiceSid: config.twilio.messagingServiceSid,
-      apiUrl: twilioUrl,
-      timeoutMs,
-    }),
-    sandbox,
-  };
+  const email = createPostmarkProvider({ ...config.postmark, apiUrl: postmarkUrl, timeoutMs });
+  const sms = createTwilioProvider({
+    accountSid: config.twilio.accountSid,
+    authToken: config.twilio.authToken,
+    from: config.twilio.from,
+    messagingServiceSid: config.twilio.messagingServiceSid,
+    apiUrl: twilioUrl,
+    timeoutMs,
+  });
+  if (config.providers === 'live') return { email, sms, sandbox };
+  log.warn(
+    { providers: 'sandbox', postmarkUrl, twilioUrl },
+    'HERALD_PROVIDERS=sandbox: email and SMS go to Herald\'s emulators, never to a real inbox or phone; log entries name the provider postmark-sandbox and twilio-sandbox',
+  );
+  return { email: { ...email, name: `${email.name}-sandbox` }, sms: { ...sms, name: `${sms.name}-sandbox` }, sandbox };
 }
 
 /**

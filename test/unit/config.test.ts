@@ -6,11 +6,10 @@ import { formatDuration, parseDuration } from '../../src/durations.js';
 const problemsOf = configProblems;
 
 describe('configuration', () => {
-  it('defaults to sandbox providers with a printed dev key and the SPEC defaults', () => {
+  it('defaults to sandbox providers and the SPEC defaults, and invents no API key (only `npm start` does)', () => {
     const config = loadConfig({});
     expect(config.providers).toBe('sandbox');
-    expect(config.devApiKey).toMatch(/^dev_/);
-    expect(config.apiKeys).toEqual([config.devApiKey]);
+    expect(config.apiKeys).toEqual([]);
     expect(config).toMatchObject({
       prefix: 'herald',
       port: 3000,
@@ -47,6 +46,30 @@ describe('configuration', () => {
       expect.arrayContaining([expect.stringMatching(/HERALD_AUDIT_RETENTION/), expect.stringMatching(/HERALD_ARCHIVE_URL/)]),
     );
     expect(problems.join()).not.toMatch(/HERALD_CONTENT_TTL/);
+  });
+
+  it('refuses the sandbox providers in production, naming HERALD_PROVIDERS', () => {
+    const problems = problemsOf({ NODE_ENV: 'production' }).join('\n');
+    expect(problems).toMatch(/HERALD_PROVIDERS must be "live" when NODE_ENV=production/);
+    expect(problemsOf({ NODE_ENV: 'production', HERALD_PROVIDERS: 'sandbox' }).join()).toMatch(/HERALD_PROVIDERS/);
+  });
+
+  it('refuses plain http:// provider URLs in production unless HERALD_ALLOW_INSECURE_PROVIDER_URLS=1', () => {
+    const env = { NODE_ENV: 'production', HERALD_PROVIDERS: 'live', POSTMARK_API_URL: 'http://127.0.0.1:8080', TWILIO_API_URL: 'http://127.0.0.1:8081' };
+    const problems = problemsOf(env).join('\n');
+    expect(problems).toMatch(/POSTMARK_API_URL must be an https:\/\/ URL/);
+    expect(problems).toMatch(/TWILIO_API_URL must be an https:\/\/ URL/);
+    const allowed = problemsOf({ ...env, HERALD_ALLOW_INSECURE_PROVIDER_URLS: '1' }).join('\n');
+    expect(allowed).not.toMatch(/_API_URL/);
+    // Outside production the emulators' http:// URLs are the normal case.
+    expect(problemsOf({ HERALD_PROVIDERS: 'live', POSTMARK_API_URL: 'http://127.0.0.1:8080' }).join()).not.toMatch(/POSTMARK_API_URL/);
+  });
+
+  it('never echoes a password given inside a URL', () => {
+    const problems = problemsOf({ REDIS_URL: 'http://admin:s3cret-pw@redis.internal:6379', S3_ENDPOINT: 'ftp://key:other-secret@minio' }).join('\n');
+    expect(problems).toMatch(/REDIS_URL="http:\/\/\[credentials\]@redis.internal:6379"/);
+    expect(problems).toMatch(/S3_ENDPOINT/);
+    expect(problems).not.toMatch(/s3cret-pw|other-secret|admin/);
   });
 
   it('reads durations with units', () => {

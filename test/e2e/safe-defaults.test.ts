@@ -1,0 +1,107 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { noticeBody } from '../helpers/herald.js';
+import { deleteKeys, plainRedis, REDIS_URL, testArchiveUrl, testPrefix, waitFor } from '../helpers/env.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A compiled entry point run with only the given environment; its stdout and stderr together. */
+function start(script: string, env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+const running: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of running.splice(0)) child.kill('SIGKILL');
+});
+
+describe('with NODE_ENV=production', () => {
+  const decided = {
+    NODE_ENV: 'production',
+    REDIS_URL: 'redis://127.0.0.1:1',
+    HERALD_API_KEYS: 'prod-key-0123456789abcdef',
+    HERALD_CONTENT_TTL: '3d',
+    HERALD_AUDIT_RETENTION: '400d',
+    HERALD_ARCHIVE_URL: 's3://audit/herald',
+    POSTMARK_SERVER_TOKEN: 'pm-token',
+    POSTMARK_FROM: 'notices@example.com',
+    TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000000',
+    TWILIO_AUTH_TOKEN: 'tw-token',
+    TWILIO_FROM: '+15005550006',
+  };
+
+  it.each(['dist/src/worker.js', 'dist/src/server.js'])('%s refuses the sandbox emulators, naming HERALD_PROVIDERS', async (script) => {
+    const run = start(script, decided);
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toMatch(/HERALD_PROVIDERS must be "live" when NODE_ENV=production/);
+  });
+
+  it.each(['dist/src/worker.js', 'dist/src/server.js'])('%s refuses plain http:// provider URLs unless allowed', async (script) => {
+    const env = { ...decided, HERALD_PROVIDERS: 'live', POSTMARK_API_URL: 'http://127.0.0.1:9', TWILIO_API_URL: 'https://api.twilio.com' };
+    const run = start(script, env);
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toMatch(/POSTMARK_API_URL must be an https:\/\/ URL when NODE_ENV=production \(set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1/);
+    expect(run.output()).not.toMatch(/TWILIO_API_URL/);
+  });
+});
+
+describe('the web process', () => {
+  it('refuses to start without an API key instead of inventing one', async () => {
+    const run = start('dist/src/server.js', { REDIS_URL, HERALD_PREFIX: testPrefix('nokey'), PORT: '0', HOST: '127.0.0.1' });
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toMatch(/HERALD_API_KEYS must list at least one API key/);
+  });
+});
+
+describe('npm start', () => {
+  it('listens on 127.0.0.1, prints the real address and a dev key that is in no log line, and names the sandbox in the trail', async () => {
+    const prefix = testPrefix('start');
+    const redis = plainRedis();
+    const run = start('dist/src/dev.js', {
+      REDIS_URL,
+      HERALD_PREFIX: prefix,
+      HERALD_ARCHIVE_URL: testArchiveUrl(),
+      HERALD_MIN_POLL_INTERVAL_MS: '200',
+      PORT: '0',
+      HERALD_SANDBOX_PORT: '0',
+    });
+    running.push(run.child);
+    try {
+      const banner = await waitFor(async () => /Dev API key: (dev_\S+)/.test(run.output()) && run.output(), 20_000, 'the start-up banner');
+      const url = /Herald is running \(sandbox providers\) at (http:\/\/\S+)/.exec(banner)?.[1];
+      const key = /Dev API key: (dev_\S+)/.exec(banner)![1]!;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(url).not.toMatch(/:0$/);
+
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      const created = await fetch(`${url}/v1/notices`, { method: 'POST', headers, body: JSON.stringify(noticeBody({ deadlineInSeconds: 30 })) });
+      expect(created.status).toBe(202);
+      const { id } = (await created.json()) as { id: string };
+      const events = await waitFor(
+        async () => {
+          const answer = (await (await fetch(`${url}/v1/notices/${id}/events`, { headers })).json()) as { events: { type: string; provider?: string }[] };
+          return answer.events.some((e) => e.type === 'email.accepted') && answer.events;
+        },
+        20_000,
+        'the email to be accepted',
+      );
+      expect(events.find((e) => e.type === 'email.requested')?.provider).toBe('postmark-sandbox');
+
+      const logLines = run.output().split('\n').filter((line) => line.startsWith('{'));
+      expect(logLines.length).toBeGreaterThan(0);
+      expect(logLines.filter((line) => line.includes(key))).toEqual([]);
+      expect(logLines.some((line) => line.includes('HERALD_PROVIDERS=sandbox') && line.includes('never to a real inbox'))).toBe(true);
+    } finally {
+      run.child.kill('SIGTERM');
+      await run.exited;
+      await deleteKeys(redis, prefix);
+      await redis.quit();
+    }
+  });
+});
