@@ -1,5 +1,6 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { Config } from '../../src/config.js';
@@ -26,7 +27,11 @@ export interface WebUnderTest {
 }
 
 /** The web app of a test (in-process, `inject`), on real Redis and real queues under `config.prefix`. */
-export async function startWebUnderTest(config: Config, clock: Clock = systemClock): Promise<WebUnderTest> {
+export async function startWebUnderTest(
+  config: Config,
+  clock: Clock = systemClock,
+  logger: Logger = createLogger('herald-test', 'silent'),
+): Promise<WebUnderTest> {
   const redis = connectRedis(config.redisUrl, 'web', 'herald-test-web');
   redis.on('error', () => undefined);
   await waitReady(redis);
@@ -40,7 +45,7 @@ export async function startWebUnderTest(config: Config, clock: Clock = systemClo
     scheduler: new QueueScheduler(queues, clock),
     queues,
     clock,
-    logger: createLogger('herald-test', 'silent'),
+    logger,
   });
   return {
     app,
