@@ -1,0 +1,103 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const read = (name: string) => readFileSync(`${ROOT}${name}`, 'utf8');
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  ports?: string[];
+  volumes?: string[];
+  environment?: Record<string, string>;
+  profiles?: string[];
+  healthcheck?: { disable?: boolean; test?: string[] };
+}
+const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
+const services = compose.services;
+const heraldEnv = services.web!.environment!;
+
+/** The variables `${NAME…}` an environment value takes from .env, and whether it has a default. */
+function interpolations(value: string): { name: string; required: boolean; fallback: string | undefined }[] {
+  return [...value.matchAll(/\$\{([A-Z0-9_]+)(?:(:?[-?])([^}]*))?\}/g)].map(([, name, op, rest]) => ({
+    name: name!,
+    required: op?.endsWith('?') ?? false,
+    fallback: op?.endsWith('-') ? rest : undefined,
+  }));
+}
+
+/** The key=value lines of .env.example. */
+const example = Object.fromEntries(
+  read('.env.example')
+    .split('\n')
+    .filter((line) => /^[A-Z0-9_]+=/.test(line))
+    .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+);
+
+describe('docker-compose.yml as shipped', () => {
+  it('has no default API key, admin token, archive key or MinIO password: .env must give them', () => {
+    for (const name of ['HERALD_API_KEYS', 'HERALD_ARCHIVE_KEY', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']) {
+      const [ref] = interpolations(heraldEnv[name]!);
+      expect(ref, name).toMatchObject({ required: true, fallback: undefined });
+    }
+    expect(interpolations(heraldEnv.HERALD_ADMIN_TOKEN!)).toEqual([{ name: 'HERALD_ADMIN_TOKEN', required: false, fallback: '' }]);
+    for (const name of ['MINIO_ROOT_USER', 'MINIO_ROOT_PASSWORD']) {
+      expect(interpolations(services.minio!.environment![name]!)[0], name).toMatchObject({ name, required: true });
+    }
+    // .env.example leaves every secret for the user to fill in.
+    for (const name of ['HERALD_API_KEYS', 'HERALD_ADMIN_TOKEN', 'HERALD_ARCHIVE_KEY', 'MINIO_ROOT_PASSWORD']) expect(example[name], name).toBe('');
+  });
+
+  it('publishes ports on 127.0.0.1 only', () => {
+    const ports = Object.values(services).flatMap((s) => s.ports ?? []);
+    expect(ports.length).toBeGreaterThan(0);
+    for (const port of ports) expect(port).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
+  });
+
+  it('leaves the provider URLs unset unless .env points them at the sandbox', () => {
+    for (const name of ['POSTMARK_API_URL', 'TWILIO_API_URL']) {
+      expect(interpolations(heraldEnv[name]!), name).toEqual([{ name, required: false, fallback: '' }]);
+      expect(example[name]).toBe('http://sandbox:4010');
+    }
+    expect(services.sandbox!.profiles).toEqual(['sandbox']);
+    expect(example.COMPOSE_PROFILES).toBe('sandbox');
+  });
+
+  it('runs Herald from the Dockerfile image, not from the source mounted into a bare node image', () => {
+    for (const name of ['web', 'worker', 'sandbox']) {
+      const service = services[name]!;
+      expect(service.build, name).toBe('.');
+      expect(service.image, name).toBeUndefined();
+      expect(service.volumes ?? [], name).toEqual([]);
+      expect(service.command?.[1], name).toMatch(/^dist\//);
+    }
+    expect(heraldEnv).toBe(services.worker!.environment);
+  });
+});
+
+describe('the Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+  const stages = dockerfile.split(/^FROM /m).slice(1);
+
+  it('builds in one stage and runs compiled JavaScript with production dependencies in another', () => {
+    expect(stages.length).toBe(2);
+    expect(stages[0]).toMatch(/RUN npm run build/);
+    expect(stages[1]).toMatch(/npm ci --omit=dev/);
+    expect(stages[1]).toMatch(/COPY --from=build \/app\/dist \.\/dist/);
+    expect(stages[1]).not.toMatch(/COPY (src|test)\b/);
+    expect(stages[1]).toMatch(/^CMD \["node", "dist\/src\/server\.js"\]$/m);
+  });
+
+  it('runs as a non-root user, with a health check', () => {
+    expect(stages[1]).toMatch(/^USER node$/m);
+    expect(stages[1]).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
+  });
+
+  it('leaves secrets, dependencies and build output of the host out of the build context', () => {
+    const ignored = read('.dockerignore').split('\n');
+    for (const entry of ['.env', 'node_modules', 'dist', '.git', 'data']) expect(ignored).toContain(entry);
+  });
+});
