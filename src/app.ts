@@ -71,7 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     request.log.info(
       {
         method: request.method,
-        url: request.routeOptions.url ?? request.url.split('?')[0],
+        url: request.routeOptions.url ?? quotedPath(request.url),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
       },
