@@ -322,6 +322,9 @@ export function loadConfig(env: Env = process.env): Config {
       sms: integer('HERALD_TWILIO_STATUS_PER_SECOND', 10, 1, 10_000),
     },
   };
+  if (config.metrics.port !== undefined && config.metrics.port !== 0 && config.metrics.port === config.port) {
+    problems.push(`HERALD_METRICS_PORT=${config.metrics.port} must differ from PORT: it is a listener of its own`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
 }

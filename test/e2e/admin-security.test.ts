@@ -276,6 +276,17 @@ describe('admin configuration', () => {
     expect(problems).toContain('HERALD_ADMIN_TOKEN must differ from every key in HERALD_API_KEYS');
   });
 
+  it('names a HERALD_TRUST_PROXY it cannot read, and a metrics port equal to PORT', () => {
+    const env = (extra: Record<string, string>) => testEnv(testPrefix('cfg'), extra);
+    expect(configProblems(env({ HERALD_TRUST_PROXY: 'the load balancer' }))[0]).toMatch(/^HERALD_TRUST_PROXY="the load balancer" must be/);
+    expect(loadConfig(env({ HERALD_TRUST_PROXY: '10.0.0.0/8, loopback' })).trustProxy).toBe('10.0.0.0/8,loopback');
+    expect(loadConfig(env({ HERALD_TRUST_PROXY: '2' })).trustProxy).toBe(2);
+    expect(configProblems(env({ PORT: '3100', HERALD_METRICS_PORT: '3100' }))).toEqual([
+      'HERALD_METRICS_PORT=3100 must differ from PORT: it is a listener of its own',
+    ]);
+    expect(configProblems(env({ HERALD_METRICS_TOKEN: 'short' }))).toEqual(['HERALD_METRICS_TOKEN must be at least 16 characters']);
+  });
+
   describe('with NODE_ENV=production', () => {
     const production = (env: Record<string, string> = {}) => ({
       NODE_ENV: 'production',
