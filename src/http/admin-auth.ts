@@ -110,10 +110,10 @@ const OPEN_PATHS = new Set(['/admin/login', '/admin/logout']);
 export function adminGate(opts: { token: string | undefined; sessions: AdminSessions | undefined; failures: AuthFailures }) {
   const { token, sessions, failures } = opts;
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    const path = request.url.split('?')[0]!;
     const wait = failures.retryAfter(request.ip);
     if (wait !== undefined) return sendTooManyFailures(reply, wait);
-    if (OPEN_PATHS.has(path)) return;
+    // By the route matched, not the raw URL, so no spelling of another path can pass as these.
+    if (OPEN_PATHS.has(request.routeOptions.url ?? '')) return;
     if (token === undefined || sessions === undefined) {
       return reply.status(403).send(errorBody('forbidden', 'Admin routes are closed: set HERALD_ADMIN_TOKEN to open them.'));
     }
