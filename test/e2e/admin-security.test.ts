@@ -209,6 +209,15 @@ describe('admin pages and authentication', () => {
       expect(String(out.headers['set-cookie'])).toMatch(/^herald_admin=; .*Max-Age=0/);
       expect((await web.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie } })).statusCode).toBe(401);
     });
+    it('ends for every browser when the admin token changes', async () => {
+      const { cookie } = await login(web);
+      const rotated = await startWebUnderTest(testConfig(prefix, { HERALD_ADMIN_TOKEN: 'a-new-admin-token-0123456789' }));
+      try {
+        expect((await rotated.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie } })).statusCode).toBe(401);
+      } finally {
+        await rotated.close();
+      }
+    });
     it('is Secure when the browser came over TLS through the trusted proxy, and not when an untrusted client claims it', async () => {
       const proxied = await login(web, { 'x-forwarded-proto': 'https' }, '10.9.0.5');
       expect(proxied.setCookie).toMatch(/; Secure/);
