@@ -13,7 +13,8 @@ import type { HeraldQueues } from '../queues/index.js';
 import { adminRoutes } from './http/admin.js';
 import { metricsRoutes } from './http/metrics.js';
 import { apiKeyVerifier } from './http/auth.js';
-import { ERROR_CATALOGUE, errorBody, errorHandler } from './http/errors.js';
+import { AuthFailures, sendTooManyFailures } from './http/auth-failures.js';
+import { clientErrorHandler, ERROR_CATALOGUE, errorBody, errorHandler, frameworkErrors, quotedPath, urlGuard } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { noticeRoutes } from './http/notices.js';
 import { recipientRoutes } from './http/recipients.js';
@@ -38,6 +39,11 @@ export interface AppDeps {
   logger: Logger;
 }
 
+/** HERALD_TRUST_PROXY as Fastify takes it: a hop count becomes "trust the nearest n hops". */
+function fastifyTrustProxy(trust: Config['trustProxy']): boolean | string | ((address: string, hop: number) => boolean) {
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
+}
+
 /** Builds the web app (no listen): tests call `app.inject()`, server.ts listens. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -51,13 +57,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // One line per request, written when it completes (see the onResponse hook), not two.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => `req_${Math.random().toString(36).slice(2, 12)}`,
+    // request.ip and request.protocol (the login cookie's Secure) from X-Forwarded-* only when set.
+    trustProxy: fastifyTrustProxy(deps.config.trustProxy),
+    // Every answer is Herald's JSON error, even for what fails before routing.
+    frameworkErrors,
+    clientErrorHandler,
   });
   app.setErrorHandler(errorHandler(() => deps.redis.status === 'ready'));
+  // Fastify parses text/plain by default; Herald's API takes JSON only (415 for the rest).
+  app.removeContentTypeParser('text/plain');
+  app.addHook('onRequest', urlGuard);
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       {
         method: request.method,
-        url: request.routeOptions.url ?? request.url.split('?')[0],
+        url: request.routeOptions.url ?? quotedPath(request.url),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
       },
@@ -65,7 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     );
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send(errorBody('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+    reply.status(404).send(errorBody('not_found', `No route ${request.method} ${quotedPath(request.url)}.`)),
   );
 
   await app.register(swagger, {
@@ -90,14 +104,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
+  const failures = new AuthFailures(deps.redis, deps.store.keys, deps.config.authFailuresPerMinute, deps.clock);
   await app.register(async (scope) => healthRoutes(scope, deps));
-  await app.register(async (scope) => metricsRoutes(scope, deps));
-  await app.register(async (scope) => adminRoutes(scope, deps));
+  // With HERALD_METRICS_PORT, /metrics is served by the listener of its own only (server.ts).
+  if (deps.config.metrics.port === undefined) await app.register(async (scope) => metricsRoutes(scope, deps, failures));
+  await app.register(async (scope) => adminRoutes(scope, deps, failures));
   const verify = apiKeyVerifier(deps.config.apiKeys);
   await app.register(async (v1) => {
     v1.decorateRequest('apiKeyId', '');
-    v1.addHook('onRequest', async (request) => {
-      request.apiKeyId = verify(request);
+    v1.addHook('onRequest', async (request, reply) => {
+      const wait = failures.retryAfter(request.ip);
+      if (wait !== undefined) return sendTooManyFailures(reply, wait);
+      try {
+        request.apiKeyId = verify(request);
+      } catch (error) {
+        // A missing key guesses nothing; a wrong one counts towards the client's limit.
+        const blocked = request.headers.authorization ? await failures.record(request.ip) : undefined;
+        if (blocked !== undefined) return sendTooManyFailures(reply, blocked);
+        throw error;
+      }
     });
     if (deps.config.rateLimitPerMinute > 0) {
       // Per API key, shared by every web process through Redis; a Redis outage does not block
@@ -120,5 +145,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await suppressionRoutes(v1, deps);
     await statsRoutes(v1, deps);
   });
+  return app;
+}
+
+/** The app of the metrics listener (HERALD_METRICS_PORT): /metrics and nothing else. */
+export async function buildMetricsApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: 1024,
+    trustProxy: fastifyTrustProxy(deps.config.trustProxy),
+    frameworkErrors,
+    clientErrorHandler,
+  });
+  app.setErrorHandler(errorHandler(() => deps.redis.status === 'ready'));
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send(errorBody('not_found', `No route ${request.method} ${quotedPath(request.url)}; this listener serves /metrics.`)),
+  );
+  const failures = new AuthFailures(deps.redis, deps.store.keys, deps.config.authFailuresPerMinute, deps.clock);
+  await app.register(async (scope) => metricsRoutes(scope, deps, failures));
   return app;
 }

@@ -70,6 +70,22 @@ export interface Config {
   readonly workerConcurrency: number;
   /** Bull Board without retry/remove/promote buttons. */
   readonly adminReadOnly: boolean;
+  /** How long an admin login lasts (cookie Max-Age and the session's TTL in Redis). */
+  readonly adminSessionTtlMs: number;
+  /** Fastify `trustProxy` (HERALD_TRUST_PROXY): false, true, a hop count, or the proxy's addresses. */
+  readonly trustProxy: boolean | number | string;
+  /** Failed API or admin authentications per minute per client IP before 429; 0 turns the limit off. */
+  readonly authFailuresPerMinute: number;
+  readonly metrics: {
+    /** Bearer token /metrics requires; undefined: open. */
+    readonly token: string | undefined;
+    /** A listener of its own for /metrics; undefined: /metrics is on the main listener. */
+    readonly port: number | undefined;
+    /** Undefined: the main listener's host. */
+    readonly host: string | undefined;
+    /** How long a scrape's reading of Redis serves the following scrapes. */
+    readonly cacheMs: number;
+  };
   /** Requests per minute per API key on /v1 routes; 0 turns the limit off. */
   readonly rateLimitPerMinute: number;
   /** The regional rules file, validated at start-up; undefined: SMS everywhere, no quiet hours. */
@@ -183,6 +199,16 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== undefined && adminToken.length < 16) {
     problems.push('HERALD_ADMIN_TOKEN must be at least 16 characters');
   }
+  if (adminToken !== undefined && apiKeys.includes(adminToken)) {
+    problems.push('HERALD_ADMIN_TOKEN must differ from every key in HERALD_API_KEYS');
+  }
+  const adminReadOnlyRaw = read('HERALD_ADMIN_READ_ONLY')?.toLowerCase();
+  if (adminReadOnlyRaw !== undefined && !['true', 'false', '1', '0', 'yes', 'no'].includes(adminReadOnlyRaw)) {
+    problems.push(`HERALD_ADMIN_READ_ONLY="${adminReadOnlyRaw}" must be true or false`);
+  }
+  const trustProxy = parseTrustProxy(read('HERALD_TRUST_PROXY'), problems);
+  const metricsToken = read('HERALD_METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 16) problems.push('HERALD_METRICS_TOKEN must be at least 16 characters');
 
   const liveRequired = (name: string, sandboxValue: string): string => {
     const value = read(name);
@@ -283,7 +309,17 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalMs: integer('HERALD_RECONCILE_INTERVAL_MS', 10_000, 50),
     reconcileGraceMs: integer('HERALD_RECONCILE_GRACE_MS', Math.max(2 * providerTimeoutMs, 10_000), 0),
     workerConcurrency: integer('HERALD_WORKER_CONCURRENCY', 20, 1, 1000),
-    adminReadOnly: ['1', 'true', 'yes'].includes((read('HERALD_ADMIN_READ_ONLY') ?? '').toLowerCase()),
+    // Production shows Bull Board read-only unless the operator turns the buttons on explicitly.
+    adminReadOnly: adminReadOnlyRaw === undefined ? nodeEnv === 'production' : ['1', 'true', 'yes'].includes(adminReadOnlyRaw),
+    adminSessionTtlMs: duration('HERALD_ADMIN_SESSION_TTL', parseDuration('12h')),
+    trustProxy,
+    authFailuresPerMinute: integer('HERALD_AUTH_FAILURES_PER_MINUTE', 20, 0),
+    metrics: {
+      token: metricsToken,
+      port: read('HERALD_METRICS_PORT') === undefined ? undefined : integer('HERALD_METRICS_PORT', 0, 0, 65_535),
+      host: read('HERALD_METRICS_HOST'),
+      cacheMs: integer('HERALD_METRICS_CACHE_MS', 3000, 0, 60_000),
+    },
     rateLimitPerMinute: integer('HERALD_RATE_LIMIT_PER_MINUTE', 6000, 0),
     rules,
     prices,
@@ -292,8 +328,24 @@ export function loadConfig(env: Env = process.env): Config {
       sms: integer('HERALD_TWILIO_STATUS_PER_SECOND', 10, 1, 10_000),
     },
   };
+  if (config.metrics.port !== undefined && config.metrics.port !== 0 && config.metrics.port === config.port) {
+    problems.push(`HERALD_METRICS_PORT=${config.metrics.port} must differ from PORT: it is a listener of its own`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+/** HERALD_TRUST_PROXY: `true`/`false`, a number of proxy hops, or comma-separated addresses and CIDRs. */
+function parseTrustProxy(raw: string | undefined, problems: string[]): boolean | number | string {
+  if (raw === undefined || ['false', '0'].includes(raw.toLowerCase())) return false;
+  if (raw.toLowerCase() === 'true') return true;
+  if (/^[1-9][0-9]?$/.test(raw)) return Number(raw);
+  const entries = raw.split(',').map((e) => e.trim());
+  if (entries.every((e) => /^[0-9A-Fa-f.:]+(\/[0-9]{1,3})?$/.test(e) || ['loopback', 'linklocal', 'uniquelocal'].includes(e))) {
+    return entries.join(',');
+  }
+  problems.push(`HERALD_TRUST_PROXY="${raw}" must be true, false, a hop count, or the proxy's addresses/CIDRs (e.g. 10.0.0.0/8,loopback)`);
+  return false;
 }
 
 function parsePrices(raw: string | undefined, problems: string[]): Prices {

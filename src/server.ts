@@ -2,7 +2,7 @@ import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
-import { buildApp } from './app.js';
+import { buildApp, buildMetricsApp, type AppDeps } from './app.js';
 import { createLogger } from './logger.js';
 import { exitOnSignals, once } from './signals.js';
 import { connectRedis } from './store/redis.js';
@@ -13,6 +13,8 @@ import { closeQueues, openQueues, QueueScheduler } from '../queues/index.js';
 export interface WebHandle {
   app: FastifyInstance;
   url: string;
+  /** The metrics listener's URL, when HERALD_METRICS_PORT gave /metrics a listener of its own. */
+  metricsUrl: string | undefined;
   close(): Promise<void>;
 }
 
@@ -27,15 +29,20 @@ export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Pr
   const queues = openQueues(redis, new NoticeStore(redis, config.prefix).keys.queuePrefix);
   const store = new NoticeStore(redis, config.prefix);
   const policies = new PolicyStore(redis, config.prefix);
-  const app = await buildApp({ config, redis, store, policies, scheduler: new QueueScheduler(queues, clock), queues, clock, logger });
+  const deps: AppDeps = { config, redis, store, policies, scheduler: new QueueScheduler(queues, clock), queues, clock, logger };
+  const app = await buildApp(deps);
   const address = await app.listen({ port: config.port, host: config.host });
+  // A scrape-only listener, so /metrics can stay off the port the API is published on.
+  const metricsApp = config.metrics.port === undefined ? undefined : await buildMetricsApp(deps);
+  const metricsUrl = metricsApp && (await metricsApp.listen({ port: config.metrics.port, host: config.metrics.host ?? config.host }));
   const close = once(async () => {
     // Stop taking requests and let running ones finish, then close what this process opened.
     await app.close().catch((error) => logger.error({ err: error }, 'closing the HTTP server failed'));
+    await metricsApp?.close().catch((error) => logger.error({ err: error }, 'closing the metrics listener failed'));
     await closeQueues(queues);
     await redis.quit().catch(() => redis.disconnect());
   });
-  return { app, url: address, close };
+  return { app, url: address, metricsUrl, close };
 }
 
 async function main(): Promise<void> {
@@ -44,7 +51,7 @@ async function main(): Promise<void> {
   const starting = startWeb(config);
   exitOnSignals(async () => (await starting).close(), log);
   const web = await starting;
-  log.info({ url: web.url, ...describeConfig(config) }, 'herald web listening');
+  log.info({ url: web.url, ...(web.metricsUrl ? { metricsUrl: web.metricsUrl } : {}), ...describeConfig(config) }, 'herald web listening');
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -4,42 +4,80 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
-import { ADMIN_COOKIE, adminGate, sameSecret, sessionValue } from './admin-auth.js';
+import { ADMIN_COOKIE, AdminSessions, adminGate, adminHeaders, crossSiteGuard, readCookie, sameSecret } from './admin-auth.js';
+import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { HttpError } from './errors.js';
-import { renderTimeline } from './timeline.js';
+import { markup, sendPage, styleBlock, type Html } from './html.js';
+import { renderTimeline, TIMELINE_CSS } from './timeline.js';
 import { trailReader } from '../archive/trail.js';
 
-const loginPage = (next: string, failed: boolean) => `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Herald admin — log in</title>
-<style>body{font:14px system-ui,sans-serif;margin:15vh auto;max-width:320px}input,button{font:inherit;padding:6px;width:100%;margin-top:8px;box-sizing:border-box}.error{color:#cf222e}</style></head>
-<body><h1>Herald admin</h1>${failed ? '<p class="error">Wrong token.</p>' : ''}
-<form method="post" action="/admin/login"><label>Admin token<input type="password" name="token" autofocus required></label>
-<input type="hidden" name="next" value="${next.replace(/[&<>"']/g, '')}"><button type="submit">Log in</button></form></body></html>`;
+const FORM_CSS =
+  'body{font:14px system-ui,sans-serif;margin:15vh auto;max-width:320px}input,button{font:inherit;padding:6px;width:100%;margin-top:8px;box-sizing:border-box}.error{color:#cf222e}';
 
-/** Only local admin paths may be redirected to after logging in. */
-const safeNext = (next: unknown) =>
-  typeof next === 'string' && /^\/admin\/[^/\\]/.test(next) && !next.includes('//') ? next : '/admin/queues';
+const formPage = (title: string, body: Html) => markup`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${title}</title>
+${styleBlock(FORM_CSS)}</head>
+<body><h1>Herald admin</h1>${body}</body></html>`;
+
+const loginPage = (next: string, failed: boolean) =>
+  formPage(
+    'Herald admin — log in',
+    markup`${failed ? markup`<p class="error">Wrong token.</p>` : ''}
+<form method="post" action="/admin/login"><label>Admin token<input type="password" name="token" autocomplete="current-password" autofocus required></label>
+<input type="hidden" name="next" value="${next}"><button type="submit">Log in</button></form>`,
+  );
+
+const logoutPage = () =>
+  formPage('Herald admin — log out', markup`<form method="post" action="/admin/logout"><button type="submit">Log out</button></form>`);
 
 /**
- * `/admin/*`: Bull Board at /admin/queues, the audit timeline at /admin/notices/:id and the
- * login form, all behind HERALD_ADMIN_TOKEN (bearer, basic auth, or the login cookie).
+ * Only a local admin path may be redirected to after logging in: printable ASCII of a URL
+ * path and query only (no control characters, spaces or backslashes that could split a header
+ * or turn into another host), no `//`.
  */
-export async function adminRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export const safeNext = (next: unknown): string =>
+  typeof next === 'string' && next.length <= 512 && /^\/admin\/[A-Za-z0-9\-._~!$&'()*+,;=:@%/?]*$/.test(next) && !next.includes('//')
+    ? next
+    : '/admin/queues';
+
+/**
+ * `/admin/*`: Bull Board at /admin/queues, the audit timeline at /admin/notices/:id, the login
+ * form and the logout, all behind HERALD_ADMIN_TOKEN (bearer, basic auth, or a login session),
+ * refusing cross-site changes, with the security headers of `adminHeaders`.
+ */
+export async function adminRoutes(app: FastifyInstance, deps: AppDeps, failures: AuthFailures): Promise<void> {
   await app.register(formbody);
-  app.addHook('onRequest', adminGate(deps.config.adminToken));
+  const token = deps.config.adminToken;
+  const sessions = token === undefined ? undefined : new AdminSessions(deps.redis, deps.store.keys, deps.config.adminSessionTtlMs, token);
+  app.addHook('onRequest', crossSiteGuard);
+  app.addHook('onRequest', adminGate({ token, sessions, failures }));
+  app.addHook('onSend', adminHeaders);
 
   app.get<{ Querystring: { next?: string } }>('/admin/login', { schema: { hide: true } }, async (request, reply) =>
-    reply.type('text/html').send(loginPage(safeNext(request.query.next), false)),
+    sendPage(reply, loginPage(safeNext(request.query.next), false), FORM_CSS),
   );
-  app.post<{ Body: { token?: string; next?: string } }>('/admin/login', { schema: { hide: true } }, async (request, reply) => {
-    const token = deps.config.adminToken;
-    const next = safeNext(request.body?.next);
-    if (!token || typeof request.body?.token !== 'string' || !sameSecret(request.body.token, token)) {
-      return reply.status(403).type('text/html').send(loginPage(next, true));
-    }
-    const secure = request.protocol === 'https' ? '; Secure' : '';
-    reply.header('set-cookie', `${ADMIN_COOKIE}=${sessionValue(token)}; Path=/admin; HttpOnly; SameSite=Strict${secure}`);
-    return reply.redirect(next, 303);
+  app.post<{ Body: { token?: unknown; next?: unknown } | undefined }>(
+    '/admin/login',
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const next = safeNext(request.body?.next);
+      const given = request.body?.token;
+      if (!token || !sessions || typeof given !== 'string' || !sameSecret(given, token)) {
+        const blocked = token && typeof given === 'string' ? await failures.record(request.ip) : undefined;
+        if (blocked !== undefined) return sendTooManyFailures(reply, blocked);
+        return sendPage(reply, loginPage(next, true), FORM_CSS, 403);
+      }
+      const id = await sessions.open();
+      reply.header('set-cookie', sessions.cookie(id, request));
+      return reply.redirect(next, 303);
+    },
+  );
+  app.get('/admin/logout', { schema: { hide: true } }, async (_request, reply) => sendPage(reply, logoutPage(), FORM_CSS));
+  app.post('/admin/logout', { schema: { hide: true } }, async (request, reply) => {
+    const id = readCookie(request.headers.cookie, ADMIN_COOKIE);
+    if (id && sessions) await sessions.end(id);
+    reply.header('set-cookie', AdminSessions.clearCookie(request));
+    return (request.headers.accept ?? '').includes('text/html') ? reply.redirect('/admin/login', 303) : reply.status(204).send();
   });
 
   // The timeline reads the whole trail, from the archive where the log mirror trimmed Redis.
@@ -50,7 +88,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     const view = await trails.view(id);
     if (!view) throw new HttpError('not_found', `No notice ${id}.`);
     const trail = await trails.read(id);
-    return reply.type('text/html').send(renderTimeline(view, trail.entries));
+    return sendPage(reply, renderTimeline(view, trail.entries), TIMELINE_CSS);
   });
 
   const board = new FastifyAdapter();

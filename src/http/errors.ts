@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
@@ -8,13 +9,17 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 export const ERROR_CATALOGUE = {
   unauthorized: { status: 401, message: 'Missing or unknown API key.' },
   forbidden: { status: 403, message: 'Not allowed.' },
+  cross_site_request: { status: 403, message: 'A state-changing admin request came from another site.' },
   validation_failed: { status: 400, message: 'The request is not valid.' },
   not_found: { status: 404, message: 'No such resource.' },
   payload_too_large: { status: 413, message: 'The request body is larger than the limit.' },
+  request_timeout: { status: 408, message: 'The request did not arrive in time.' },
+  uri_too_long: { status: 414, message: 'The request URL is longer than Herald accepts.' },
   unsupported_media_type: { status: 415, message: 'Send the body as application/json.' },
   idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used with a different body.' },
   invalid_state: { status: 409, message: 'The notice is not in a state that allows this.' },
   rate_limited: { status: 429, message: 'Too many requests; retry later.' },
+  headers_too_large: { status: 431, message: 'The request headers are larger than Herald accepts.' },
   unavailable: { status: 503, message: 'Herald cannot reach its store; retry later.' },
   internal_error: { status: 500, message: 'Something went wrong inside Herald.' },
 } as const;
@@ -76,4 +81,57 @@ export function errorHandler(storeReady: () => boolean) {
     if (mapped.status >= 500) request.log.error({ err: error }, mapped.message);
     return reply.status(mapped.status).send(errorBody(mapped.code, mapped.message, mapped.details));
   };
+}
+
+/** Longest request URL (path and query) Herald reads; the longest real one is a suppressed address, ~800. */
+export const MAX_URL_LENGTH = 2048;
+
+/** A path for an error message: never the whole of an over-long one. */
+export const quotedPath = (url: string): string => {
+  const path = url.split('?')[0]!;
+  return path.length > 100 ? `${path.slice(0, 100)}…` : path;
+};
+
+/**
+ * Errors Fastify raises while routing, before any hook or handler runs (Fastify's
+ * `frameworkErrors`): a path that is not valid percent-encoding, a parameter over the router's
+ * length limit.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const mapped =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new HttpError('uri_too_long')
+      : error.code === 'FST_ERR_BAD_URL'
+        ? new HttpError('validation_failed', 'The URL is not valid percent-encoded UTF-8.')
+        : new HttpError('validation_failed', 'The request cannot be routed.');
+  request.log.debug({ code: error.code }, 'request refused before routing');
+  void reply.status(mapped.status).send(errorBody(mapped.code, mapped.message));
+}
+
+/** Refuses an over-long URL before anything reads it (a root `onRequest` hook: it answers, never throws). */
+export async function urlGuard(request: FastifyRequest, reply: FastifyReply) {
+  if (request.url.length > MAX_URL_LENGTH) {
+    return reply.status(414).send(errorBody('uri_too_long', `The URL is longer than ${MAX_URL_LENGTH} characters.`));
+  }
+}
+
+/**
+ * Requests Node's HTTP parser rejects before Fastify sees them (headers over Node's limit, a
+ * malformed request line): Herald's JSON error on the raw socket, then the connection closes.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason, body] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', errorBody('headers_too_large')]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', errorBody('request_timeout')]
+        : [400, 'Bad Request', errorBody('validation_failed', 'The request is not valid HTTP.')];
+  const text = JSON.stringify(body);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy(error);
 }

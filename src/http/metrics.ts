@@ -1,15 +1,25 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { AppDeps } from '../app.js';
-import { readBacklog } from '../archive/backlog.js';
+import type { Clock } from '../clock.js';
+import { readBacklog, type BacklogSummary } from '../archive/backlog.js';
 import { logMirrorBacklogGauges } from '../archive/metrics.js';
 import { SHARD_COUNT } from '../notice/ids.js';
 import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, expandCounters, SPEND_SCALE } from '../store/metrics.js';
+import { sameSecret } from './admin-auth.js';
+import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
+import { errorBody } from './errors.js';
 
 const PROVIDER_OF: Record<string, string> = { email: 'postmark', sms: 'twilio' };
 
 type Sample = { value: number; labels?: Record<string, string | number>; metricName?: string };
-type Snapshot = { counters: Map<string, number>; queues: Record<string, Record<string, number>>; live: number; awaitingRetirement: number };
+type Snapshot = {
+  counters: Map<string, number>;
+  queues: Record<string, Record<string, number>>;
+  live: number;
+  awaitingRetirement: number;
+  backlog: BacklogSummary;
+};
 
 /** A metric whose samples are computed from the scrape's snapshot of Redis. */
 function mirrored(name: string, help: string, type: 'counter' | 'gauge' | 'histogram', samples: (s: Snapshot) => Sample[]) {
@@ -59,7 +69,7 @@ function byFields(
  * scripts), so any web process reports the totals of all workers; queue depths are read from
  * BullMQ at scrape time; the process's own runtime metrics are added by prom-client.
  */
-export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failures: AuthFailures): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'herald_web_' });
   const metrics = [
@@ -118,30 +128,67 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promis
     ),
   ];
   for (const metric of metrics) registry.registerMetric(metric as never);
-  // The log mirror's backlog, read from Redis at scrape time like the counters above.
-  const backlog = () => readBacklog(deps.redis, deps.store.keys, deps.clock.now());
-  for (const gauge of logMirrorBacklogGauges(backlog)) registry.registerMetric(gauge);
+  // Everything read from Redis comes from one snapshot, shared by the scrapes of the cache window.
+  const snapshot = snapshotCache(() => readSnapshot(deps), deps.clock, deps.config.metrics.cacheMs);
+  for (const gauge of logMirrorBacklogGauges(async () => (await snapshot()).backlog)) registry.registerMetric(gauge);
 
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-    const pipeline = deps.redis.pipeline();
-    for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.hgetall(deps.store.keys.metrics(shard));
-    const replies = (await pipeline.exec()) ?? [];
-    const counters = new Map<string, number>();
-    for (const [error, hash] of replies) {
-      if (error) throw error;
-      expandCounters(hash as Record<string, string>, counters);
+  const token = deps.config.metrics.token;
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (token !== undefined) {
+      const wait = failures.retryAfter(request.ip);
+      if (wait !== undefined) return sendTooManyFailures(reply, wait);
+      const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+      if (!bearer || !sameSecret(bearer[1]!, token)) {
+        const blocked = bearer ? await failures.record(request.ip) : undefined;
+        if (blocked !== undefined) return sendTooManyFailures(reply, blocked);
+        return reply.status(401).send(errorBody('unauthorized', 'Send Authorization: Bearer <HERALD_METRICS_TOKEN>.'));
+      }
     }
-    const queues: Snapshot['queues'] = {};
-    for (const queue of Object.values(deps.queues)) {
-      queues[queue.name] = await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed', 'prioritized');
-    }
-    const snapshot: Snapshot = {
-      counters,
-      queues,
-      live: await deps.store.liveCount(),
-      awaitingRetirement: await deps.store.awaitingRetirement(deps.clock.now()),
-    };
-    for (const metric of metrics) metric.use(snapshot);
+    const current = await snapshot();
+    for (const metric of metrics) metric.use(current);
     return reply.header('content-type', registry.contentType).send(await registry.metrics());
   });
+}
+
+/** One reading of everything /metrics reports from Redis and BullMQ. */
+async function readSnapshot(deps: AppDeps): Promise<Snapshot> {
+  const pipeline = deps.redis.pipeline();
+  for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.hgetall(deps.store.keys.metrics(shard));
+  const replies = (await pipeline.exec()) ?? [];
+  const counters = new Map<string, number>();
+  for (const [error, hash] of replies) {
+    if (error) throw error;
+    expandCounters(hash as Record<string, string>, counters);
+  }
+  const queues: Snapshot['queues'] = {};
+  for (const queue of Object.values(deps.queues)) {
+    queues[queue.name] = await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed', 'prioritized');
+  }
+  const now = deps.clock.now();
+  return {
+    counters,
+    queues,
+    live: await deps.store.liveCount(),
+    awaitingRetirement: await deps.store.awaitingRetirement(now),
+    backlog: await readBacklog(deps.redis, deps.store.keys, now),
+  };
+}
+
+/**
+ * The snapshot of the last `cacheMs` (by the injected clock), so that a scrape storm costs Redis
+ * one reading per window; scrapes that arrive while it is read wait for the same reading. A
+ * failed reading is not kept.
+ */
+export function snapshotCache<T>(read: () => Promise<T>, clock: Clock, cacheMs: number): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = clock.now();
+    if (cached && now - cached.at < cacheMs && now >= cached.at) return cached.value;
+    const entry = { at: now, value: read() };
+    entry.value.catch(() => {
+      if (cached === entry) cached = undefined;
+    });
+    cached = entry;
+    return entry.value;
+  };
 }

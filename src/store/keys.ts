@@ -60,6 +60,14 @@ export class Keys {
   recipientPolicy(recipientId: string): string {
     return `${this.prefix}:{r:${recipientId}}:policy`;
   }
+  /** An admin login session, by the SHA-256 of its cookie value (src/http/admin-auth.ts). */
+  adminSession(hash: string): string {
+    return `${this.prefix}:{adm}:session:${hash}`;
+  }
+  /** Failed authentications of one client IP in the current minute (src/http/auth-failures.ts). */
+  authFailures(ip: string): string {
+    return `${this.prefix}:{rl}:authfail:${ip}`;
+  }
   /** BullMQ's prefix: all queues in one slot. */
   get queuePrefix(): string {
     return `${this.prefix}:{q}`;

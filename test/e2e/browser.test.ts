@@ -50,13 +50,21 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
 
   it('logs in through the form, opens Bull Board and the timeline of a notice that fell back to SMS', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const violations: string[] = [];
+    page.on('console', (message) => {
+      if (message.text().includes('Content Security Policy')) violations.push(`${page.url()}: ${message.text()}`);
+    });
     await page.goto(`${base}/admin/queues`);
     expect(page.url()).toContain('/admin/login');
+    expect(violations, 'the login page keeps to its own CSP').toEqual([]);
     await page.fill('input[name=token]', ADMIN);
     await Promise.all([page.waitForURL(/\/admin\/queues/), page.click('button[type=submit]')]);
     await page.getByText('email-send').first().waitFor({ timeout: 15_000 });
     await page.getByText('Loading...').first().waitFor({ state: 'detached', timeout: 15_000 });
     await page.screenshot({ path: `${DOCS}bull-board.png` });
+    // Bull Board runs under the admin CSP: its scripts load and run; only outside fonts are refused.
+    expect(violations.filter((v) => !v.includes('fonts.googleapis.com'))).toEqual([]);
+    violations.length = 0;
 
     await page.goto(`${base}/admin/notices/${noticeId}`);
     const deadline = page.locator('#deadline-marker');
@@ -68,5 +76,10 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
     expect(await page.locator('[data-marker=email-observed]').count()).toBeGreaterThanOrEqual(2);
     expect(await page.locator('#state').textContent()).toBe('sms_delivered');
     await page.screenshot({ path: `${DOCS}timeline.png`, fullPage: true });
+    expect(violations, 'the timeline keeps to its own CSP').toEqual([]);
+
+    await Promise.all([page.waitForURL(/\/admin\/login/), page.click('button:text("Log out")')]);
+    await page.goto(`${base}/admin/notices/${noticeId}`);
+    expect(page.url(), 'logged out: the timeline sends the browser to the login form again').toContain('/admin/login');
   });
 });
