@@ -108,6 +108,7 @@ export async function startWorker(
       maxChecksPerNotice: config.maxChecksPerNotice,
       prices: config.prices,
       rules: config.rules,
+      maxRetryAfterMs: config.maxRetryAfterMs,
     },
   });
   const reconciler: ReconcilerDeps = {

@@ -35,7 +35,12 @@ export interface EngineSettings {
   prices: Prices;
   /** The regional rules file; undefined: SMS allowed everywhere, no quiet hours. */
   rules: Rules | undefined;
+  /** HERALD_MAX_RETRY_AFTER: the longest a provider's Retry-After is followed (default 5 min). */
+  maxRetryAfterMs?: number;
 }
+
+/** HERALD_MAX_RETRY_AFTER's default. */
+export const DEFAULT_MAX_RETRY_AFTER_MS = 5 * 60_000;
 
 export interface EngineDeps {
   store: NoticeStore;
@@ -316,10 +321,11 @@ export class NoticeEngine {
     notice: Notice,
     attemptId: string,
     operation: 'send' | 'search',
-    error: unknown,
+    thrown: unknown,
     opts: { attemptStarted?: boolean },
   ): Promise<StepOutcome> {
-    if (!(error instanceof ProviderError)) throw error;
+    if (!(thrown instanceof ProviderError)) throw thrown;
+    const error = this.bounded(thrown);
     const field = (name: Parameters<typeof channelField>[1]) => channelField(channel, name);
     const now = this.now();
     const record = channel === 'email' ? notice.emailChannel : notice.smsChannel;
@@ -390,7 +396,13 @@ export class NoticeEngine {
       httpStatus: error.httpStatus,
       providerCode: error.providerCode,
       retryAfterMs: error.retryAfterMs,
+      retryAfterClampedFromMs: error.retryAfterClampedFromMs,
     };
+  }
+
+  /** The error with its Retry-After clamped to HERALD_MAX_RETRY_AFTER. */
+  private bounded(error: ProviderError): ProviderError {
+    return error.withRetryAfterAtMost(this.deps.settings.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS);
   }
 
   // ---- observing -----------------------------------------------------------------------------
@@ -419,8 +431,9 @@ export class NoticeEngine {
     let observation: StatusObservation;
     try {
       observation = await this.deps.email.status(record.providerMessageId!);
-    } catch (error) {
-      if (!(error instanceof ProviderError)) throw error;
+    } catch (thrown) {
+      if (!(thrown instanceof ProviderError)) throw thrown;
+      const error = this.bounded(thrown);
       const now = this.now();
       const pauseMs = error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined;
       const planned = final ? undefined : nextCheckAfter(this.emailChecksBeforeDeadline(notice), now);
@@ -514,8 +527,9 @@ export class NoticeEngine {
     const next = nextCheckAfter(notice.smsPlan, now0);
     try {
       observation = await this.deps.sms.status(record.providerMessageId!);
-    } catch (error) {
-      if (!(error instanceof ProviderError)) throw error;
+    } catch (thrown) {
+      if (!(thrown instanceof ProviderError)) throw thrown;
+      const error = this.bounded(thrown);
       const now = this.now();
       const entries = [this.providerErrorEntry('sms', record.attemptId, 'status', error, notice.providerTimeoutMs)];
       if (next === undefined) entries.push(this.smsUnconfirmed(notice, record.checksDone));
