@@ -31,6 +31,8 @@ export interface AcceptSettings {
   prices: Prices;
   /** Version of the regional rules file in force, recorded with every policy check. */
   rulesVersion: string | null;
+  /** The regional rules have quiet hours: a fallback SMS may wait up to a day for them, and its content with it. */
+  quietHours: boolean;
   /** HERALD_ENCRYPTION_KEY: content is sealed with the first key before it is stored; none: stored as is. */
   encryptionKeys: readonly EncryptionKey[];
 }
@@ -136,7 +138,10 @@ export async function acceptNotice(
   const plan = planChecks(now, deadline, request.policy, limits);
   if (!plan.ok) throw new RejectedRequest(plan.field, plan.message);
   // The content must outlive every step that may still send it (SPEC §4), whatever the TTL says.
-  const contentKeepMs = Math.max(settings.contentTtlMs, lastSmsCheckBy(deadline, complianceDeadline, limits) - now);
+  const contentKeepMs = Math.max(
+    settings.contentTtlMs,
+    lastSmsCheckBy(deadline, complianceDeadline, limits, { quietHours: settings.quietHours }) - now,
+  );
 
   const shard = idemHash === undefined ? randomShard() : shardOfKey(idemHash);
   const id = newNoticeId(shard, now);

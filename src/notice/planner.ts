@@ -117,14 +117,19 @@ const SMS_SEND_SLACK_MS = 60 * 60_000;
 
 /**
  * The latest time the last planned SMS check of a notice can come: the deadline, the longest
- * quiet-hours wait (never past the compliance deadline), some slack, then the SMS plan. Content
- * is kept until then at least (SPEC §4), as an SMS sent in doubt is looked for by its body.
+ * wait for quiet hours when the rules have any (never past the compliance deadline), some
+ * slack, then the SMS plan. Content is kept until then at least (SPEC §4): the SMS send needs
+ * it, and an SMS sent in doubt is looked for by its body.
  */
-export function lastSmsCheckBy(deadline: number, complianceDeadline: number | undefined, limits: PlanLimits): number {
+export function lastSmsCheckBy(
+  deadline: number,
+  complianceDeadline: number | undefined,
+  limits: PlanLimits,
+  opts: { quietHours: boolean },
+): number {
+  const longestWait = opts.quietHours ? QUIET_HOURS_MAX_WAIT_MS : 0;
   const waitUntil =
-    complianceDeadline === undefined
-      ? deadline + QUIET_HOURS_MAX_WAIT_MS
-      : Math.min(deadline + QUIET_HOURS_MAX_WAIT_MS, Math.max(deadline, complianceDeadline));
+    complianceDeadline === undefined ? deadline + longestWait : Math.min(deadline + longestWait, Math.max(deadline, complianceDeadline));
   return waitUntil + SMS_SEND_SLACK_MS + (planSmsChecks(0, limits).at(-1) ?? 0);
 }
 

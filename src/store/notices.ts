@@ -122,8 +122,10 @@ export interface CreateNoticeInput {
  * they are, since the content may well be readable once Redis answers.
  */
 export class ContentUnreadableError extends Error {
-  constructor(noticeId: string, options: { cause: unknown }) {
-    super(`the content of notice ${noticeId} cannot be opened`, options);
+  constructor(noticeId: string, cause: unknown) {
+    // JSON.parse quotes the text it could not read, and that text is the message body.
+    const why = cause instanceof SyntaxError ? 'it is not JSON' : cause instanceof Error ? cause.message : String(cause);
+    super(`the content of notice ${noticeId} cannot be opened: ${why}`, { cause: cause instanceof SyntaxError ? undefined : cause });
     this.name = 'ContentUnreadableError';
   }
 }
@@ -252,8 +254,7 @@ export class NoticeStore {
       stored ??= json === null ? {} : (JSON.parse(json) as Record<string, string>);
       return openContent(this.options.keyring, id, stored);
     } catch (error) {
-      // JSON.parse quotes the text it could not read, and that text is the message body.
-      throw new ContentUnreadableError(id, { cause: error instanceof SyntaxError ? 'not JSON' : error });
+      throw new ContentUnreadableError(id, error);
     }
   }
 

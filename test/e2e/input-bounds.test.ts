@@ -176,29 +176,52 @@ describe('POST /v1/notices: how far ahead', () => {
 });
 
 describe('POST /v1/notices: how long the content is kept', () => {
+  const HOUR = 3_600_000;
+
   it('keeps content and the idempotency record past HERALD_CONTENT_TTL until after the last planned SMS check', async () => {
-    const deadlineInSeconds = 300 * DAY_S;
-    const res = await web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds }), { 'idempotency-key': 'far-content-1' });
+    const res = await web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: 300 * DAY_S }), {
+      'idempotency-key': 'far-content-1',
+    });
     expect(res.statusCode, res.body).toBe(202);
     const id = res.json().id as string;
     const deadline = Date.parse(res.json().deadline);
+    // HERALD_CONTENT_TTL is 1h here; the content must still be there at the deadline, through the SMS send and its checks.
     const contentTtl = await web.redis.pttl(web.store.keys.content(id));
-    // HERALD_CONTENT_TTL is 1h here; the content must still be there at the deadline and through the SMS checks after it.
-    expect(Date.now() + contentTtl).toBeGreaterThan(deadline + DAY_S * 1000);
+    expect(Date.now() + contentTtl).toBeGreaterThan(deadline + HOUR);
     const [accepted] = (await web.call('GET', `/v1/notices/${id}/events`)).json().events as StoredEntry[];
-    expect(Date.parse(String(accepted!.contentExpiresAt))).toBeGreaterThan(deadline + DAY_S * 1000);
+    expect(Date.parse(String(accepted!.contentExpiresAt))).toBeGreaterThan(deadline + HOUR);
 
-    const idemKeys = await keysMatching(`${prefix}:*:idem:*`);
-    const idemTtls = await Promise.all(idemKeys.map((k) => web.redis.pttl(k)));
+    const idemTtls = await Promise.all((await keysMatching(`${prefix}:*:idem:*`)).map((k) => web.redis.pttl(k)));
     expect(Math.max(...idemTtls)).toBeGreaterThan(deadline - Date.now());
   });
 
-  it('keeps the content for HERALD_CONTENT_TTL when that is longer than the notice needs', async () => {
-    const res = await web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: 60 }));
-    const id = res.json().id as string;
-    const [accepted] = (await web.call('GET', `/v1/notices/${id}/events`)).json().events as StoredEntry[];
-    // 60 s deadline + a day of quiet hours + slack + SMS checks is over the 1h TTL: the plan wins.
-    expect(Date.parse(String(accepted!.contentExpiresAt))).toBeGreaterThan(Date.now() + 3_600_000);
+  describe('when the regional rules have quiet hours', () => {
+    const quietPrefix = testPrefix('bounds-quiet');
+    let quietWeb: WebUnderTest;
+    beforeAll(async () => {
+      const rules = new URL('../fixtures/rules.json', import.meta.url).pathname;
+      quietWeb = await startWebUnderTest(testConfig(quietPrefix, { HERALD_CONTENT_TTL: '1h', HERALD_RULES_FILE: rules }));
+    });
+    afterAll(async () => {
+      await quietWeb.close();
+      await cleanUp(quietPrefix);
+    });
+
+    it('keeps the content a day longer, for an SMS that waits for the window to open', async () => {
+      const res = await quietWeb.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: 600 }));
+      const id = res.json().id as string;
+      const deadline = Date.parse(res.json().deadline);
+      expect(Date.now() + (await quietWeb.redis.pttl(quietWeb.store.keys.content(id)))).toBeGreaterThan(deadline + 24 * HOUR);
+    });
+
+    it('but never past what the complianceDeadline allows the SMS to wait', async () => {
+      const complianceDeadline = new Date(Date.now() + 3_600_000).toISOString();
+      const res = await quietWeb.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: 600, complianceDeadline }));
+      const id = res.json().id as string;
+      const expiresAt = Date.now() + (await quietWeb.redis.pttl(quietWeb.store.keys.content(id)));
+      expect(expiresAt).toBeGreaterThan(Date.parse(complianceDeadline) + HOUR);
+      expect(expiresAt).toBeLessThan(Date.parse(res.json().deadline) + 24 * HOUR);
+    });
   });
 });
 
