@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock, systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import { reconcileOnce } from '../../src/notice/reconciler.js';
@@ -31,6 +31,7 @@ describe('through the worker', () => {
   it('ends a notice failed when its content is gone before the SMS send: no SMS, the job completes, nothing retries, and it retires', async () => {
     stack = await startStack({
       prefix: testPrefix('failed-gone'),
+      inProcessWorker: false,
       env: {
         HERALD_NOTICE_KEEP_HOT: '0s',
         HERALD_LOG_KEEP_HOT: '0s',
@@ -40,19 +41,29 @@ describe('through the worker', () => {
     });
     const s = stack;
     const phone = '+12085550100';
-    const id = await s.createNotice(noticeBody({ recipient: { id: 'p-gone', email: 'never@example.com', phone }, deadlineInSeconds: 3 }));
-    await s.waitForState(id, ['email_sent']);
-    // The content expires (or is purged) while the notice still waits for its deadline.
+    const id = await s.createNotice(
+      noticeBody({
+        recipient: { id: 'p-gone', email: 'bounce+0ms@example.com', phone },
+        deadlineInSeconds: 600,
+        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 300 },
+      }),
+    );
+    // The email leaves (the engine's own step, before any worker runs), then the content expires
+    // while the notice waits; the bounce seen at the first check decides the fallback.
+    expect((await engineUnderTest(s.web, s.sandbox, systemClock).sendEmail(id)).note).toBe('email accepted');
     await s.web.store.deleteContent(id);
+    workers.push(new WorkerProcess(s.env).start());
 
     const view = await s.waitForState(id, ['failed', 'sms_sent', 'sms_delivered', 'sms_failed']);
     expect(view.state).toBe('failed');
     expect(s.smsTo(phone)).toBe(0);
 
     const events = await s.events(id);
-    expect(types(events).slice(-4)).toEqual(['policy.checked', 'fallback.decided', 'notice.failed', 'notice.completed']);
-    expect(events.at(-2)).toMatchObject({ reason: 'content_unavailable', stateBefore: 'sms_pending', content: 'gone', channel: 'sms' });
-    expect(events.at(-1)).toMatchObject({ state: 'failed' });
+    const failed = types(events).indexOf('notice.failed');
+    expect(types(events).slice(failed - 1, failed + 2)).toEqual(['fallback.decided', 'notice.failed', 'notice.completed']);
+    expect(events[failed - 1]).toMatchObject({ reason: 'email_bounced' });
+    expect(events[failed]).toMatchObject({ reason: 'content_unavailable', stateBefore: 'sms_pending', content: 'gone', channel: 'sms' });
+    expect(events[failed + 1]).toMatchObject({ state: 'failed' });
     expect(types(events).filter((t) => t === 'sms.requested')).toEqual([]);
 
     // The SMS job finished with the notice: completed, on its first run.
@@ -72,24 +83,21 @@ describe('through the worker', () => {
   });
 
   it('ends a notice failed when the worker holds no key that opens its content, in a worker process', async () => {
-    const sealing = key('k1');
-    stack = await startStack({ prefix: testPrefix('failed-key'), inProcessWorker: false, env: { HERALD_ENCRYPTION_KEY: sealing } });
+    stack = await startStack({ prefix: testPrefix('failed-key'), inProcessWorker: false, env: { HERALD_ENCRYPTION_KEY: key('k1') } });
     const s = stack;
     const phone = '+12095550100';
-    const id = await s.createNotice(noticeBody({ recipient: { id: 'p-key', email: 'never@example.com', phone }, deadlineInSeconds: 6 }));
-
-    const first = new WorkerProcess(s.env).start();
-    workers.push(first);
-    await s.waitForState(id, ['email_sent']);
-    expect(await first.stop('SIGTERM')).toBe(0);
+    // No email consent: the fallback is decided at once, so the SMS send is the first step that needs the content.
+    expect((await s.web.call('PUT', '/v1/recipients/p-key/policy', { consent: { email: false, sms: true } })).statusCode).toBe(200);
+    const id = await s.createNotice(noticeBody({ recipient: { id: 'p-key', email: 'never@example.com', phone }, deadlineInSeconds: 600 }));
 
     // The key that sealed the content was rotated away before the SMS left.
-    const second = new WorkerProcess({ ...s.env, HERALD_ENCRYPTION_KEY: key('k2') }).start();
-    workers.push(second);
+    const worker = new WorkerProcess({ ...s.env, HERALD_ENCRYPTION_KEY: key('k2') }).start();
+    workers.push(worker);
     const view = await s.waitForState(id, ['failed', 'sms_sent', 'sms_delivered', 'sms_failed'], 30_000);
     expect(view.state).toBe('failed');
     expect(s.smsTo(phone)).toBe(0);
     const events = await s.events(id);
+    expect(types(events)).toContain('fallback.decided');
     expect(events.find((e) => e.type === 'notice.failed')).toMatchObject({
       reason: 'content_unavailable',
       stateBefore: 'sms_pending',
@@ -97,7 +105,7 @@ describe('through the worker', () => {
     });
     expect(events.at(-1)).toMatchObject({ type: 'notice.completed', state: 'failed' });
     // The worker's log says the content could not be opened, and never what it holds.
-    expect(second.output).not.toContain('Terms change Monday');
+    expect(worker.output).not.toContain('Terms change Monday');
   });
 
   it('ends a notice failed before its email when the content is gone, and drops its deadline job', async () => {
