@@ -134,6 +134,28 @@ describe('POST /v1/notices: nesting', () => {
   });
 });
 
+describe('the other write routes, given deep nesting', () => {
+  const DEPTH = 10_000;
+  it.each([
+    ['PUT', '/v1/recipients/p-nest/policy', `{"consent":${nestedObjects(DEPTH)}}`],
+    ['PUT', '/v1/recipients/p-nest/policy', `{"consent":{"email":true,"sms":true},"region":${nestedArrays(DEPTH)}}`],
+    ['POST', '/v1/suppressions', `{"channel":"email","address":${nestedArrays(DEPTH)},"reason":"x"}`],
+    ['POST', '/v1/suppressions', `{"channel":"email","address":"a@example.com","reason":${nestedObjects(DEPTH)}}`],
+    ['POST', '/v1/notices/ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa/cancel', nestedObjects(DEPTH)],
+  ] as const)('%s %s answers 400 validation_failed (or 404 for no such notice), never 500', async (method, url, payload) => {
+    const before = await footprint();
+    const res = await web.app.inject({
+      method,
+      url,
+      payload,
+      headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json' },
+    });
+    expect([400, 404], res.body.slice(0, 300)).toContain(res.statusCode);
+    expect(typeof res.json().error.code).toBe('string');
+    expect(await footprint()).toBe(before);
+  });
+});
+
 describe('POST /v1/notices: how far ahead', () => {
   it.each([
     ['a year-9999 deadline', { deadlineInSeconds: undefined, deadline: '9999-12-31T23:59:59Z' }],
