@@ -31,6 +31,8 @@ export interface Config {
     readonly apiUrl: string | undefined;
   };
   readonly providerTimeoutMs: number;
+  /** HERALD_MAX_RETRY_AFTER: the longest a provider's Retry-After is followed; longer ones are clamped (and the clamp logged). */
+  readonly maxRetryAfterMs: number;
   readonly minPollIntervalMs: number;
   readonly maxChecksPerNotice: number;
   readonly bodyLimit: number;
@@ -281,6 +283,7 @@ export function loadConfig(env: Env = process.env): Config {
     postmark,
     twilio,
     providerTimeoutMs,
+    maxRetryAfterMs: duration('HERALD_MAX_RETRY_AFTER', parseDuration('5m')),
     minPollIntervalMs,
     maxChecksPerNotice: integer('HERALD_MAX_CHECKS_PER_NOTICE', 20, 1, 1000),
     bodyLimit: integer('HERALD_BODY_LIMIT', 1_048_576, 1024),

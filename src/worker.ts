@@ -114,6 +114,7 @@ export async function startWorker(
       maxChecksPerNotice: config.maxChecksPerNotice,
       prices: config.prices,
       rules: config.rules,
+      maxRetryAfterMs: config.maxRetryAfterMs,
     },
   });
   const reconciler: ReconcilerDeps = {

@@ -19,6 +19,8 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { store, policies, scheduler, clock, config } = deps;
   const suppressions = new SuppressionStore(deps.redis, config.prefix);
+  // Whether a fallback SMS may wait for quiet hours, which keeps its content longer (acceptNotice).
+  const quietHours = Object.values(config.rules?.regions ?? {}).some((rule) => rule.quietHours !== undefined);
 
   // A retired notice (src/archive/retire.ts) and the entries the log mirror trimmed from Redis
   // are read back from the archive.
@@ -83,6 +85,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
             contentTtlMs: config.contentTtlMs,
             prices: config.prices,
             rulesVersion: config.rules?.version ?? null,
+            quietHours,
             encryptionKeys: config.encryptionKeys,
           },
         });

@@ -1,7 +1,27 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { METADATA_LIMITS, METADATA_NAME } from '../notice/accept.js';
+import { MAX_HORIZON_MS } from '../notice/planner.js';
 
 /** Recipient IDs become part of Redis keys: no braces (hash tags) and no spaces. */
 const RecipientId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:@-]+$' });
+const MAX_HORIZON_SECONDS = MAX_HORIZON_MS / 1000;
+/** An ISO 8601 date-time; how far ahead it may be is checked against the clock in acceptNotice. */
+const DateTime = Type.String({ format: 'date-time', maxLength: 64 });
+
+/**
+ * `metadata`: at most 20 string fields, names of 1–64 characters from `[A-Za-z0-9_.:-]`, values
+ * of at most 256. The names go through `propertyNames`, anchored at both ends, so that no
+ * line terminator (`\n`, U+2028, U+2029) can slip past the pattern; TypeBox's `Record` would
+ * turn the key schema into `patternProperties` and let every other name through.
+ */
+const Metadata = Type.Unsafe<Record<string, string>>({
+  type: 'object',
+  maxProperties: METADATA_LIMITS.fields,
+  propertyNames: { type: 'string', pattern: METADATA_NAME.source, minLength: 1, maxLength: 64 },
+  additionalProperties: { type: 'string', maxLength: METADATA_LIMITS.valueLength },
+  description: 'At most 20 string fields; names of 1–64 characters from [A-Za-z0-9_.:-], values of at most 256 characters.',
+});
+
 const Region = Type.String({ pattern: '^([A-Z]{2}|\\*)$', description: 'ISO 3166-1 alpha-2 region code' });
 
 export const CreateNoticeBody = Type.Object(
@@ -25,19 +45,19 @@ export const CreateNoticeBody = Type.Object(
       },
       { additionalProperties: false },
     ),
-    deadline: Type.Optional(Type.String({ format: 'date-time' })),
-    deadlineInSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 366 * 86_400 })),
-    complianceDeadline: Type.Optional(Type.String({ format: 'date-time' })),
+    deadline: Type.Optional(DateTime),
+    deadlineInSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_HORIZON_SECONDS })),
+    complianceDeadline: Type.Optional(DateTime),
     policy: Type.Optional(
       Type.Object(
         {
-          firstCheckAfterSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
-          minCheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
+          firstCheckAfterSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_HORIZON_SECONDS })),
+          minCheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_HORIZON_SECONDS })),
         },
         { additionalProperties: false },
       ),
     ),
-    metadata: Type.Optional(Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), { maxProperties: 20 })),
+    metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
 );
@@ -76,7 +96,7 @@ export const NoticeViewSchema = Type.Object({
   id: Type.String(),
   state: Type.String({
     description:
-      'accepted, email_sending, email_sent, email_delivered, sms_pending, sms_sending, sms_sent, sms_delivered, sms_failed, blocked or canceled',
+      'accepted, email_sending, email_sent, email_delivered, sms_pending, sms_sending, sms_sent, sms_delivered, sms_failed, blocked, canceled or failed',
   }),
   category: Type.String(),
   recipientId: Type.String(),

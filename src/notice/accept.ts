@@ -5,7 +5,7 @@ import { iso } from '../clock.js';
 import type { NoticeStore, NoticeContent, LogEntry } from '../store/notices.js';
 import type { RecipientPolicy } from '../store/policies.js';
 import { newNoticeId, randomShard, shardOfKey } from './ids.js';
-import { planChecks, type PollPolicy } from './planner.js';
+import { lastSmsCheckBy, MAX_HORIZON_MS, planChecks, type PollPolicy } from './planner.js';
 import type { PolicyOutcome } from './states.js';
 import type { Prices } from '../config.js';
 import { keyringOf, type EncryptionKey } from '../crypto.js';
@@ -31,9 +31,15 @@ export interface AcceptSettings {
   prices: Prices;
   /** Version of the regional rules file in force, recorded with every policy check. */
   rulesVersion: string | null;
+  /** The regional rules have quiet hours: a fallback SMS may wait up to a day for them, and its content with it. */
+  quietHours: boolean;
   /** HERALD_ENCRYPTION_KEY: content is sealed with the first key before it is stored; none: stored as is. */
   encryptionKeys: readonly EncryptionKey[];
 }
+
+/** `metadata` names (SPEC §4); anchored at both ends, and JS `$` never matches before a line terminator. */
+export const METADATA_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+export const METADATA_LIMITS = { fields: 20, valueLength: 256 } as const;
 
 /** A request Herald refuses, with the field at fault. */
 export class RejectedRequest extends Error {
@@ -62,6 +68,25 @@ export function normalizePhone(raw: string): string {
   const parsed = parsePhoneNumberFromString(raw);
   if (!parsed || !parsed.isPossible()) throw new RejectedRequest('recipient.phone', `phone is not a possible number for its country`);
   return parsed.number;
+}
+
+/**
+ * The metadata rules again, in the domain: the HTTP schema enforces them first, but a name
+ * that carried a line terminator into the log must be impossible whatever the entry point.
+ */
+function checkMetadata(metadata: Record<string, string> | undefined): void {
+  if (metadata === undefined) return;
+  const fields = Object.entries(metadata);
+  if (fields.length > METADATA_LIMITS.fields)
+    throw new RejectedRequest('metadata', `metadata holds at most ${METADATA_LIMITS.fields} fields`);
+  for (const [name, value] of fields) {
+    if (!METADATA_NAME.test(name)) {
+      throw new RejectedRequest('metadata', 'metadata names are 1 to 64 characters from A-Z, a-z, 0-9, "_", ".", ":" and "-"');
+    }
+    if (typeof value !== 'string' || value.length > METADATA_LIMITS.valueLength) {
+      throw new RejectedRequest(`metadata.${name}`, `metadata values are strings of at most ${METADATA_LIMITS.valueLength} characters`);
+    }
+  }
 }
 
 /**
@@ -97,16 +122,26 @@ export async function acceptNotice(
   const deadline = request.deadline !== undefined ? Date.parse(request.deadline) : now + request.deadlineInSeconds! * 1000;
   if (!Number.isFinite(deadline)) throw new RejectedRequest('deadline', 'deadline is not a valid time');
   if (deadline <= now) throw new RejectedRequest('deadline', 'deadline must be in the future');
+  if (deadline - now > MAX_HORIZON_MS) throw new RejectedRequest('deadline', 'deadline must be at most 366 days ahead');
   const complianceDeadline = request.complianceDeadline === undefined ? undefined : Date.parse(request.complianceDeadline);
-  if (complianceDeadline !== undefined && !(complianceDeadline >= deadline)) {
-    throw new RejectedRequest('complianceDeadline', 'complianceDeadline must not be before the deadline');
+  if (complianceDeadline !== undefined) {
+    if (!Number.isFinite(complianceDeadline)) throw new RejectedRequest('complianceDeadline', 'complianceDeadline is not a valid time');
+    if (complianceDeadline < deadline)
+      throw new RejectedRequest('complianceDeadline', 'complianceDeadline must not be before the deadline');
+    if (complianceDeadline - now > MAX_HORIZON_MS) {
+      throw new RejectedRequest('complianceDeadline', 'complianceDeadline must be at most 366 days ahead');
+    }
   }
+  checkMetadata(request.metadata);
 
-  const plan = planChecks(now, deadline, request.policy, {
-    minPollIntervalMs: settings.minPollIntervalMs,
-    maxChecks: settings.maxChecksPerNotice,
-  });
+  const limits = { minPollIntervalMs: settings.minPollIntervalMs, maxChecks: settings.maxChecksPerNotice };
+  const plan = planChecks(now, deadline, request.policy, limits);
   if (!plan.ok) throw new RejectedRequest(plan.field, plan.message);
+  // The content must outlive every step that may still send it (SPEC §4), whatever the TTL says.
+  const contentKeepMs = Math.max(
+    settings.contentTtlMs,
+    lastSmsCheckBy(deadline, complianceDeadline, limits, { quietHours: settings.quietHours }) - now,
+  );
 
   const shard = idemHash === undefined ? randomShard() : shardOfKey(idemHash);
   const id = newNoticeId(shard, now);
@@ -154,6 +189,7 @@ export async function acceptNotice(
       contentSha256,
       deadline: iso(deadline),
       complianceDeadline: complianceDeadline === undefined ? undefined : iso(complianceDeadline),
+      contentExpiresAt: iso(now + contentKeepMs),
       providerTimeoutMs: settings.providerTimeoutMs,
       pollPlan: plan.checks.map(iso),
       firstCheckAfterMs: plan.firstCheckAfterMs,
@@ -176,8 +212,9 @@ export async function acceptNotice(
     entries,
     at: iso(now),
     due: now,
-    contentTtlMs: settings.contentTtlMs,
-    idempotency: idemHash === undefined ? undefined : { shard, keyHash: idemHash, bodyHash, ttlMs: settings.contentTtlMs },
+    contentTtlMs: contentKeepMs,
+    // A replay must find its notice for as long as the notice may still act on the content.
+    idempotency: idemHash === undefined ? undefined : { shard, keyHash: idemHash, bodyHash, ttlMs: contentKeepMs },
   });
   if (result.created) return { kind: 'created', id, deadline, plannedChecks: plan.checks };
   return result.bodyHash === bodyHash ? { kind: 'replayed', id: result.existingId } : { kind: 'conflict', id: result.existingId };

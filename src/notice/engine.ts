@@ -14,11 +14,19 @@ import type { Rules } from '../policy/rules.js';
 import type { PolicyStore } from '../store/policies.js';
 import type { SuppressionSource, SuppressionStore } from '../store/suppressions.js';
 import { costOf, smsSegments } from './cost.js';
-import { channelField, type LogEntry, type Notice, type NoticeStore, type TransitionSpec } from '../store/notices.js';
+import {
+  channelField,
+  ContentUnreadableError,
+  type LogEntry,
+  type Notice,
+  type NoticeContent,
+  type NoticeStore,
+  type TransitionSpec,
+} from '../store/notices.js';
 import { newAttemptId } from './ids.js';
 import { done, retryAt, type Scheduler, type StepOutcome } from './outcome.js';
 import { nextCheckAfter, planSmsChecks } from './planner.js';
-import { UNDECIDED_STATES, type FallbackReason, type NoticeState } from './states.js';
+import { UNDECIDED_STATES, type FailureReason, type FallbackReason, type NoticeState } from './states.js';
 
 export interface EngineSettings {
   providerTimeoutMs: number;
@@ -27,7 +35,12 @@ export interface EngineSettings {
   prices: Prices;
   /** The regional rules file; undefined: SMS allowed everywhere, no quiet hours. */
   rules: Rules | undefined;
+  /** HERALD_MAX_RETRY_AFTER: the longest a provider's Retry-After is followed (default 5 min). */
+  maxRetryAfterMs?: number;
 }
+
+/** HERALD_MAX_RETRY_AFTER's default. */
+export const DEFAULT_MAX_RETRY_AFTER_MS = 5 * 60_000;
 
 export interface EngineDeps {
   store: NoticeStore;
@@ -114,23 +127,26 @@ export class NoticeEngine {
     const field = (name: Parameters<typeof channelField>[1]) => channelField(channel, name);
 
     if (notice.state !== states.ready && notice.state !== states.sending) return done(`state is ${notice.state}`);
-
-    const content = await this.store.content(notice.id);
-    if (!content) throw new Error(`content of notice ${notice.id} is gone (content TTL shorter than its life?)`);
     const to = channel === 'email' ? notice.email! : notice.phone!;
-    const smsBody = content.sms ?? content.subject;
 
     let retryOf: string | undefined;
     if (notice.state === states.sending) {
       const settleBy = (record.attemptStartedAt ?? 0) + timeout + SETTLE_MARGIN_MS;
       if (!record.attemptSettled && now < settleBy) return retryAt(settleBy, 'an attempt is in flight');
       if (!record.attemptSettled || record.attemptInDoubt) {
+        // Postmark is searched by Herald's key alone; an SMS in doubt is looked for by its body.
+        let smsBody: string | undefined;
+        if (channel === 'sms') {
+          const read = await this.readContent(notice.id);
+          if ('unavailable' in read) return this.contentUnavailable(notice, read.unavailable);
+          smsBody = read.content.sms ?? read.content.subject;
+        }
         let found: SendResult | null;
         try {
           found =
             channel === 'email'
               ? await this.deps.email.findByIdempotencyKey(record.idempotencyKey!, to)
-              : ((await this.deps.sms.findSince(to, (record.attemptStartedAt ?? now) - PROVIDER_CLOCK_SKEW_MS, smsBody))[0] ?? null);
+              : ((await this.deps.sms.findSince(to, (record.attemptStartedAt ?? now) - PROVIDER_CLOCK_SKEW_MS, smsBody!))[0] ?? null);
         } catch (error) {
           return this.providerFailure(channel, notice, record.attemptId!, 'search', error, {});
         }
@@ -140,6 +156,11 @@ export class NoticeEngine {
       }
       retryOf = record.attemptId;
     }
+
+    const read = await this.readContent(notice.id);
+    if ('unavailable' in read) return this.contentUnavailable(notice, read.unavailable);
+    const content = read.content;
+    const smsBody = content.sms ?? content.subject;
 
     const attemptId = newAttemptId();
     const provider = channel === 'email' ? this.deps.email.name : this.deps.sms.name;
@@ -185,6 +206,53 @@ export class NoticeEngine {
       return this.providerFailure(channel, notice, attemptId, 'send', error, { attemptStarted: true });
     }
     return this.accepted(channel, notice, attemptId, result, 'send', smsBody);
+  }
+
+  /** The notice's content, or why it cannot be had: gone (expired, purged) or unreadable (no key opens it). */
+  private async readContent(id: string): Promise<{ content: NoticeContent } | { unavailable: 'gone' | 'unreadable' }> {
+    try {
+      const content = await this.store.content(id);
+      return content ? { content } : { unavailable: 'gone' };
+    } catch (error) {
+      if (!(error instanceof ContentUnreadableError)) throw error;
+      this.deps.log.warn({ err: error, noticeId: id }, 'notice content cannot be opened');
+      return { unavailable: 'unreadable' };
+    }
+  }
+
+  /**
+   * Ends a notice Herald cannot go on with (SPEC §2 `failed`): a step needs its content and the
+   * content is gone or cannot be opened. Retrying would never bring it back, so the notice ends
+   * here, with `notice.failed` saying why, instead of failing its job over and over.
+   */
+  private async contentUnavailable(notice: Notice, content: 'gone' | 'unreadable'): Promise<StepOutcome> {
+    const now = this.now();
+    const record = notice.state.startsWith('sms_') ? notice.smsChannel : notice.emailChannel;
+    const channel: Channel = notice.state.startsWith('sms_') ? 'sms' : 'email';
+    const result = await this.store.transition(notice.id, now, iso(now), {
+      from: [notice.state],
+      to: 'failed',
+      // No other attempt started meanwhile.
+      eq: { [channelField(channel, 'attemptId')]: record.attemptId ?? '' },
+      unset: ['emailNextCheckAt', 'smsNextCheckAt'],
+      entries: [
+        {
+          type: 'notice.failed',
+          reason: 'content_unavailable' satisfies FailureReason,
+          stateBefore: notice.state,
+          content,
+          channel,
+          // A send in doubt may have reached the provider before Herald lost the content.
+          attemptInDoubt: record.attemptId !== undefined && (!record.attemptSettled || record.attemptInDoubt) ? true : undefined,
+        },
+        this.completed(notice, 'failed'),
+      ],
+      due: 'remove',
+    });
+    if (!result.ok) return done('the notice moved on before it could fail');
+    this.deps.log.warn({ noticeId: notice.id, stateBefore: notice.state, content }, 'notice failed: content unavailable');
+    if (UNDECIDED_STATES.includes(notice.state)) await this.dropDeadline(notice.id);
+    return done(`failed: content_unavailable (${content})`);
   }
 
   /** Stores a provider's acceptance of an attempt and plans the first status check. */
@@ -253,10 +321,11 @@ export class NoticeEngine {
     notice: Notice,
     attemptId: string,
     operation: 'send' | 'search',
-    error: unknown,
+    thrown: unknown,
     opts: { attemptStarted?: boolean },
   ): Promise<StepOutcome> {
-    if (!(error instanceof ProviderError)) throw error;
+    if (!(thrown instanceof ProviderError)) throw thrown;
+    const error = this.bounded(thrown);
     const field = (name: Parameters<typeof channelField>[1]) => channelField(channel, name);
     const now = this.now();
     const record = channel === 'email' ? notice.emailChannel : notice.smsChannel;
@@ -327,7 +396,13 @@ export class NoticeEngine {
       httpStatus: error.httpStatus,
       providerCode: error.providerCode,
       retryAfterMs: error.retryAfterMs,
+      retryAfterClampedFromMs: error.retryAfterClampedFromMs,
     };
+  }
+
+  /** The error with its Retry-After clamped to HERALD_MAX_RETRY_AFTER. */
+  private bounded(error: ProviderError): ProviderError {
+    return error.withRetryAfterAtMost(this.deps.settings.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS);
   }
 
   // ---- observing -----------------------------------------------------------------------------
@@ -356,8 +431,9 @@ export class NoticeEngine {
     let observation: StatusObservation;
     try {
       observation = await this.deps.email.status(record.providerMessageId!);
-    } catch (error) {
-      if (!(error instanceof ProviderError)) throw error;
+    } catch (thrown) {
+      if (!(thrown instanceof ProviderError)) throw thrown;
+      const error = this.bounded(thrown);
       const now = this.now();
       const pauseMs = error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined;
       const planned = final ? undefined : nextCheckAfter(this.emailChecksBeforeDeadline(notice), now);
@@ -451,8 +527,9 @@ export class NoticeEngine {
     const next = nextCheckAfter(notice.smsPlan, now0);
     try {
       observation = await this.deps.sms.status(record.providerMessageId!);
-    } catch (error) {
-      if (!(error instanceof ProviderError)) throw error;
+    } catch (thrown) {
+      if (!(thrown instanceof ProviderError)) throw thrown;
+      const error = this.bounded(thrown);
       const now = this.now();
       const entries = [this.providerErrorEntry('sms', record.attemptId, 'status', error, notice.providerTimeoutMs)];
       if (next === undefined) entries.push(this.smsUnconfirmed(notice, record.checksDone));

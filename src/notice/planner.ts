@@ -19,6 +19,16 @@ export interface PlanLimits {
 export type PlanResult =
   { ok: true; checks: number[]; firstCheckAfterMs: number; minCheckIntervalMs: number } | { ok: false; field: string; message: string };
 
+const DAY_MS = 86_400_000;
+/**
+ * How far ahead a deadline, a compliance deadline or a poll-policy delay may reach (SPEC §4).
+ * Beyond it a request is refused: it bounds every plan, job delay and content expiry Herald
+ * derives from those times.
+ */
+export const MAX_HORIZON_MS = 366 * DAY_MS;
+/** No plan is ever laid out with more checks than this (the highest HERALD_MAX_CHECKS_PER_NOTICE). */
+export const MAX_LAID_OUT_CHECKS = 1000;
+
 const DEFAULT_FIRST_CHECK_MS = 120_000;
 /** Without a policy, about this many checks are spread before the deadline. */
 const DEFAULT_SPREAD = 4;
@@ -28,6 +38,7 @@ export function planChecks(now: number, deadline: number, policy: PollPolicy | u
   const floor = limits.minPollIntervalMs;
   const span = deadline - now;
   if (span <= 0) return { ok: false, field: 'deadline', message: 'deadline must be in the future' };
+  if (span > MAX_HORIZON_MS) return { ok: false, field: 'deadline', message: 'deadline must be at most 366 days ahead' };
 
   const explicitFirst = policy?.firstCheckAfterSeconds;
   const explicitInterval = policy?.minCheckIntervalSeconds;
@@ -37,6 +48,9 @@ export function planChecks(now: number, deadline: number, policy: PollPolicy | u
   ] as const) {
     if (seconds !== undefined && seconds * 1000 < floor) {
       return { ok: false, field, message: `${field} is ${seconds}s, below the poll floor of ${floor / 1000}s` };
+    }
+    if (seconds !== undefined && !(seconds * 1000 <= MAX_HORIZON_MS)) {
+      return { ok: false, field, message: `${field} must be at most ${MAX_HORIZON_MS / 1000}s (366 days)` };
     }
   }
 
@@ -51,16 +65,17 @@ export function planChecks(now: number, deadline: number, policy: PollPolicy | u
       message: `the first check (${first / 1000}s) and the deadline check (${span / 1000}s) would be closer than minCheckIntervalSeconds (${interval / 1000}s)`,
     };
   }
-  const checks = layoutChecks(now, deadline, first, interval);
-
-  if (checks.length > limits.maxChecks) {
+  // Counted before it is laid out: a far deadline with a short interval would otherwise build
+  // an array of millions of checks only to refuse it (a year-9999 deadline took the process down).
+  const needed = countChecks(span, first, interval);
+  if (needed > limits.maxChecks) {
     return {
       ok: false,
       field: 'policy.minCheckIntervalSeconds',
-      message: `the plan needs ${checks.length} status checks, more than the budget of ${limits.maxChecks}; widen minCheckIntervalSeconds`,
+      message: `the plan needs ${needed} status checks, more than the budget of ${limits.maxChecks}; widen minCheckIntervalSeconds`,
     };
   }
-  return { ok: true, checks, firstCheckAfterMs: first, minCheckIntervalMs: interval };
+  return { ok: true, checks: layoutChecks(now, deadline, first, interval), firstCheckAfterMs: first, minCheckIntervalMs: interval };
 }
 
 /**
@@ -70,10 +85,18 @@ export function planChecks(now: number, deadline: number, policy: PollPolicy | u
  */
 export function layoutChecks(start: number, deadline: number, firstMs: number, intervalMs: number): number[] {
   const span = deadline - start;
-  if (firstMs >= span || span - firstMs < intervalMs) return [deadline];
+  const count = countChecks(span, firstMs, intervalMs);
+  if (count > MAX_LAID_OUT_CHECKS) throw new RangeError(`a poll plan of ${count} checks is beyond any budget`);
+  if (count === 1) return [deadline];
   const between: number[] = [];
   for (let at = deadline - intervalMs; at >= start + firstMs + intervalMs; at -= intervalMs) between.push(at);
   return [start + firstMs, ...between.reverse(), deadline];
+}
+
+/** How many checks `layoutChecks` lays out for these numbers, without laying them out. */
+export function countChecks(spanMs: number, firstMs: number, intervalMs: number): number {
+  if (firstMs >= spanMs || spanMs - firstMs < intervalMs) return 1;
+  return 2 + Math.max(0, Math.floor((spanMs - firstMs - 2 * intervalMs) / intervalMs) + 1);
 }
 
 /** The SMS status checks after the SMS was accepted: the floor, then doubling, within the budget. */
@@ -85,6 +108,29 @@ export function planSmsChecks(acceptedAt: number, limits: PlanLimits): number[] 
     offset += limits.minPollIntervalMs * 2 ** (i + 1);
   }
   return checks;
+}
+
+/** The longest an SMS may wait for the end of quiet hours once the fallback is decided (a window is shorter than a day). */
+const QUIET_HOURS_MAX_WAIT_MS = DAY_MS;
+/** Room for a fallback decided late (a backlog behind the deadline) and for SMS sends retried after provider errors. */
+const SMS_SEND_SLACK_MS = 60 * 60_000;
+
+/**
+ * The latest time the last planned SMS check of a notice can come: the deadline, the longest
+ * wait for quiet hours when the rules have any (never past the compliance deadline), some
+ * slack, then the SMS plan. Content is kept until then at least (SPEC §4): the SMS send needs
+ * it, and an SMS sent in doubt is looked for by its body.
+ */
+export function lastSmsCheckBy(
+  deadline: number,
+  complianceDeadline: number | undefined,
+  limits: PlanLimits,
+  opts: { quietHours: boolean },
+): number {
+  const longestWait = opts.quietHours ? QUIET_HOURS_MAX_WAIT_MS : 0;
+  const waitUntil =
+    complianceDeadline === undefined ? deadline + longestWait : Math.min(deadline + longestWait, Math.max(deadline, complianceDeadline));
+  return waitUntil + SMS_SEND_SLACK_MS + (planSmsChecks(0, limits).at(-1) ?? 0);
 }
 
 /** The first planned check strictly after `now`, or undefined when only the deadline is left. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
-import type { NoticeStore } from '../store/notices.js';
+import type { Notice, NoticeStore } from '../store/notices.js';
 import type { NoticeEngine } from './engine.js';
 
 export interface ReconcilerDeps {
@@ -20,6 +20,8 @@ export interface ReconcilerDeps {
 export interface ReconcileReport {
   examined: number;
   driven: number;
+  /** Driven notices whose drive wrote something (each got its `notice.reconciled`). */
+  repaired: number;
   skipped: number;
 }
 
@@ -29,7 +31,7 @@ export interface ReconcileReport {
  * step forward. Safe to run in any number of workers at once.
  */
 export async function reconcileOnce(deps: ReconcilerDeps): Promise<ReconcileReport> {
-  const report: ReconcileReport = { examined: 0, driven: 0, skipped: 0 };
+  const report: ReconcileReport = { examined: 0, driven: 0, repaired: 0, skipped: 0 };
   const upTo = deps.clock.now() - deps.graceMs;
   for (const shard of deps.store.keys.allShards()) {
     const ids = await deps.store.dueNotices(shard, upTo, deps.batchSize ?? 200);
@@ -42,15 +44,13 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<ReconcileRepo
       try {
         const notice = await deps.store.get(id);
         if (!notice) continue;
-        const now = deps.clock.now();
-        await deps.store.transition(id, now, iso(now), {
-          from: [notice.state],
-          entries: [{ type: 'notice.reconciled', state: notice.state }],
-        });
         const outcome = await deps.engine.drive(id);
         if (outcome.kind === 'retry') await deps.store.setDue(id, outcome.at);
         report.driven += 1;
-        deps.log.info({ noticeId: id, state: notice.state, outcome: outcome.note }, 'reconciler drove an overdue notice');
+        if (await recordRepair(deps, notice)) {
+          report.repaired += 1;
+          deps.log.info({ noticeId: id, state: notice.state, outcome: outcome.note }, 'reconciler drove an overdue notice');
+        }
       } catch (error) {
         deps.log.error({ err: error, noticeId: id }, 'reconciler step failed');
       } finally {
@@ -59,4 +59,28 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<ReconcileRepo
     }
   }
   return report;
+}
+
+/** How often `recordRepair` reads the notice again when a job moves it while the entry is written. */
+const MAX_RACES = 3;
+
+/**
+ * Appends `notice.reconciled` when the drive changed the notice (its log grew), and only then:
+ * a notice that needed nothing (its job was merely late, or waits for quiet hours) gets no
+ * entry. The entry follows what the drive wrote and names the state the notice is in now, and
+ * the one it was in when the reconciler took it (`stateBefore`).
+ */
+async function recordRepair(deps: ReconcilerDeps, before: Notice): Promise<boolean> {
+  for (let race = 0; race < MAX_RACES; race += 1) {
+    const after = await deps.store.get(before.id);
+    if (!after || after.seq === before.seq) return false;
+    const now = deps.clock.now();
+    const result = await deps.store.transition(before.id, now, iso(now), {
+      from: [after.state],
+      entries: [{ type: 'notice.reconciled', state: after.state, stateBefore: before.state, entriesWritten: after.seq - before.seq }],
+    });
+    if (result.ok) return true;
+    if (result.reason !== 'state') return false;
+  }
+  return false;
 }

@@ -11,11 +11,12 @@ export const STATES = [
   'sms_failed',
   'blocked',
   'canceled',
+  'failed',
 ] as const;
 
 export type NoticeState = (typeof STATES)[number];
 
-export const TERMINAL_STATES: readonly NoticeState[] = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled'];
+export const TERMINAL_STATES: readonly NoticeState[] = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled', 'failed'];
 
 /** States from which the fallback may still be decided: the email is not yet confirmed. */
 export const UNDECIDED_STATES: readonly NoticeState[] = ['accepted', 'email_sending', 'email_sent'];
@@ -29,6 +30,9 @@ export type FallbackReason = 'email_deadline_elapsed' | 'email_bounced' | 'email
 
 /** Why a decided fallback could not use SMS (SPEC §5 `fallback.blocked`). */
 export type BlockReason = 'no_phone' | 'sms_consent_missing' | 'sms_suppressed' | 'region_blocked';
+
+/** Why Herald could not go on with a notice (SPEC §5 `notice.failed`): its content is gone or cannot be opened. */
+export type FailureReason = 'content_unavailable';
 
 /** Outcome of a policy check (SPEC §5 `policy.checked`). */
 export type PolicyOutcome = 'allowed' | 'no_consent' | 'suppressed' | 'region_blocked' | 'no_address';

@@ -21,6 +21,8 @@ export class ProviderError extends Error {
   readonly kind: ProviderErrorKind;
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
+  /** What the provider asked for, when `retryAfterMs` was clamped to HERALD_MAX_RETRY_AFTER. */
+  readonly retryAfterClampedFromMs: number | undefined;
   readonly httpStatus: number | undefined;
   readonly providerCode: number | undefined;
   readonly suppressed: boolean;
@@ -29,6 +31,7 @@ export class ProviderError extends Error {
     opts: {
       kind: ProviderErrorKind;
       retryAfterMs?: number;
+      retryAfterClampedFromMs?: number;
       httpStatus?: number;
       providerCode?: number;
       suppressed?: boolean;
@@ -40,9 +43,29 @@ export class ProviderError extends Error {
     this.kind = opts.kind;
     this.retryable = opts.kind !== 'rejected';
     this.retryAfterMs = opts.retryAfterMs;
+    this.retryAfterClampedFromMs = opts.retryAfterClampedFromMs;
     this.httpStatus = opts.httpStatus;
     this.providerCode = opts.providerCode;
     this.suppressed = opts.suppressed ?? false;
+  }
+
+  /**
+   * This error with its Retry-After bounded by `maxMs` (HERALD_MAX_RETRY_AFTER): an answer
+   * asking for a week, or for more than a date can hold, must not park a notice or a queue past
+   * every deadline. The copy keeps what the provider asked for, for the log entry.
+   */
+  withRetryAfterAtMost(maxMs: number): ProviderError {
+    const asked = this.retryAfterMs;
+    if (asked === undefined || asked <= maxMs) return this;
+    return new ProviderError(this.message, {
+      kind: this.kind,
+      retryAfterMs: maxMs,
+      retryAfterClampedFromMs: Number.isFinite(asked) ? asked : Number.MAX_SAFE_INTEGER,
+      httpStatus: this.httpStatus,
+      providerCode: this.providerCode,
+      suppressed: this.suppressed,
+      cause: this.cause,
+    });
   }
 }
 

@@ -45,6 +45,8 @@ export interface ChannelRecord {
 export interface Notice {
   id: string;
   state: NoticeState;
+  /** `seq` of its last decision-log entry: it grows with every entry. */
+  seq: number;
   category: string;
   recipientId: string;
   email: string | undefined;
@@ -112,6 +114,20 @@ export interface CreateNoticeInput {
   due: number;
   contentTtlMs: number;
   idempotency?: { shard: number; keyHash: string; bodyHash: string; ttlMs: number };
+}
+
+/**
+ * The content of a notice is there but cannot be opened: sealed with a key this process does
+ * not hold, altered, or not content at all. Redis errors are not this: they pass through as
+ * they are, since the content may well be readable once Redis answers.
+ */
+export class ContentUnreadableError extends Error {
+  constructor(noticeId: string, cause: unknown) {
+    // JSON.parse quotes the text it could not read, and that text is the message body.
+    const why = cause instanceof SyntaxError ? 'it is not JSON' : cause instanceof Error ? cause.message : String(cause);
+    super(`the content of notice ${noticeId} cannot be opened: ${why}`, { cause: cause instanceof SyntaxError ? undefined : cause });
+    this.name = 'ContentUnreadableError';
+  }
 }
 
 export type CreateNoticeResult = { created: true } | { created: false; existingId: string; bodyHash: string };
@@ -218,19 +234,28 @@ export class NoticeStore {
     return hash.state ? parseNotice(hash) : null;
   }
 
-  /** The notice's content, opened when sealed; null once it has expired. */
+  /**
+   * The notice's content, opened when sealed; null once it has expired. Throws
+   * ContentUnreadableError when it is there but cannot be opened.
+   */
   async content(id: string): Promise<NoticeContent | null> {
     const key = this.keys.content(id);
-    let stored: Record<string, string>;
+    let json: string | null;
+    let stored: Record<string, string> | undefined;
     try {
-      const json = await this.redis.get(key);
-      stored = json === null ? {} : (JSON.parse(json) as Record<string, string>);
+      json = await this.redis.get(key);
     } catch (error) {
       // Content stored before it became one string was a hash of the same fields.
       if (!(error instanceof Error && error.message.startsWith('WRONGTYPE'))) throw error;
+      json = null;
       stored = await this.redis.hgetall(key);
     }
-    return openContent(this.options.keyring, id, stored);
+    try {
+      stored ??= json === null ? {} : (JSON.parse(json) as Record<string, string>);
+      return openContent(this.options.keyring, id, stored);
+    } catch (error) {
+      throw new ContentUnreadableError(id, error);
+    }
   }
 
   async deleteContent(id: string): Promise<void> {
@@ -359,6 +384,7 @@ function parseNotice(hash: Record<string, string>): Notice {
   return {
     id: hash.id!,
     state: hash.state as NoticeState,
+    seq: Number(hash.seq ?? 0),
     category: hash.category!,
     recipientId: hash.recipientId!,
     email: hash.email,

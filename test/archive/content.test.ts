@@ -27,6 +27,8 @@ beforeAll(async () => {
     env: {
       HERALD_ARCHIVE_URL: `file://${dir.path}`,
       HERALD_CONTENT_TTL: '4s',
+      // The content outlives its TTL until the notice no longer needs it: here, once it finished and retired.
+      HERALD_NOTICE_KEEP_HOT: '0s',
       HERALD_CONTENT_PURGE_INTERVAL_MS: '200',
       HERALD_MIRROR_INTERVAL_MS: '200',
       HERALD_ENCRYPTION_KEY: `${current.id}:${current.key},${previous.id}:${previous.key}`,
@@ -56,7 +58,7 @@ describe('message content', () => {
     expect(stack.sandbox.emails().find((e) => e.subject === SECRET.subject)).toBeDefined();
   });
 
-  it('is gone after its TTL, recorded once as content.purged, while the trail remains', async () => {
+  it('is gone once the finished notice no longer needs it, recorded once as content.purged, while the trail remains', async () => {
     const events = await waitFor(
       async () => {
         const trail = await stack.events(id);
@@ -75,6 +77,27 @@ describe('message content', () => {
       expect.arrayContaining(['notice.accepted', 'email.requested', 'email.accepted', 'notice.completed']),
     );
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  });
+});
+
+describe('content that expires while its notice runs', () => {
+  it('is recorded once as content.purged by the sweep, the notice left as it was', async () => {
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'p-expiring', email: 'never@example.com' }, deadlineInSeconds: 600 }),
+    );
+    await stack.waitForState(id, ['email_sent']);
+    // Redis's PEXPIRE is the safety net: the sweep finds the content gone at its indexed time.
+    await redis.pexpire(stack.web.store.keys.content(id), 1);
+    const events = await waitFor(
+      async () => {
+        const trail = await stack.events(id);
+        return trail.some((e) => e.type === 'content.purged') ? trail : undefined;
+      },
+      20_000,
+      'content.purged',
+    );
+    expect(events.filter((e) => e.type === 'content.purged')).toHaveLength(1);
+    expect((await stack.view(id)).state).toBe('email_sent');
   });
 });
 

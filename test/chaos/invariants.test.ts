@@ -179,6 +179,53 @@ describe('the chaos invariants', () => {
     expect(rules({ ...outcome, events, hash, sms: [] })).toEqual(expect.arrayContaining(['fallback-missing', 'wrong-end']));
   });
 
+  describe('when a notice ends failed (its content gone)', () => {
+    const failedBeforeSend = (stateBefore: string, prefix: Record<string, unknown>[]): NoticeOutcome => {
+      const events = log(
+        ...prefix,
+        { type: 'notice.failed', reason: 'content_unavailable', stateBefore },
+        { type: 'notice.completed', state: 'failed' },
+      );
+      return {
+        plan: { ...plan, email: 'delivered@example.com', emailBehaviour: 'delivered' },
+        id: ID,
+        hash: { state: 'failed', seq: String(events.length) },
+        events,
+        emails: [],
+        sms: [],
+      };
+    };
+    const accepted = [{ type: 'notice.accepted' }, { type: 'policy.checked', channel: 'email' }];
+
+    it('replay it as a terminal state reached from a step that needs the content', () => {
+      expect(rules(failedBeforeSend('accepted', accepted))).toEqual([]);
+    });
+
+    it('catch a failure from a state where no step needs the content', () => {
+      const outcome = failedBeforeSend('email_sent', [
+        ...accepted,
+        { type: 'email.requested', attemptId: 'a1' },
+        { type: 'email.accepted', attemptId: 'a1', providerMessageId: 'pm-1' },
+      ]);
+      expect(
+        rules({ ...outcome, emails: [{ ...email, behaviour: 'delivered' }], hash: { ...outcome.hash!, emailProviderMessageId: 'pm-1' } }),
+      ).toContain('log-replay');
+    });
+
+    it('catch a failed notice without its notice.failed entry', () => {
+      const events = log(...accepted);
+      expect(rules({ ...failedBeforeSend('accepted', accepted), events, hash: { state: 'failed', seq: '2' } })).toContain(
+        'state-without-entry',
+      );
+    });
+
+    it('catch a send after it failed', () => {
+      const outcome = failedBeforeSend('accepted', accepted);
+      const events = log(...outcome.events.map(({ type, ...rest }) => ({ type, ...rest })), { type: 'email.requested', attemptId: 'a9' });
+      expect(rules({ ...outcome, events, hash: { state: 'failed', seq: String(events.length) } })).toContain('change-after-terminal');
+    });
+  });
+
   it('catch an SMS to a number no accepted notice has', () => {
     expect(checkRun([sound()], [email], [sms, { ...sms, sid: 'SM9', to: '+12995550100' }]).map((v) => v.rule)).toContain(
       'send-without-notice',

@@ -7,8 +7,10 @@ import type { SandboxEmail, SandboxSms } from '../../src/sandbox/index.js';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { NEVER_DELIVERED, SMS_REFUSED, SMS_UNCONFIRMED, type NoticePlan } from './plan.js';
 
-export const TERMINAL = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled'];
+export const TERMINAL = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled', 'failed'];
 const UNDECIDED = ['accepted', 'email_sending', 'email_sent'];
+/** The states a step that needs the content (a send, a search by SMS body) runs from. */
+const NEEDS_CONTENT = ['accepted', 'email_sending', 'sms_pending', 'sms_sending'];
 
 /** Everything known about one planned notice at the end of a run. */
 export interface NoticeOutcome {
@@ -65,6 +67,8 @@ function effect(entry: StoredEntry): { to: string; from: readonly string[] } | u
       return { to: 'sms_pending', from: ['sms_pending'] };
     case 'notice.canceled':
       return { to: 'canceled', from: ['accepted'] };
+    case 'notice.failed':
+      return { to: 'failed', from: NEEDS_CONTENT };
     case 'notice.completed':
       switch (entry.state) {
         case 'email_delivered':
@@ -77,6 +81,8 @@ function effect(entry: StoredEntry): { to: string; from: readonly string[] } | u
           return { to: 'blocked', from: ['blocked'] };
         case 'canceled':
           return { to: 'canceled', from: ['canceled'] };
+        case 'failed':
+          return { to: 'failed', from: ['failed'] };
         default:
           return { to: String(entry.state), from: [] };
       }

@@ -31,6 +31,11 @@ const nastyString = fc.oneof(
     '1970-01-01T00:00:00Z',
     'null',
     '__proto__',
+    'event\n',
+    '\nevent',
+    'ev\u2028ent',
+    'event\u2029',
+    'event\r\n',
   ),
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
@@ -53,7 +58,20 @@ const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 1, arbitrary: fc.date({ noInvalidDate: true }).map((d) => d.toISOString()) },
   { weight: 1, arbitrary: fc.dictionary(nastyString, nastyString, { maxKeys: 30 }) },
+  // A placeholder `deepNesting` turns into thousands of nested arrays or objects in the JSON text
+  // (too deep for JSON.stringify to write).
+  {
+    weight: 1,
+    arbitrary: fc.tuple(fc.integer({ min: 100, max: 12_000 }), fc.constantFrom('a', 'o')).map(([n, k]) => `__NEST_${n}_${k}__`),
+  },
 );
+
+/** Writes the nesting placeholders of `nastyValue` out as JSON nested `n` deep. */
+function deepNesting(json: string): string {
+  return json.replace(/"__NEST_(\d+)_([ao])__"/g, (_, n: string, kind: string) =>
+    kind === 'a' ? '['.repeat(Number(n)) + ']'.repeat(Number(n)) : '{"a":'.repeat(Number(n)) + '1' + '}'.repeat(Number(n)),
+  );
+}
 
 /** A body Herald accepts: the starting point for mutations. */
 export function validNotice(): Record<string, unknown> {
@@ -94,6 +112,9 @@ const NOTICE_PATHS = [
   'policy.minCheckIntervalSeconds',
   'metadata',
   'metadata.key',
+  'metadata.key\n',
+  'metadata.\u2028',
+  'metadata.k\u2029',
   'extra',
   '__proto__',
   'constructor',
@@ -131,7 +152,7 @@ function mutations(paths: string[]): fc.Arbitrary<Mutation[]> {
 /** A raw request body: JSON of a mutated valid body, any JSON, or bytes that are not JSON. */
 function bodyText(valid: () => Record<string, unknown>, paths: string[]): fc.Arbitrary<string | Buffer> {
   return fc.oneof(
-    { weight: 6, arbitrary: mutations(paths).map((ms) => JSON.stringify(mutate(valid(), ms))) },
+    { weight: 6, arbitrary: mutations(paths).map((ms) => deepNesting(JSON.stringify(mutate(valid(), ms)))) },
     { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)) },
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }) },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)) },

@@ -81,7 +81,12 @@ describe('POST /v1/notices with random and hostile requests', () => {
         expect(res.statusCode, res.body).toBeLessThan(500);
         expectErrorShape(res.statusCode, res.body);
         if (res.statusCode >= 400) expect(await footprint()).toBe(before);
-        else expect([200, 202]).toContain(res.statusCode);
+        else {
+          expect([200, 202]).toContain(res.statusCode);
+          // Whatever got in has only the metadata names SPEC §4 allows: no line terminator slipped past the pattern.
+          const metadata = (JSON.parse(req.body.toString()) as { metadata?: Record<string, unknown> }).metadata ?? {};
+          for (const name of Object.keys(metadata)) expect(name).toMatch(/^[A-Za-z0-9_.:-]{1,64}$/);
+        }
       }),
       { numRuns: 300 },
     );

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { planChecks, planSmsChecks, nextCheckAfter } from '../../src/notice/planner.js';
+import fc from 'fast-check';
+import { countChecks, layoutChecks, planChecks, planSmsChecks, nextCheckAfter } from '../../src/notice/planner.js';
 
 const S = 1000;
 const limits = { minPollIntervalMs: 30 * S, maxChecks: 20 };
@@ -63,9 +64,36 @@ describe('the poll planner', () => {
         field: 'policy',
       });
     });
+    it('refuses a deadline more than 366 days ahead, and a policy delay longer than that', () => {
+      expect(planChecks(0, 367 * 86_400 * S, undefined, limits)).toMatchObject({ ok: false, field: 'deadline' });
+      expect(planChecks(0, 600 * S, { firstCheckAfterSeconds: 1e300 }, limits)).toMatchObject({
+        ok: false,
+        field: 'policy.firstCheckAfterSeconds',
+      });
+    });
+    it('refuses a plan of billions of checks by counting them, without laying them out', () => {
+      const plan = planChecks(0, 365 * 86_400 * S, { firstCheckAfterSeconds: 30, minCheckIntervalSeconds: 30 }, limits);
+      expect(plan).toMatchObject({ ok: false, field: 'policy.minCheckIntervalSeconds' });
+      expect(() => layoutChecks(0, 8_000 * 365 * 86_400 * S, 30 * S, 30 * S)).toThrow(RangeError);
+    });
     it('refuses a deadline in the past', () => {
       expect(planChecks(1000, 1000, undefined, limits)).toMatchObject({ ok: false, field: 'deadline' });
     });
+  });
+
+  it('counts exactly the checks it lays out', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10_000_000 }),
+        fc.integer({ min: 1, max: 5_000_000 }),
+        fc.integer({ min: 1, max: 5_000_000 }),
+        (span, first, interval) => {
+          fc.pre(countChecks(span, first, interval) <= 1000);
+          expect(layoutChecks(0, span, first, interval)).toHaveLength(countChecks(span, first, interval));
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it('spaces SMS checks from the floor, doubling, within the budget', () => {

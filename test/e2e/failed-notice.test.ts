@@ -1,0 +1,201 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock, systemClock } from '../../src/clock.js';
+import { createLogger } from '../../src/logger.js';
+import type { NoticeEngine } from '../../src/notice/engine.js';
+import { reconcileOnce } from '../../src/notice/reconciler.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { StoredEntry } from '../../src/store/notices.js';
+import { jobIds } from '../../queues/index.js';
+import { engineUnderTest } from '../helpers/engine.js';
+import { testConfig, testPrefix, waitFor } from '../helpers/env.js';
+import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
+
+/**
+ * SPEC §2 `failed`: a notice whose content is gone or cannot be opened when a step needs it
+ * ends there, with `notice.failed` and `notice.completed`, instead of failing its job forever.
+ */
+const key = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
+const types = (events: StoredEntry[]) => events.map((e) => e.type);
+
+describe('through the worker', () => {
+  let stack: Stack | undefined;
+  const workers: WorkerProcess[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop('SIGKILL')));
+    await stack?.close();
+    stack = undefined;
+  });
+
+  it('ends a notice failed when its content is gone before the SMS send: no SMS, the job completes, nothing retries, and it retires', async () => {
+    stack = await startStack({
+      prefix: testPrefix('failed-gone'),
+      inProcessWorker: false,
+      env: {
+        HERALD_NOTICE_KEEP_HOT: '0s',
+        HERALD_LOG_KEEP_HOT: '0s',
+        HERALD_MIRROR_INTERVAL_MS: '200',
+        HERALD_CONTENT_PURGE_INTERVAL_MS: '200',
+      },
+    });
+    const s = stack;
+    const phone = '+12085550100';
+    const id = await s.createNotice(
+      noticeBody({
+        recipient: { id: 'p-gone', email: 'bounce+0ms@example.com', phone },
+        deadlineInSeconds: 600,
+        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 300 },
+      }),
+    );
+    // The email leaves (the engine's own step, before any worker runs), then the content expires
+    // while the notice waits; the bounce seen at the first check decides the fallback.
+    expect((await engineUnderTest(s.web, s.sandbox, systemClock).sendEmail(id)).note).toBe('email accepted');
+    await s.web.store.deleteContent(id);
+    workers.push(new WorkerProcess(s.env).start());
+
+    const view = await s.waitForState(id, ['failed', 'sms_sent', 'sms_delivered', 'sms_failed']);
+    expect(view.state).toBe('failed');
+    expect(s.smsTo(phone)).toBe(0);
+
+    const events = await s.events(id);
+    const failed = types(events).indexOf('notice.failed');
+    expect(types(events).slice(failed - 1, failed + 2)).toEqual(['fallback.decided', 'notice.failed', 'notice.completed']);
+    expect(events[failed - 1]).toMatchObject({ reason: 'email_bounced' });
+    expect(events[failed]).toMatchObject({ reason: 'content_unavailable', stateBefore: 'sms_pending', content: 'gone', channel: 'sms' });
+    expect(events[failed + 1]).toMatchObject({ state: 'failed' });
+    expect(types(events).filter((t) => t === 'sms.requested')).toEqual([]);
+
+    // The SMS job finished with the notice: completed, on its first run.
+    const job = (await s.web.queues.smsSend.getJob(jobIds.smsSend(id)))!;
+    expect(await job.getState()).toBe('completed');
+    expect(job.data.errors).toBeUndefined();
+    expect(job.returnvalue).toMatch(/content_unavailable/);
+    // Out of the reconciler's index: no one drives it again.
+    expect(await s.web.redis.zscore(s.web.store.keys.noticeKeysFor(id).due, id)).toBeNull();
+
+    // Finished, it retires like any other notice, and keeps its state and trail in the archive.
+    await waitFor(async () => (await s.web.store.get(id)) === null, 20_000, 'the failed notice to retire');
+    expect((await s.view(id)).state).toBe('failed');
+    expect(types(await s.events(id))).toContain('notice.failed');
+    const stats = (await s.web.call('GET', '/v1/stats')).json();
+    expect(stats.byState.failed).toBe(1);
+  });
+
+  it('ends a notice failed when the worker holds no key that opens its content, in a worker process', async () => {
+    stack = await startStack({ prefix: testPrefix('failed-key'), inProcessWorker: false, env: { HERALD_ENCRYPTION_KEY: key('k1') } });
+    const s = stack;
+    const phone = '+12095550100';
+    // No email consent: the fallback is decided at once, so the SMS send is the first step that needs the content.
+    expect((await s.web.call('PUT', '/v1/recipients/p-key/policy', { consent: { email: false, sms: true } })).statusCode).toBe(200);
+    const id = await s.createNotice(noticeBody({ recipient: { id: 'p-key', email: 'never@example.com', phone }, deadlineInSeconds: 600 }));
+
+    // The key that sealed the content was rotated away before the SMS left.
+    const worker = new WorkerProcess({ ...s.env, HERALD_ENCRYPTION_KEY: key('k2') }).start();
+    workers.push(worker);
+    const view = await s.waitForState(id, ['failed', 'sms_sent', 'sms_delivered', 'sms_failed'], 30_000);
+    expect(view.state).toBe('failed');
+    expect(s.smsTo(phone)).toBe(0);
+    const events = await s.events(id);
+    expect(types(events)).toContain('fallback.decided');
+    expect(events.find((e) => e.type === 'notice.failed')).toMatchObject({
+      reason: 'content_unavailable',
+      stateBefore: 'sms_pending',
+      content: 'unreadable',
+    });
+    expect(events.at(-1)).toMatchObject({ type: 'notice.completed', state: 'failed' });
+    // The worker's log says the content could not be opened, and never what it holds.
+    expect(worker.output).not.toContain('Terms change Monday');
+  });
+
+  it('ends a notice failed before its email when the content is gone, and drops its deadline job', async () => {
+    stack = await startStack({ prefix: testPrefix('failed-email'), inProcessWorker: false });
+    const s = stack;
+    const id = await s.createNotice(noticeBody({ recipient: { id: 'p-email', email: 'delivered@example.com' }, deadlineInSeconds: 600 }));
+    await s.web.store.deleteContent(id);
+    const worker = new WorkerProcess(s.env).start();
+    workers.push(worker);
+
+    const view = await s.waitForState(id, ['failed', 'email_sent', 'email_delivered']);
+    expect(view.state).toBe('failed');
+    expect(s.sandbox.requests().filter((r) => r.operation === 'postmark.send')).toEqual([]);
+    expect((await s.events(id)).find((e) => e.type === 'notice.failed')).toMatchObject({ stateBefore: 'accepted', channel: 'email' });
+    await waitFor(async () => (await s.web.queues.deadline.getJob(jobIds.deadline(id))) === undefined, 10_000, 'the deadline job to go');
+  });
+});
+
+describe('on the injected clock', () => {
+  const prefix = testPrefix('failed-clock');
+  const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
+  const log = createLogger('test', 'silent');
+  let sandbox: Sandbox;
+  let web: WebUnderTest;
+  let engine: NoticeEngine;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ port: 0, indexLagMs: 0 });
+    web = await startWebUnderTest(testConfig(prefix, { HERALD_MIN_POLL_INTERVAL_MS: '30000' }), clock);
+    engine = engineUnderTest(web, sandbox, clock);
+  });
+  afterAll(async () => {
+    await web.close();
+    await sandbox.close();
+    await cleanUp(prefix);
+  });
+
+  async function sentNotice(phone: string): Promise<{ id: string; deadline: number }> {
+    const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p1', email: 'never@example.com', phone } }));
+    const id = res.json().id as string;
+    expect((await engine.sendEmail(id)).note).toBe('email accepted');
+    return { id, deadline: Date.parse(res.json().deadline) };
+  }
+
+  it('fails an SMS send in doubt whose body it can no longer search for, and says the attempt was in doubt', async () => {
+    const phone = '+12105550100';
+    const { id, deadline } = await sentNotice(phone);
+    clock.set(deadline);
+    await engine.runDeadline(id);
+    sandbox.injectFault({ operation: 'twilio.create', mode: 'accept_then_hang', match: phone });
+    const realNow = Date.now();
+    clock.set(realNow);
+    expect((await engine.sendSms(id)).kind).toBe('retry');
+
+    await web.store.deleteContent(id);
+    clock.set(realNow + 60_000);
+    expect((await engine.sendSms(id)).note).toMatch(/failed: content_unavailable/);
+    const events = await web.store.events(id);
+    expect(events.find((e) => e.type === 'notice.failed')).toMatchObject({ stateBefore: 'sms_sending', attemptInDoubt: true });
+    // Run again (a duplicate job): the notice is done, nothing more is written or sent.
+    const count = events.length;
+    expect((await engine.sendSms(id)).note).toBe('state is failed');
+    expect(await web.store.events(id)).toHaveLength(count);
+    expect(sandbox.sms().filter((m) => m.to === phone)).toHaveLength(1);
+  });
+
+  describe('the reconciler', () => {
+    const deps = () => ({ store: web.store, engine, clock, log, graceMs: 10_000, leaseMs: 60_000, owner: 'test' });
+
+    it('writes no entry for an overdue notice that needs nothing (its status check is already queued)', async () => {
+      const { id } = await sentNotice('+12115550100');
+      const notice = (await web.store.get(id))!;
+      const before = await web.store.events(id);
+      clock.set(notice.emailChannel.nextCheckAt! + 11_000);
+      const report = await reconcileOnce(deps());
+      expect(report.driven).toBeGreaterThanOrEqual(1);
+      expect(await web.store.events(id)).toEqual(before);
+      expect((await web.store.get(id))!.state).toBe('email_sent');
+    });
+
+    it('writes notice.reconciled after a drive that changed the notice, naming the state before and after', async () => {
+      const { id, deadline } = await sentNotice('+12125550100');
+      clock.set(deadline + 11_000);
+      await reconcileOnce(deps());
+      const events = await web.store.events(id);
+      const reconciled = events.filter((e) => e.type === 'notice.reconciled');
+      expect(reconciled).toHaveLength(1);
+      expect(reconciled[0]).toMatchObject({ state: 'sms_pending', stateBefore: 'email_sent' });
+      expect(events.at(-1)!.type).toBe('notice.reconciled');
+      expect(types(events)).toContain('fallback.decided');
+    });
+  });
+});

@@ -1,0 +1,103 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import type { NoticeEngine } from '../../src/notice/engine.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { engineUnderTest } from '../helpers/engine.js';
+import { configProblems, testConfig, testEnv, testPrefix } from '../helpers/env.js';
+import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+/**
+ * A provider's Retry-After is followed up to HERALD_MAX_RETRY_AFTER, and the clamp is recorded
+ * in the `provider.error` entry: a provider asking for a week (or for more than a date can
+ * hold) never parks a notice past its deadline.
+ */
+const WEEK_S = 7 * 86_400;
+
+describe('HERALD_MAX_RETRY_AFTER', () => {
+  it('defaults to 5 minutes, takes a duration, and refuses anything else', () => {
+    expect(testConfig(testPrefix('cfg')).maxRetryAfterMs).toBe(300_000);
+    expect(testConfig(testPrefix('cfg'), { HERALD_MAX_RETRY_AFTER: '30s' }).maxRetryAfterMs).toBe(30_000);
+    expect(configProblems(testEnv(testPrefix('cfg'), { HERALD_MAX_RETRY_AFTER: 'soon' })).join('\n')).toMatch(/HERALD_MAX_RETRY_AFTER/);
+    expect(configProblems(testEnv(testPrefix('cfg'), { HERALD_MAX_RETRY_AFTER: '0s' })).join('\n')).toMatch(/HERALD_MAX_RETRY_AFTER/);
+  });
+});
+
+describe('a 429 asking for a week, through the worker', () => {
+  let stack: Stack | undefined;
+  afterEach(async () => {
+    await stack?.close();
+    stack = undefined;
+  });
+
+  it('sends the email again once the clamped wait is over, and records what the provider asked for', async () => {
+    stack = await startStack({ prefix: testPrefix('retry-after'), env: { HERALD_MAX_RETRY_AFTER: '2s' } });
+    stack.sandbox.injectFault({ operation: 'postmark.send', mode: 'status_429', retryAfterSeconds: WEEK_S, match: 'slowpoke', count: 1 });
+    const id = await stack.createNotice(noticeBody({ recipient: { id: 'p-429', email: 'delivered+slowpoke@example.com' } }));
+    await stack.waitForState(id, ['email_sent', 'email_delivered']);
+    const error = (await stack.events(id)).find((e) => e.type === 'provider.error');
+    expect(error).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2_000, retryAfterClampedFromMs: WEEK_S * 1000 });
+  });
+});
+
+describe('on the injected clock', () => {
+  const prefix = testPrefix('retry-clock');
+  const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
+  let sandbox: Sandbox;
+  let web: WebUnderTest;
+  let engine: NoticeEngine;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ port: 0, indexLagMs: 0 });
+    web = await startWebUnderTest(testConfig(prefix, { HERALD_MIN_POLL_INTERVAL_MS: '30000' }), clock);
+    engine = engineUnderTest(web, sandbox, clock, { maxRetryAfterMs: 60_000 });
+  });
+  afterAll(async () => {
+    await web.close();
+    await sandbox.close();
+    await cleanUp(prefix);
+  });
+
+  async function created(email: string): Promise<string> {
+    const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p1', email } }));
+    return res.json().id as string;
+  }
+
+  it('comes back for a send after the maximum, not after the week asked for', async () => {
+    const id = await created('never+send@example.com');
+    sandbox.injectFault({ operation: 'postmark.send', mode: 'status_429', retryAfterSeconds: WEEK_S, match: 'never+send', count: 1 });
+    const outcome = await engine.sendEmail(id);
+    expect(outcome).toMatchObject({ kind: 'retry', at: clock.now() + 60_000 });
+    expect((await web.store.events(id)).at(-1)).toMatchObject({
+      type: 'provider.error',
+      retryAfterMs: 60_000,
+      retryAfterClampedFromMs: WEEK_S * 1000,
+    });
+  });
+
+  it('pauses status reads for the maximum, and plans the next check no later than that', async () => {
+    const id = await created('never+status@example.com');
+    expect((await engine.sendEmail(id)).note).toBe('email accepted');
+    const first = (await web.store.get(id))!.emailChannel.nextCheckAt!;
+    clock.set(first);
+    // 10^20 seconds: more milliseconds than a Date can hold.
+    sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 1e20, match: 'never+status', count: 1 });
+    const outcome = await engine.pollEmail(id);
+    expect(outcome).toMatchObject({ kind: 'done', pauseMs: 60_000 });
+    const entry = (await web.store.events(id)).at(-1)!;
+    expect(entry).toMatchObject({ type: 'provider.error', operation: 'status', retryAfterMs: 60_000 });
+    expect(entry.retryAfterClampedFromMs).toBeGreaterThan(WEEK_S * 1000);
+    const notice = (await web.store.get(id))!;
+    expect(notice.emailChannel.nextCheckAt).toBeGreaterThanOrEqual(first + 60_000);
+    expect(notice.emailChannel.nextCheckAt).toBeLessThanOrEqual(notice.deadline);
+  });
+
+  it('leaves a Retry-After within the maximum as it is, with no clamp recorded', async () => {
+    const id = await created('never+short@example.com');
+    sandbox.injectFault({ operation: 'postmark.send', mode: 'status_429', retryAfterSeconds: 30, match: 'never+short', count: 1 });
+    await engine.sendEmail(id);
+    const entry = (await web.store.events(id)).at(-1)!;
+    expect(entry).toMatchObject({ type: 'provider.error', retryAfterMs: 30_000 });
+    expect(entry).not.toHaveProperty('retryAfterClampedFromMs');
+  });
+});
