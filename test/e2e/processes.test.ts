@@ -4,7 +4,7 @@ import { noticeBody } from '../helpers/herald.js';
 import { sleep, testPrefix, waitFor } from '../helpers/env.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
 
-const TERMINAL = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled'];
+const TERMINAL = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled', 'failed'];
 let stack: Stack | undefined;
 const workers: WorkerProcess[] = [];
 
