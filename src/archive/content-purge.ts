@@ -65,7 +65,7 @@ export interface ContentPurgeReport {
 export async function purgeContent(store: NoticeStore, noticeId: string, purgedAt: number, now: number): Promise<boolean> {
   await store.deleteContent(noticeId);
   const result = await store.transition(noticeId, now, iso(now), {
-    from: '*',
+    name: 'annotate',
     eq: { [CONTENT_PURGED_FIELD]: '' },
     set: { [CONTENT_PURGED_FIELD]: purgedAt },
     entries: [{ type: 'content.purged', purgedAt: iso(purgedAt) }],

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import { acceptNotice, RejectedRequest } from '../notice/accept.js';
+import { cancelNotice } from '../notice/cancel.js';
 import { noticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { AppDeps } from '../app.js';
@@ -163,19 +164,8 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         // Only a finished notice leaves Redis: a retired one can no longer be canceled.
         throw notCancelable((await load(id, request.log)).state);
       }
-      const now = clock.now();
-      const result = await store.transition(notice.id, now, iso(now), {
-        from: ['accepted'],
-        to: 'canceled',
-        entries: [
-          { type: 'notice.canceled', by: 'api' },
-          { type: 'notice.completed', state: 'canceled' },
-        ],
-        due: 'remove',
-      });
-      if (!result.ok) throw notCancelable(result.reason === 'state' ? result.state : notice.state);
-      // The deadline job would only find the notice canceled.
-      await scheduler.dropDeadline(notice.id).catch((error: unknown) => request.log.debug({ err: error }, 'deadline job not removed'));
+      const result = await cancelNotice({ store, scheduler, clock, log: request.log }, notice.id);
+      if (!result?.canceled) throw notCancelable(result?.state ?? notice.state);
       return noticeView((await store.get(notice.id))!);
     },
   );

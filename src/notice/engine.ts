@@ -165,8 +165,8 @@ export class NoticeEngine {
     const attemptId = newAttemptId();
     const provider = channel === 'email' ? this.deps.email.name : this.deps.sms.name;
     const start = await this.store.transition(notice.id, now, iso(now), {
-      from: [notice.state],
-      to: states.sending,
+      name: channel === 'email' ? 'startEmailAttempt' : 'startSmsAttempt',
+      onlyFrom: [notice.state],
       eq: { [field('attemptId')]: record.attemptId ?? '' },
       set: {
         [field('attemptId')]: attemptId,
@@ -230,8 +230,8 @@ export class NoticeEngine {
     const record = notice.state.startsWith('sms_') ? notice.smsChannel : notice.emailChannel;
     const channel: Channel = notice.state.startsWith('sms_') ? 'sms' : 'email';
     const result = await this.store.transition(notice.id, now, iso(now), {
-      from: [notice.state],
-      to: 'failed',
+      name: 'fail',
+      onlyFrom: [notice.state],
       // No other attempt started meanwhile.
       eq: { [channelField(channel, 'attemptId')]: record.attemptId ?? '' },
       unset: ['emailNextCheckAt', 'smsNextCheckAt'],
@@ -290,8 +290,7 @@ export class NoticeEngine {
     if (nextCheck !== undefined) set[field('nextCheckAt')] = nextCheck;
     const due = channel === 'email' ? (nextCheck ?? notice.deadline) : (nextCheck ?? 'remove');
     const stored = await this.store.transition(notice.id, now, iso(now), {
-      from: [states.sending],
-      to: states.sent,
+      name: channel === 'email' ? 'recordEmailAccepted' : 'recordSmsAccepted',
       eq: { [field('attemptId')]: attemptId },
       set,
       entries: [entry],
@@ -301,7 +300,7 @@ export class NoticeEngine {
       // The notice moved on while the provider was answering (the deadline decided the
       // fallback, say). The message exists all the same: the log must say so.
       await this.store.transition(notice.id, now, iso(now), {
-        from: '*',
+        name: 'annotate',
         set: { [field('providerMessageId')]: result.providerMessageId },
         entries: [{ ...entry, late: true }],
       });
@@ -348,7 +347,7 @@ export class NoticeEngine {
       }
       if (channel === 'email') {
         await this.store.transition(notice.id, now, iso(now), {
-          from: [sending],
+          name: 'settleEmailAttempt',
           eq: { [field('attemptId')]: attemptId },
           set: { [field('attemptSettled')]: 1, [field('attemptInDoubt')]: 0, [field('status')]: 'failed' },
           entries: [entry],
@@ -356,8 +355,7 @@ export class NoticeEngine {
         return this.decideFallback(notice.id, error.suppressed ? 'email_suppressed' : 'email_rejected');
       }
       await this.store.transition(notice.id, now, iso(now), {
-        from: [sending],
-        to: 'sms_failed',
+        name: 'rejectSms',
         eq: { [field('attemptId')]: attemptId },
         set: { [field('attemptSettled')]: 1, [field('attemptInDoubt')]: 0, [field('status')]: 'failed' },
         entries: [entry, this.completed(notice, 'sms_failed')],
@@ -369,7 +367,7 @@ export class NoticeEngine {
     // A 429 was never processed; a timeout or a 5xx may have sent the message.
     const inDoubt = operation === 'search' || error.kind !== 'rate_limited';
     await this.store.transition(notice.id, now, iso(now), {
-      from: [sending],
+      name: channel === 'email' ? 'settleEmailAttempt' : 'settleSmsAttempt',
       eq: { [field('attemptId')]: attemptId },
       set: { [field('attemptSettled')]: 1, [field('attemptInDoubt')]: inDoubt ? 1 : 0 },
       entries: [entry],
@@ -440,7 +438,7 @@ export class NoticeEngine {
       // A 429 pushes this notice's next check past the provider's Retry-After (never past the deadline).
       const next = planned === undefined ? undefined : Math.min(Math.max(planned, now + (pauseMs ?? 0)), notice.deadline);
       await this.store.transition(notice.id, now, iso(now), {
-        from: '*',
+        name: 'observeEmail',
         set: next !== undefined ? { emailNextCheckAt: next } : {},
         unset: next === undefined ? ['emailNextCheckAt'] : [],
         entries: [this.providerErrorEntry('email', record.attemptId, 'status', error, notice.providerTimeoutMs)],
@@ -479,17 +477,18 @@ export class NoticeEngine {
       };
       if (next !== undefined) set.emailNextCheckAt = next;
       const spec: TransitionSpec = {
-        from: [current.state],
+        name: 'observeEmail',
+        onlyFrom: [current.state],
         set,
         unset: next === undefined ? ['emailNextCheckAt'] : [],
         entries: [observed],
       };
       if (observation.status === 'delivered') {
         if (undecided) {
-          Object.assign(spec, { to: 'email_delivered', due: 'remove' });
+          Object.assign(spec, { name: 'confirmEmailDelivered', due: 'remove' });
           spec.entries.push(this.completed(current, 'email_delivered', { emailChecks: 1 }));
         } else if (current.state === 'sms_pending') {
-          Object.assign(spec, { to: 'email_delivered', due: 'remove' });
+          Object.assign(spec, { name: 'cancelSmsForLateDelivery', due: 'remove' });
           spec.entries.push(
             { type: 'sms.canceled', reason: 'email_delivered_late' },
             this.completed(current, 'email_delivered', { emailChecks: 1 }),
@@ -534,7 +533,7 @@ export class NoticeEngine {
       const entries = [this.providerErrorEntry('sms', record.attemptId, 'status', error, notice.providerTimeoutMs)];
       if (next === undefined) entries.push(this.smsUnconfirmed(notice, record.checksDone));
       await this.store.transition(id, now, iso(now), {
-        from: ['sms_sent'],
+        name: 'observeSms',
         set: next !== undefined ? { smsNextCheckAt: next } : {},
         unset: next === undefined ? ['smsNextCheckAt'] : [],
         entries,
@@ -560,8 +559,7 @@ export class NoticeEngine {
     if (terminal) entries.push(this.completed(notice, terminal, { smsChecks: 1 }));
     else if (next === undefined) entries.push(this.smsUnconfirmed(notice, record.checksDone + 1, observation.status));
     const result = await this.store.transition(id, now, iso(now), {
-      from: ['sms_sent'],
-      to: terminal,
+      name: terminal === 'sms_delivered' ? 'confirmSmsDelivered' : terminal === 'sms_failed' ? 'failSms' : 'observeSms',
       set: {
         smsStatus: observation.status,
         smsProviderStatus: observation.providerStatus,
@@ -594,7 +592,8 @@ export class NoticeEngine {
       await this.observeEmail(notice, true);
     } else {
       await this.store.transition(id, now, iso(now), {
-        from: UNDECIDED_STATES,
+        name: 'observeEmail',
+        onlyFrom: UNDECIDED_STATES,
         entries: [
           {
             type: 'email.observed',
@@ -679,8 +678,7 @@ export class NoticeEngine {
         if (decision.outcome === 'allowed' && decision.from) set.smsFrom = decision.from;
       }
       const result = await this.store.transition(id, now, iso(now), {
-        from: UNDECIDED_STATES,
-        to: blocked ? 'blocked' : 'sms_pending',
+        name: blocked ? 'blockFallback' : 'decideFallback',
         reached: reason === 'email_deadline_elapsed' ? 'deadline' : undefined,
         set,
         unset: ['emailNextCheckAt'],
@@ -730,7 +728,7 @@ export class NoticeEngine {
         return retryAt(now + this.deps.settings.minPollIntervalMs, 'status check queued');
       }
       default:
-        await this.store.transition(id, now, iso(now), { from: '*', entries: [], due: 'remove' });
+        await this.store.transition(id, now, iso(now), { name: 'annotate', entries: [], due: 'remove' });
         return done(`state is ${notice.state}`);
     }
   }
@@ -753,7 +751,7 @@ export class NoticeEngine {
     const now = this.now();
     const added = await this.deps.suppressions.add({ channel, address, reason, source, noticeId: notice.id, createdAt: iso(now) });
     if (!added) return;
-    await this.store.transition(notice.id, now, iso(now), { from: '*', entries: [{ type: 'suppression.added', channel, source, reason }] });
+    await this.store.transition(notice.id, now, iso(now), { name: 'annotate', entries: [{ type: 'suppression.added', channel, source, reason }] });
   }
 
   /** The `notice.completed` entry, with what the notice cost at the configured prices. */

@@ -76,7 +76,8 @@ async function recordRepair(deps: ReconcilerDeps, before: Notice): Promise<boole
     if (!after || after.seq === before.seq) return false;
     const now = deps.clock.now();
     const result = await deps.store.transition(before.id, now, iso(now), {
-      from: [after.state],
+      name: 'annotate',
+      onlyFrom: [after.state],
       entries: [{ type: 'notice.reconciled', state: after.state, stateBefore: before.state, entriesWritten: after.seq - before.seq }],
     });
     if (result.ok) return true;

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Channel } from '../providers/types.js';
 import type { NoticeState, PolicyOutcome } from '../notice/states.js';
+import { TRANSITIONS, type Transition, type TransitionName } from '../notice/transitions.js';
 import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
 import { layoutChecks, planSmsChecks } from '../notice/planner.js';
 import type { Keyring } from '../crypto.js';
@@ -82,10 +83,11 @@ export interface NoticeContent {
   sms?: string;
 }
 
-/** What a transition asks of the transition script (see lua/transition-5.lua). */
+/** What one named transition (src/notice/transitions.ts) writes, and the guards it must pass. */
 export interface TransitionSpec {
-  from: readonly NoticeState[] | '*';
-  to?: NoticeState;
+  name: TransitionName;
+  /** Narrows the transition's `from` to the states this step read (optimistic steps). */
+  onlyFrom?: readonly NoticeState[];
   /** Field equality guards; '' means the field must be absent. */
   eq?: Record<string, string>;
   /** A field holding a time (ms) that must have been reached. */
@@ -189,8 +191,9 @@ export class NoticeStore {
     return noticeId && bodyHash ? { noticeId, bodyHash } : null;
   }
 
-  /** Runs one guarded transition (lua/transition-5.lua). */
+  /** Runs one named, guarded transition (lua/transition-5.lua). */
   async transition(id: string, now: number, at: string, spec: TransitionSpec): Promise<TransitionResult> {
+    const { from, to } = movesOf(spec);
     const k = this.keys.noticeKeysFor(id);
     const guards: Record<string, unknown> = {};
     if (spec.eq && Object.keys(spec.eq).length > 0) guards.eq = spec.eq;
@@ -206,14 +209,14 @@ export class NoticeStore {
       id,
       now,
       at,
-      spec.from === '*' ? '*' : spec.from.join(','),
-      spec.to ?? '',
+      from === '*' ? '*' : from.join(','),
+      to ?? '',
       JSON.stringify(guards),
       JSON.stringify(set),
       JSON.stringify(spec.unset ?? []),
       JSON.stringify(spec.entries.map(encodeEntry)),
       spec.due === undefined ? '' : String(spec.due),
-      JSON.stringify(metricIncrements(spec.entries, spec.to)),
+      JSON.stringify(metricIncrements(spec.entries, to)),
     );
     switch (Number(reply[0])) {
       case 1:
@@ -335,6 +338,17 @@ export class NoticeStore {
     const replies = (await pipeline.exec()) ?? [];
     return replies.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
   }
+}
+
+/** The states a transition may start from (the table's, narrowed by the step) and the state it ends in. */
+function movesOf(spec: TransitionSpec): { from: readonly NoticeState[] | '*'; to: NoticeState | undefined } {
+  const transition: Transition = TRANSITIONS[spec.name];
+  if (spec.onlyFrom === undefined) return { from: transition.from, to: transition.to };
+  const allowed = transition.from;
+  const outside = allowed === '*' ? [] : spec.onlyFrom.filter((state) => !allowed.includes(state));
+  // A step asking for more than its transition allows is a bug in the step, never a race.
+  if (outside.length > 0) throw new Error(`transition ${spec.name} does not start from ${outside.join(', ')}`);
+  return { from: spec.onlyFrom, to: transition.to };
 }
 
 /** The notice-hash field that records the content purge (`content.purged`), so that it is recorded once. */

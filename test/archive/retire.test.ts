@@ -225,8 +225,7 @@ describe('the retire sweep', () => {
       contentTtlMs: 60_000,
     });
     const done = await store.transition(id, now, iso(now), {
-      from: ['accepted'],
-      to: 'canceled',
+      name: 'cancel',
       entries: [{ type: 'notice.completed', state: 'canceled' }],
       due: 'remove',
     });

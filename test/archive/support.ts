@@ -79,8 +79,7 @@ export async function writeNotices(store: NoticeStore, redis: Redis, shard: numb
       contentTtlMs: 60_000,
     });
     await store.transition(id, now, iso(now), {
-      from: ['accepted'],
-      to: 'email_sending',
+      name: 'startEmailAttempt',
       entries: [
         { type: 'policy.checked', channel: 'email', outcome: 'allowed', policyVersion: 0 },
         { type: 'email.requested', attemptId: `att_${i}`, idempotencyKey: `${id}-email`, provider: 'postmark' },

@@ -6,11 +6,11 @@
 import type { SandboxEmail, SandboxSms } from '../../src/sandbox/index.js';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { NEVER_DELIVERED, SMS_REFUSED, SMS_UNCONFIRMED, type NoticePlan } from './plan.js';
+import { TRANSITIONS, transitionsMarkedBy, type Transition } from '../../src/notice/transitions.js';
+import { TERMINAL_STATES, UNDECIDED_STATES } from '../../src/notice/states.js';
 
-export const TERMINAL = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled', 'failed'];
-const UNDECIDED = ['accepted', 'email_sending', 'email_sent'];
-/** The states a step that needs the content (a send, a search by SMS body) runs from. */
-const NEEDS_CONTENT = ['accepted', 'email_sending', 'sms_pending', 'sms_sending'];
+export const TERMINAL: readonly string[] = TERMINAL_STATES;
+const UNDECIDED: readonly string[] = UNDECIDED_STATES;
 
 /** Everything known about one planned notice at the end of a run. */
 export interface NoticeOutcome {
@@ -43,52 +43,21 @@ export interface Violation {
 }
 
 /**
- * The state a log entry moves the notice to, and the states it may move it from. Entries that
- * record an observation (or a late answer) change nothing.
+ * The state a log entry moves the notice to, and the states it may move it from, read from
+ * Herald's own transition table (src/notice/transitions.ts): an entry that marks a transition
+ * moves the notice as that transition does. A `notice.completed` that marks none confirms the
+ * terminal state its transition's own entry reached. Observations and late answers change nothing.
  */
 function effect(entry: StoredEntry): { to: string; from: readonly string[] } | undefined {
-  const late = entry.late === true;
-  switch (entry.type) {
-    case 'notice.accepted':
-      return { to: 'accepted', from: ['(new)'] };
-    case 'email.requested':
-      return { to: 'email_sending', from: ['accepted', 'email_sending'] };
-    case 'email.accepted':
-      return late ? undefined : { to: 'email_sent', from: ['email_sending'] };
-    case 'fallback.decided':
-      return { to: 'sms_pending', from: UNDECIDED };
-    case 'fallback.blocked':
-      return { to: 'blocked', from: UNDECIDED };
-    case 'sms.requested':
-      return { to: 'sms_sending', from: ['sms_pending', 'sms_sending'] };
-    case 'sms.accepted':
-      return late ? undefined : { to: 'sms_sent', from: ['sms_sending'] };
-    case 'sms.canceled':
-      return { to: 'sms_pending', from: ['sms_pending'] };
-    case 'notice.canceled':
-      return { to: 'canceled', from: ['accepted'] };
-    case 'notice.failed':
-      return { to: 'failed', from: NEEDS_CONTENT };
-    case 'notice.completed':
-      switch (entry.state) {
-        case 'email_delivered':
-          return { to: 'email_delivered', from: ['email_sent', 'sms_pending'] };
-        case 'sms_delivered':
-          return { to: 'sms_delivered', from: ['sms_sent'] };
-        case 'sms_failed':
-          return { to: 'sms_failed', from: ['sms_sent', 'sms_sending'] };
-        case 'blocked':
-          return { to: 'blocked', from: ['blocked'] };
-        case 'canceled':
-          return { to: 'canceled', from: ['canceled'] };
-        case 'failed':
-          return { to: 'failed', from: ['failed'] };
-        default:
-          return { to: String(entry.state), from: [] };
-      }
-    default:
-      return undefined;
+  if (entry.late === true) return undefined;
+  const state = entry.state === undefined ? undefined : String(entry.state);
+  const marked = transitionsMarkedBy(entry.type, state).map((name) => TRANSITIONS[name] as Transition);
+  if (marked.length > 0) {
+    const from = marked.flatMap((t) => (t.from === '*' ? [] : t.from.length === 0 ? ['(new)'] : t.from));
+    return { to: marked[0]!.to!, from: [...new Set(from)] };
   }
+  if (entry.type === 'notice.completed') return { to: state ?? '(none)', from: state === undefined ? [] : [state] };
+  return undefined;
 }
 
 /**

@@ -38,8 +38,8 @@ describe('notice transitions', () => {
   it('change state and append the explaining entry in one step', async () => {
     const id = await createNotice();
     const result = await store.transition(id, 1_000_100, iso(1_000_100), {
-      from: ['accepted'],
-      to: 'email_sending',
+      name: 'startEmailAttempt',
+      onlyFrom: ['accepted'],
       set: { emailAttemptId: 'att_1' },
       entries: [{ type: 'email.requested', attemptId: 'att_1', idempotencyKey: `${id}-email`, provider: 'postmark' }],
       due: 1_005_100,
@@ -57,8 +57,8 @@ describe('notice transitions', () => {
   it('refuse a step from the wrong state and write nothing', async () => {
     const id = await createNotice();
     const result = await store.transition(id, 1_000_100, iso(1_000_100), {
-      from: ['email_sent'],
-      to: 'sms_pending',
+      name: 'decideFallback',
+      onlyFrom: ['email_sent'],
       entries: [{ type: 'fallback.decided', reason: 'email_deadline_elapsed' }],
     });
     expect(result).toEqual({ ok: false, reason: 'state', state: 'accepted' });
@@ -67,13 +67,13 @@ describe('notice transitions', () => {
 
   it('refuse a deadline step before the deadline, by the clock passed in', async () => {
     const id = await createNotice(2_000_000);
-    const spec = { from: ['accepted'] as const, to: 'sms_pending' as const, reached: 'deadline', entries: [{ type: 'fallback.decided' }] };
-    expect(await store.transition(id, 2_599_999, iso(2_599_999), { ...spec, from: [...spec.from] })).toMatchObject({
+    const spec = { name: 'decideFallback' as const, onlyFrom: ['accepted'] as const, reached: 'deadline', entries: [{ type: 'fallback.decided' }] };
+    expect(await store.transition(id, 2_599_999, iso(2_599_999), spec)).toMatchObject({
       ok: false,
       reason: 'guard',
       field: 'deadline',
     });
-    expect(await store.transition(id, 2_600_000, iso(2_600_000), { ...spec, from: [...spec.from] })).toEqual({
+    expect(await store.transition(id, 2_600_000, iso(2_600_000), spec)).toEqual({
       ok: true,
       state: 'sms_pending',
     });
@@ -82,7 +82,7 @@ describe('notice transitions', () => {
   it('check field guards (an attempt ID) before writing', async () => {
     const id = await createNotice();
     const result = await store.transition(id, 1, iso(1), {
-      from: '*',
+      name: 'annotate',
       eq: { emailAttemptId: 'att_other' },
       entries: [{ type: 'email.accepted' }],
     });
