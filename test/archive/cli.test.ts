@@ -2,17 +2,15 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive } from '../../src/archive/archive.js';
 import { partitionDir } from '../../src/archive/names.js';
-import { runCli } from '../../src/cli.js';
 import { DAY, HOUR, iso } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, REDIS_URL, TEST_API_KEY, testPrefix } from '../helpers/env.js';
-import { fileStore, mirrorFor, tempDir, writeNotices } from './support.js';
+import { fileStore, mirrorFor, runHerald, tempDir, writeNotices } from './support.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const redis = plainRedis();
@@ -42,22 +40,7 @@ function setUp() {
   return { prefix, env, store: new NoticeStore(redis, prefix), archive: new Archive(fileStore(dir.path), prefix) };
 }
 
-function collector() {
-  let text = '';
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
-
-async function cli(args: string[], env: Record<string, string>, now = Date.now()) {
-  const [stdout, stderr] = [collector(), collector()];
-  const code = await runCli(args, { stdout: stdout.stream, stderr: stderr.stream, env, now: () => now });
-  return { code, stdout: stdout.text(), stderr: stderr.text() };
-}
+const cli = runHerald;
 
 /** An entry of a notice of `shard` as the log would hold it, at a chosen time. */
 const entry = (shard: number, ms: number, seq: number, type = 'test.entry'): StoredEntry => ({
