@@ -186,6 +186,7 @@ async function verify(config: Config, shardOption: string | undefined, io: CliIo
       const verdict = await verifyShard(archive, shard, {
         retainedSince: io.now() - config.auditRetentionMs,
         chain: chains ? await chains.chain(shard) : undefined,
+        pending: chains ? await chains.pendingBatches(shard) : undefined,
       });
       verdicts.push(verdict);
       await writeLines(io.stdout, [
@@ -209,6 +210,7 @@ function describeVerdict(v: ShardVerdict): string {
   const parts = [`${v.objects} objects`];
   if (v.legacy > 0) parts.push(`${v.legacy} of them unsigned, from before the chain began (legacy)`);
   if (v.afterRetention) parts.push(`the chain continues from objects past the audit retention at ${v.afterRetention}`);
+  if (v.unarchived > 0) parts.push(`${v.unarchived} linked to batches Redis holds, not archived yet`);
   parts.push(`${v.records} records${v.legacyRecords > 0 ? ` (${v.legacyRecords} unsigned, legacy)` : ''}`);
   return parts.join(', ');
 }

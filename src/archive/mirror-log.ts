@@ -95,6 +95,12 @@ export class MirrorLog {
     return { genesisFirstId: genesis ?? undefined, sinceMs: Number(since), tip: parseTip(tip) };
   }
 
+  /** The ranges (`firstId_lastId`) of the batches handed out and not yet acknowledged: not in the archive yet, or not confirmed. */
+  async pendingBatches(shard: number): Promise<Set<string>> {
+    const records = await this.redis.hgetall(this.batchesKey(shard));
+    return new Set(Object.entries(records).map(([firstId, record]) => `${firstId}_${record.split(' ')[0]}`));
+  }
+
   /** Creates the group at the start of the stream (so nothing written before is skipped). */
   async ensureGroup(shard: number): Promise<void> {
     if (this.groupsReady.has(shard)) return;

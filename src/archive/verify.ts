@@ -14,6 +14,8 @@ export interface ShardVerdict {
   legacyRecords: number;
   /** The first object left after retention deleted the ones before it (its predecessor is past the retention). */
   afterRetention?: string;
+  /** Links to batches Redis still holds, not archived yet. */
+  unarchived: number;
   /** The first object or record that does not hold, and why; undefined when all hold. */
   broken?: { key: string; why: string };
 }
@@ -23,17 +25,23 @@ export interface VerifyOptions {
   retainedSince: number;
   /** The shard's chain as Redis holds it; undefined when Redis was not reachable (the tip is not checked). */
   chain: ChainState | null | undefined;
+  /**
+   * The batches Redis holds handed out and not yet acknowledged (a dead worker's, until another
+   * claims it): a link to one of them is to an object not stored yet, not to a removed one.
+   */
+  pending?: ReadonlySet<string>;
 }
 
 /**
  * Checks one shard of the archive: every object in entry order (its SHA-256, its seal, its
  * entries against its name, its link to the object before it), the newest object the mirror
  * confirmed (the tip Redis keeps), then every notice record. Stops at the first that does not
- * hold. Unsigned objects before the first signed one are the legacy prefix of earlier versions;
+ * hold. A link to a batch Redis still holds unacknowledged (a dead worker's, not yet claimed) is
+ * to an object not stored yet; once it is stored, its own link is checked like any other. Unsigned objects before the first signed one are the legacy prefix of earlier versions;
  * after it, none may be unsigned.
  */
 export async function verifyShard(archive: Archive, shard: number, opts: VerifyOptions): Promise<ShardVerdict> {
-  const verdict: ShardVerdict = { shard, objects: 0, legacy: 0, records: 0, legacyRecords: 0 };
+  const verdict: ShardVerdict = { shard, objects: 0, legacy: 0, unarchived: 0, records: 0, legacyRecords: 0 };
   const nameOf = (range: string) => {
     const { firstId, lastId } = linkIds({ range, digest: '' });
     return objectKey(archive.heraldPrefix, shard, firstId, lastId);
@@ -73,6 +81,8 @@ export async function verifyShard(archive: Archive, shard: number, opts: VerifyO
         return broken(previous.ref.key, `it lies between ${nameOf(seal.prev.range)} and ${ref.key}, which names that one as its predecessor`);
       } else if (!chainFrom && idTime(named.lastId) < opts.retainedSince) {
         verdict.afterRetention = ref.key;
+      } else if (opts.pending?.has(seal.prev.range)) {
+        verdict.unarchived += 1;
       } else {
         return broken(ref.key, `the object before it in the chain, ${nameOf(seal.prev.range)}, is missing`);
       }

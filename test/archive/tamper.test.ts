@@ -20,6 +20,7 @@ import { deleteKeys, plainRedis, testEnv, testPrefix } from '../helpers/env.js';
 import { startWebUnderTest } from '../helpers/herald.js';
 import {
   archived,
+  fileStore,
   finishedNotice,
   killOn,
   mirrorFor,
@@ -136,6 +137,27 @@ describe.each(['file', 's3'] as const)('the archive chain on the %s store', (kin
     const verified = await verify(env, shard);
     expect(verified.stdout).toMatch(new RegExp(`^s03  ok  ${seals.length} objects, 0 records$`, 'm'));
     expect(verified.code).toBe(0);
+  });
+
+  it('does not take a link to a batch a dead worker still holds, not stored yet, for a removed object', async () => {
+    const { prefix, env, store, archive } = setUp(kind);
+    const shard = 11;
+    const written = await writeNotices(store, redis, shard, 3);
+    const settings = { batchSize: 3 };
+    // A worker whose archive fails keeps its batch, and dies.
+    const blind = new Archive(fileStore('/dev/null/herald-archive'), prefix);
+    expect((await mirrorFor({ redis, store, archive: blind, consumer: 'a', settings }).mirrorOnce([shard])).failures).toBe(1);
+    await mirrorFor({ redis, store, archive, consumer: 'b', settings }).mirrorOnce([shard]);
+
+    const meanwhile = await verify(env, shard);
+    expect(meanwhile.stdout).toMatch(/^s11  ok  2 objects, 1 linked to batches Redis holds, not archived yet, 0 records$/m);
+    expect(meanwhile.code).toBe(0);
+
+    await mirrorFor({ redis, store, archive, consumer: 'c', settings: { ...settings, reclaimAfterMs: 0 } }).mirrorOnce([shard]);
+    expect(await archived(archive, shard)).toEqual(written);
+    const after = await verify(env, shard);
+    expect(after.stdout).toMatch(/^s11  ok  3 objects, 0 records$/m);
+    expect(after.code).toBe(0);
   });
 
   it('refuses an object whose entries were rewritten and its plain SHA-256 recomputed: on read, through the API, in --verify', async () => {
