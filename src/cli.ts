@@ -168,7 +168,8 @@ async function verify(config: Config, shardOption: string | undefined, io: CliIo
   let shards = keys.allShards();
   if (shardOption !== undefined) {
     const shard = Number(shardOption);
-    if (!/^\d+$/.test(shardOption) || !shards.includes(shard)) throw new UsageError(`--shard must be a shard number from 0 to ${shards.length - 1}`);
+    if (!/^\d+$/.test(shardOption) || !shards.includes(shard))
+      throw new UsageError(`--shard must be a shard number from 0 to ${shards.length - 1}`);
     shards = [shard];
   }
   const { redis, reachable } = await openCliRedis(config);

@@ -151,7 +151,10 @@ export class LogMirror {
     const entries = await this.stream.batchEntries(batch.shard, firstId, lastId);
     if (entries) return { range: batch.prev, digest: batchDigest(entries) };
     const link = await this.deps.archive.linkTo(batch.shard, firstId, lastId);
-    if (!link) throw new Error(`the batch before ${batch.firstId} in shard ${batch.shard}'s chain (${batch.prev}) is neither in Redis nor in the archive`);
+    if (!link)
+      throw new Error(
+        `the batch before ${batch.firstId} in shard ${batch.shard}'s chain (${batch.prev}) is neither in Redis nor in the archive`,
+      );
     return link;
   }
 

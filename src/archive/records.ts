@@ -68,8 +68,7 @@ export function checkRecord(value: unknown, noticeId: string): string | undefine
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'it is not a record';
   const record = value as Partial<NoticeRecord>;
   if (record.id !== noticeId) return `it is the record of ${String(record.id)}, not of ${noticeId}`;
-  if (record.view === null || typeof record.view !== 'object' || record.view.id !== noticeId)
-    return `its view is not of ${noticeId}`;
+  if (record.view === null || typeof record.view !== 'object' || record.view.id !== noticeId) return `its view is not of ${noticeId}`;
   if (typeof record.view.state !== 'string') return 'its view has no state';
   if (!Array.isArray(record.entryIds) || !record.entryIds.every((id) => typeof id === 'string' && STREAM_ID.test(id)))
     return 'its entry IDs are not stream IDs';

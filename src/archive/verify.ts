@@ -71,14 +71,21 @@ export async function verifyShard(archive: Archive, shard: number, opts: VerifyO
       verdict.legacy += 1;
     } else if (seal.prev === null) {
       if (chainFrom)
-        return broken(ref.key, `it starts a chain of its own, though the chain began at ${chainFrom.key} (Redis lost the mirror's chain state, or the object is not Herald's)`);
+        return broken(
+          ref.key,
+          `it starts a chain of its own, though the chain began at ${chainFrom.key} (Redis lost the mirror's chain state, or the object is not Herald's)`,
+        );
       chainFrom = ref;
     } else {
       const named = linkIds(seal.prev);
       if (previous && rangeOf(previous.ref) === seal.prev.range) {
-        if (previous.digest !== seal.prev.digest) return broken(ref.key, `the object before it, ${previous.ref.key}, is not the one it was chained to`);
+        if (previous.digest !== seal.prev.digest)
+          return broken(ref.key, `the object before it, ${previous.ref.key}, is not the one it was chained to`);
       } else if (previous && compareIds(named.firstId, previous.ref.firstId) < 0) {
-        return broken(previous.ref.key, `it lies between ${nameOf(seal.prev.range)} and ${ref.key}, which names that one as its predecessor`);
+        return broken(
+          previous.ref.key,
+          `it lies between ${nameOf(seal.prev.range)} and ${ref.key}, which names that one as its predecessor`,
+        );
       } else if (!chainFrom && idTime(named.lastId) < opts.retainedSince) {
         verdict.afterRetention = ref.key;
       } else if (opts.pending?.has(seal.prev.range)) {

@@ -36,7 +36,10 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       if (error instanceof ArchiveIntegrityError) {
         // Never served: an object or record that fails its checks may have been forged.
         log.error({ err: error }, 'audit archive object fails its integrity check');
-        throw new HttpError('unavailable', `${what} is in the audit archive, where it fails its integrity check; see herald audit --verify.`);
+        throw new HttpError(
+          'unavailable',
+          `${what} is in the audit archive, where it fails its integrity check; see herald audit --verify.`,
+        );
       }
       throw error;
     }

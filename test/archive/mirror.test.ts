@@ -127,7 +127,18 @@ describe('archive objects', () => {
     const hour = Math.floor(Date.now() / PARTITION_MS) * PARTITION_MS - 5 * PARTITION_MS;
     const log = store.keys.log(0);
     for (const id of [`${hour - 2}-0`, `${hour - 1}-0`, `${hour - 1}-1`, `${hour}-0`, `${hour + 7}-0`]) {
-      await redis.xadd(log, id, 'type', 'test.entry', 'noticeId', newNoticeId(0, hour), 'at', new Date(idTime(id)).toISOString(), 'seq', '1');
+      await redis.xadd(
+        log,
+        id,
+        'type',
+        'test.entry',
+        'noticeId',
+        newNoticeId(0, hour),
+        'at',
+        new Date(idTime(id)).toISOString(),
+        'seq',
+        '1',
+      );
     }
     await mirrorFor({ redis, store, archive, consumer: 'w', settings: { batchSize: 100 } }).mirrorOnce([0]);
     expect((await archive.objectsIn(0, hour - 1)).map((o) => o.key)).toEqual([

@@ -122,7 +122,9 @@ describe.each(['file', 's3'] as const)('the archive chain on the %s store', (kin
     // Two live mirrors go on at once, chaining to the batch the dead one still holds ...
     await Promise.all(['b', 'c'].map((consumer) => mirrorFor({ redis, store, archive, consumer, settings }).mirrorOnce([shard])));
     // ... which a third takes over once its predecessor has left Redis: the same bytes, the same seal.
-    const reclaim = await mirrorFor({ redis, store, archive, consumer: 'd', settings: { ...settings, reclaimAfterMs: 0 } }).mirrorOnce([shard]);
+    const reclaim = await mirrorFor({ redis, store, archive, consumer: 'd', settings: { ...settings, reclaimAfterMs: 0 } }).mirrorOnce([
+      shard,
+    ]);
     expect(reclaim).toMatchObject({ batches: 1, existed: 1, written: 0 });
     const again = (await raw.get(crashedKey))!;
     expect(again.body).toEqual(uploaded.body);
@@ -206,7 +208,9 @@ describe.each(['file', 's3'] as const)('the archive chain on the %s store', (kin
     await raw.delete([newest]);
     const cut = await verify(env, shard);
     expect(cut.code).toBe(1);
-    expect(cut.stdout).toContain(`s05  BROKEN  ${newest}: the newest object the mirror confirmed storing (the chain tip in Redis) is missing`);
+    expect(cut.stdout).toContain(
+      `s05  BROKEN  ${newest}: the newest object the mirror confirmed storing (the chain tip in Redis) is missing`,
+    );
   });
 
   it('detects objects swapped between names, or moved to another name', async () => {
@@ -243,7 +247,12 @@ describe('entries read from the archive', () => {
     const [first] = await objectKeys(archive, shard);
     const [mine, other] = [written[0]!.noticeId, written[3]!.noticeId];
 
-    await rewrite(raw, first!, (entries) => entries.map((e) => (e.type === 'email.requested' ? { ...e, noticeId: other } : e)), archive.keys);
+    await rewrite(
+      raw,
+      first!,
+      (entries) => entries.map((e) => (e.type === 'email.requested' ? { ...e, noticeId: other } : e)),
+      archive.keys,
+    );
     await expect(archive.findEntries(shard, [written[2]!.id], { noticeId: mine })).rejects.toThrow(
       `entry ${written[2]!.id} belongs to ${other}, not to ${mine}`,
     );
@@ -282,8 +291,14 @@ describe('notice records', () => {
     const shard = 2;
     const now = Date.now();
     const [a, b] = [await finishedNotice(store, shard, now), await finishedNotice(store, shard, now + 1)];
-    await indexRetirement(redis, store.keys, shard, [a, b].map((noticeId) => ({ noticeId, retireAt: now })));
-    const sweep = () => retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * DAY });
+    await indexRetirement(
+      redis,
+      store.keys,
+      shard,
+      [a, b].map((noticeId) => ({ noticeId, retireAt: now })),
+    );
+    const sweep = () =>
+      retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * DAY });
     expect(await sweep()).toEqual({ retired: 0, waiting: 2 }); // contents purged
     await mirrorFor({ redis, store, archive, consumer: 'w' }).mirrorOnce([shard]);
     expect(await sweep()).toEqual({ retired: 2, waiting: 0 });
@@ -364,9 +379,13 @@ describe('an archive an earlier version began', () => {
     await readAsOld();
     await redis.hset(log.batchesKey(shard), written[3]!.id, `${written[5]!.id} 3`);
 
-    const report = await mirrorFor({ redis, store, archive, consumer: 'new-worker', settings: { batchSize: 3, reclaimAfterMs: 0 } }).mirrorOnce([
-      shard,
-    ]);
+    const report = await mirrorFor({
+      redis,
+      store,
+      archive,
+      consumer: 'new-worker',
+      settings: { batchSize: 3, reclaimAfterMs: 0 },
+    }).mirrorOnce([shard]);
     expect(report).toMatchObject({ batches: 2, written: 2, failures: 0 });
     expect(await archived(archive, shard)).toEqual(written);
     const verified = await verify(env, shard);
@@ -385,7 +404,9 @@ describe('an archive an earlier version began', () => {
     // A signed object stripped of its seal is not taken for a legacy one.
     const signedKey = objectKey(prefix, shard, written[6]!.id, written[8]!.id);
     await putUnsigned(root, signedKey, (await raw.get(signedKey))!.body);
-    await expect(archive.read(signedKey)).rejects.toThrow(`it has no seal, though its shard's chain began before it (at ${written[3]!.id})`);
+    await expect(archive.read(signedKey)).rejects.toThrow(
+      `it has no seal, though its shard's chain began before it (at ${written[3]!.id})`,
+    );
     const stripped = await verify(env, shard);
     expect(stripped.code).toBe(1);
     expect(stripped.stdout).toContain(`s07  BROKEN  ${signedKey}: it has no seal`);
