@@ -11,6 +11,8 @@ import { openArchive } from './archive/open.js';
 import { readTrail } from './archive/trail.js';
 import type { NoticeRecord } from './archive/records.js';
 import { indexUnretired } from './archive/retire.js';
+import { verifyShard, type ShardVerdict } from './archive/verify.js';
+import { MirrorLog } from './archive/mirror-log.js';
 import { Keys } from './store/keys.js';
 import { iso } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -27,6 +29,11 @@ const USAGE = `herald: read and keep Herald's audit trail (uses the same environ
 
   herald audit <noticeId> [--json]
       The notice's decision log in order, from Redis and the archive (--json: one entry per line).
+
+  herald audit --verify [--shard N]
+      Checks every object and notice record of the archive (or of shard N): its seal
+      (HERALD_ARCHIVE_KEY), its entries, and each shard's chain. Exits 0 when all hold, 1 naming
+      the first object of a shard that does not, and why.
 
   herald export --from <time> [--to <time>] [--out <file>] [--quiet]
       The archive's decision log for [from, to) as NDJSON, ordered by entry ID, to stdout or a
@@ -89,15 +96,24 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 }
 
 async function audit(config: Config, args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: 'boolean' } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { json: { type: 'boolean' }, verify: { type: 'boolean' }, shard: { type: 'string' } },
+  });
+  if (values.verify) {
+    if (positionals.length > 0 || values.json) throw new UsageError('audit --verify takes no notice ID and no --json');
+    return verify(config, values.shard, io);
+  }
+  if (values.shard !== undefined) throw new UsageError('--shard goes with --verify');
   const id = positionals[0];
   if (positionals.length !== 1 || id === undefined) throw new UsageError('audit takes one notice ID');
   const shard = shardOfNoticeId(id);
   const createdAt = noticeCreatedAt(id);
   if (shard === undefined || createdAt === undefined) throw new UsageError(`"${id}" is not a notice ID`);
 
-  const archive = openArchive(config);
   const { redis, reachable } = await openCliRedis(config);
+  const archive = openArchive(config, reachable ? redis : undefined);
   try {
     const store = new NoticeStore(redis, config.prefix);
     const notice = reachable ? await store.get(id) : null;
@@ -114,7 +130,7 @@ async function audit(config: Config, args: string[], io: CliIo): Promise<number>
       if (!values.json) io.stdout.write(`${id}  ${notice.state}  created ${iso(notice.createdAt)}  deadline ${iso(notice.deadline)}\n`);
     } else if ((record = await archive.readRecord(id))) {
       // Retired: the record names the entries, which the log's archive objects hold.
-      const found = await archive.findEntries(shard, record.entryIds);
+      const found = await archive.findEntries(shard, record.entryIds, { noticeId: id });
       entries = record.entryIds.map((entryId) => found.get(entryId)).filter((entry): entry is StoredEntry => entry !== undefined);
       const missing = record.entryIds.length - entries.length;
       source = `from the archive, retired${missing ? `; ${missing} past the audit retention` : ''}`;
@@ -146,6 +162,60 @@ async function audit(config: Config, args: string[], io: CliIo): Promise<number>
   }
 }
 
+/** `herald audit --verify`: every shard's objects, chain and records, or one shard's. */
+async function verify(config: Config, shardOption: string | undefined, io: CliIo): Promise<number> {
+  const keys = new Keys(config.prefix);
+  let shards = keys.allShards();
+  if (shardOption !== undefined) {
+    const shard = Number(shardOption);
+    if (!/^\d+$/.test(shardOption) || !shards.includes(shard))
+      throw new UsageError(`--shard must be a shard number from 0 to ${shards.length - 1}`);
+    shards = [shard];
+  }
+  const { redis, reachable } = await openCliRedis(config);
+  const archive = openArchive(config, reachable ? redis : undefined);
+  const chains = reachable ? new MirrorLog(redis, keys) : undefined;
+  const pad = (n: number) => `s${String(n).padStart(2, '0')}`;
+  try {
+    const lines = [
+      `Verifying ${archive.store.location} (HERALD_PREFIX=${config.prefix}) with archive keys ${config.archiveKeys.map((k) => `"${k.id}"`).join(', ')}.`,
+    ];
+    if (!reachable) lines.push('Redis cannot be reached: where each chain began and its newest object are not checked.');
+    await writeLines(io.stdout, lines);
+    const verdicts: ShardVerdict[] = [];
+    for (const shard of shards) {
+      const verdict = await verifyShard(archive, shard, {
+        retainedSince: io.now() - config.auditRetentionMs,
+        chain: chains ? await chains.chain(shard) : undefined,
+        pending: chains ? await chains.pendingBatches(shard) : undefined,
+      });
+      verdicts.push(verdict);
+      await writeLines(io.stdout, [
+        verdict.broken
+          ? `${pad(shard)}  BROKEN  ${verdict.broken.key}: ${verdict.broken.why}`
+          : `${pad(shard)}  ok  ${describeVerdict(verdict)}`,
+      ]);
+    }
+    const broken = verdicts.filter((v) => v.broken).length;
+    await writeLines(io.stdout, [
+      broken === 0 ? `All ${verdicts.length} shards hold.` : `${broken} of ${verdicts.length} shards do not hold.`,
+    ]);
+    return broken === 0 ? 0 : 1;
+  } finally {
+    redis.disconnect();
+    await archive.close();
+  }
+}
+
+function describeVerdict(v: ShardVerdict): string {
+  const parts = [`${v.objects} objects`];
+  if (v.legacy > 0) parts.push(`${v.legacy} of them unsigned, from before the chain began (legacy)`);
+  if (v.afterRetention) parts.push(`the chain continues from objects past the audit retention at ${v.afterRetention}`);
+  if (v.unarchived > 0) parts.push(`${v.unarchived} linked to batches Redis holds, not archived yet`);
+  parts.push(`${v.records} records${v.legacyRecords > 0 ? ` (${v.legacyRecords} unsigned, legacy)` : ''}`);
+  return parts.join(', ');
+}
+
 /** `herald policy replay`: a proposed rules file against the decisions of a period. */
 async function policyReplay(config: Config, args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -174,9 +244,9 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
   const to = values.to === undefined ? now : parseTime(values.to, now, '--to');
   if (!(from < to)) throw new UsageError('--from must be before --to');
 
-  const archive = openArchive(config);
   const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
   redis.on('error', () => undefined);
+  const archive = openArchive(config, redis);
   try {
     await waitReady(redis, 3000);
     const store = new NoticeStore(redis, config.prefix);
@@ -262,7 +332,9 @@ async function exportPeriod(config: Config, args: string[], io: CliIo): Promise<
   const to = values.to === undefined ? now : parseTime(values.to, now, '--to');
   if (!(from < to)) throw new UsageError('--from must be before --to');
 
-  const archive = openArchive(config);
+  // Redis tells where each shard's chain began, so that an object stripped of its seal is refused; without it, unsigned objects read as legacy.
+  const { redis, reachable } = await openCliRedis(config);
+  const archive = openArchive(config, reachable ? redis : undefined);
   const out = values.out === undefined ? io.stdout : createWriteStream(values.out);
   const progress = progressWriter(io, values.quiet === true, from, to);
   try {
@@ -276,6 +348,7 @@ async function exportPeriod(config: Config, args: string[], io: CliIo): Promise<
     return 0;
   } finally {
     if (out !== io.stdout) await new Promise<void>((resolve) => out.end(() => resolve()));
+    redis.disconnect();
     await archive.close();
   }
 }

@@ -41,6 +41,8 @@ export interface Config {
   readonly auditRetentionMs: number;
   /** Content encryption keys (HERALD_ENCRYPTION_KEY); the first seals, all open. Empty: content is stored as is. */
   readonly encryptionKeys: readonly EncryptionKey[];
+  /** Archive authentication keys (HERALD_ARCHIVE_KEY); the first signs, all verify. DEV_ARCHIVE_KEY when unset outside production. */
+  readonly archiveKeys: readonly EncryptionKey[];
   /** For an `s3://` archive; credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID, ...). */
   readonly s3: { readonly endpoint: string | undefined; readonly region: string; readonly forcePathStyle: boolean };
   readonly mirror: {
@@ -116,6 +118,15 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * The archive key used when HERALD_ARCHIVE_KEY is unset outside production: fixed and published
+ * (README), so it authenticates nothing against anyone who reads the source. Production refuses it.
+ */
+export const DEV_ARCHIVE_KEY: EncryptionKey = Object.freeze({
+  id: 'dev',
+  key: Buffer.from('herald-dev-archive-key-unsafe!!!').toString('base64'),
+});
 
 /** Reads and validates the configuration; throws ConfigError naming every bad or missing variable. */
 export function loadConfig(env: Env = process.env): Config {
@@ -265,6 +276,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (forcePathStyleRaw !== undefined && !['true', 'false', '1', '0'].includes(forcePathStyleRaw)) {
     problems.push(`S3_FORCE_PATH_STYLE="${forcePathStyleRaw}" must be true or false`);
   }
+  const archiveKeyText = read('HERALD_ARCHIVE_KEY');
+  const archiveKeys = parseEncryptionKeys(archiveKeyText ?? '');
+  if (archiveKeyText !== undefined) for (const problem of archiveKeys.problems) problems.push(`HERALD_ARCHIVE_KEY: ${problem}`);
+  if (archiveKeyText === undefined && nodeEnv === 'production') problems.push('HERALD_ARCHIVE_KEY must be set when NODE_ENV=production');
   const encryption = parseEncryptionKeys(read('HERALD_ENCRYPTION_KEY') ?? '');
   if (read('HERALD_ENCRYPTION_KEY') !== undefined) {
     for (const problem of encryption.problems) problems.push(`HERALD_ENCRYPTION_KEY: ${problem}`);
@@ -291,6 +306,7 @@ export function loadConfig(env: Env = process.env): Config {
     contentTtlMs: duration('HERALD_CONTENT_TTL', parseDuration('7d')),
     auditRetentionMs: duration('HERALD_AUDIT_RETENTION', parseDuration('400d')),
     encryptionKeys: read('HERALD_ENCRYPTION_KEY') === undefined ? [] : encryption.keys,
+    archiveKeys: archiveKeyText === undefined ? [DEV_ARCHIVE_KEY] : archiveKeys.keys,
     s3: {
       endpoint: s3Endpoint,
       region: read('AWS_REGION') ?? read('AWS_DEFAULT_REGION') ?? 'us-east-1',
@@ -382,6 +398,10 @@ export function describeConfig(config: Config): Record<string, unknown> {
     contentTtl: formatDuration(config.contentTtlMs),
     auditRetention: formatDuration(config.auditRetentionMs),
     archiveUrl: config.archiveUrl,
+    archiveAuthentication:
+      config.archiveKeys[0] === DEV_ARCHIVE_KEY
+        ? 'hmac-sha256 with the published dev key (set HERALD_ARCHIVE_KEY)'
+        : `hmac-sha256, signing with key "${config.archiveKeys[0]!.id}"`,
     contentEncryption: config.encryptionKeys.length > 0 ? `aes-256-gcm, sealing with key "${config.encryptionKeys[0]!.id}"` : 'off',
     rulesVersion: config.rules?.version ?? null,
   };

@@ -164,7 +164,7 @@ export async function startWorker(
     return worker;
   });
   workers.push(new Worker(QUEUE_NAMES.reconcile, reconcileProcessor(reconciler), { connection: redis, prefix, concurrency: 1 }));
-  const archive = openArchive(config);
+  const archive = openArchive(config, redis);
   const mirror = new LogMirror({
     redis,
     keys: store.keys,

@@ -1,18 +1,33 @@
-import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { StoredEntry } from '../store/notices.js';
-import { noticeCreatedAt, SHARD_COUNT } from '../notice/ids.js';
-import { compareIds, idTime, objectKey, parseObjectKey, partitionDir, partitionStart, shardDir, type ObjectRef } from './names.js';
-import { decodeRecord, encodeRecord, parseRecordKey, recordKey, recordsDir, type NoticeRecord } from './records.js';
+import { noticeCreatedAt, SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
+import {
+  compareIds,
+  idTime,
+  objectKey,
+  parseObjectKey,
+  partitionDir,
+  partitionStart,
+  rangeOf,
+  shardDir,
+  shardOfObjectKey,
+  type ObjectRef,
+} from './names.js';
+import { checkRecord, encodeRecord, parseRecordKey, recordKey, recordsDir, type NoticeRecord } from './records.js';
+import { ArchiveKeyring, formatSeal, parseSeal, sha256Hex, type ChainLink, type Seal } from './seal.js';
 import type { ArchiveStore, StoredObject } from './store.js';
+import { DEV_ARCHIVE_KEY } from '../config.js';
 
-/** An object's bytes do not match the SHA-256 stored with it, or it has none. */
+/**
+ * An object or record fails a check: its bytes do not match the SHA-256 stored with it, its seal
+ * does not hold, it is too large once decompressed, or what it holds is not what its name says.
+ */
 export class ArchiveIntegrityError extends Error {
   constructor(
     readonly key: string,
-    message: string,
+    readonly problem: string,
   ) {
-    super(`${key}: ${message}`);
+    super(`${key}: ${problem}`);
     this.name = 'ArchiveIntegrityError';
   }
 }
@@ -36,102 +51,298 @@ export class ArchiveUnavailableError extends Error {
   }
 }
 
-const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+/**
+ * Where a shard's chain began, which only Redis knows (`<prefix>:{s<N>}:archive-chain`): objects
+ * and records from before it are legacy (written unsigned by earlier versions); after it, one
+ * without a seal has been stripped of it.
+ */
+export interface ChainStart {
+  /** The first entry of the chain's first object; undefined until a batch has been handed out. */
+  genesisFirstId: string | undefined;
+  /** When the chain began (ms): notices created since have signed records. */
+  sinceMs: number;
+}
+
+export interface ArchiveOptions {
+  /** HERALD_ARCHIVE_KEY as a keyring; the published dev key when not given (tests, benchmarks). */
+  keys?: ArchiveKeyring;
+  /** Where each shard's chain began (null: not yet). Without it, unsigned objects and records are read as legacy. */
+  chainStart?: (shard: number) => Promise<ChainStart | null>;
+  /** Most bytes an object may decompress to (a gzip bomb is refused, never inflated). */
+  maxObjectBytes?: number;
+  /** Most bytes a notice record may decompress to. */
+  maxRecordBytes?: number;
+}
+
+/** A batch object once checked: its entries, the digest of its content, its seal (none: legacy). */
+export interface OpenedObject {
+  ref: ObjectRef;
+  entries: StoredEntry[];
+  digest: string;
+  seal: Seal | undefined;
+}
+
+/**
+ * The largest batch is 5000 entries (HERALD_MIRROR_BATCH_SIZE); an entry is at most a few KiB
+ * (a poll plan of 1000 checks is ~27 KiB), so a real object stays far below this.
+ */
+export const MAX_OBJECT_BYTES = 128 * 1024 * 1024;
+/** A record holds a view and its entry IDs: a few KiB, a few hundred KiB for the longest trail. */
+export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+
 const GZIP_OS_BYTE = 9;
 const GZIP_OS_UNKNOWN = 0xff;
 const DELETE_BATCH = 1000;
+const STREAM_ID = /^\d+-\d+$/;
+/** Entry types are dotted lower-case names (`notice.accepted`, `sms.observed`). */
+const ENTRY_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+
+const ndjsonOf = (entries: readonly StoredEntry[]) => entries.map((entry) => `${JSON.stringify(entry)}\n`).join('');
 
 /**
  * A batch as an archive object: gzip NDJSON, one entry per line exactly as the events API
  * shows it (`id` first). The same entries always give the same bytes: entries are immutable,
- * their field order is the stream's, gzip writes no time, and the OS byte is fixed.
+ * their field order is the stream's, gzip writes no time, and the OS byte is fixed. `digest` is
+ * of the uncompressed content, which no zlib build changes (src/archive/seal.ts).
  */
-export function encodeObject(entries: readonly StoredEntry[]): { body: Buffer; sha256: string } {
-  const ndjson = entries.map((entry) => `${JSON.stringify(entry)}\n`).join('');
+export function encodeObject(entries: readonly StoredEntry[]): { body: Buffer; sha256: string; digest: string } {
+  const ndjson = ndjsonOf(entries);
   const body = gzipSync(ndjson, { level: 6 });
   body[GZIP_OS_BYTE] = GZIP_OS_UNKNOWN;
-  return { body, sha256: sha256(body) };
+  return { body, sha256: sha256Hex(body), digest: sha256Hex(ndjson) };
 }
 
-/** An object's bytes, once checked against the SHA-256 stored with them. */
+/** The content digest a batch's object has, computed from its entries (a chain link to it). */
+export function batchDigest(entries: readonly StoredEntry[]): string {
+  return sha256Hex(ndjsonOf(entries));
+}
+
+/** An object's bytes, once checked against the SHA-256 stored with it. */
 function verified(key: string, stored: StoredObject): Buffer {
   if (!stored.sha256) throw new ArchiveIntegrityError(key, 'no SHA-256 is stored with it');
-  const actual = sha256(stored.body);
+  const actual = sha256Hex(stored.body);
   if (actual !== stored.sha256) throw new ArchiveIntegrityError(key, `SHA-256 is ${actual}, ${stored.sha256} was stored`);
   return stored.body;
 }
 
-/** Checks an object against its stored SHA-256, then decodes its entries. */
-export function decodeObject(key: string, stored: StoredObject): StoredEntry[] {
-  return gunzipSync(verified(key, stored))
-    .toString('utf8')
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as StoredEntry);
+/** Decompresses at most `max` bytes: a gzip bomb stops there instead of filling memory. */
+function inflate(key: string, body: Buffer, max: number): Buffer {
+  try {
+    return gunzipSync(body, { maxOutputLength: max });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+      throw new ArchiveIntegrityError(key, `it decompresses to more than ${max} bytes; refused`);
+    throw new ArchiveIntegrityError(key, `it is not valid gzip (${(error as Error).message})`);
+  }
 }
+
+/** Why the entries of an object are not what its name says, or undefined when they are. */
+function entriesProblem(entries: readonly StoredEntry[], ref: ObjectRef, shard: number | undefined): string | undefined {
+  if (entries.length === 0) return 'it holds no entries';
+  let previous: string | undefined;
+  for (const [i, entry] of entries.entries()) {
+    const line = `line ${i + 1}`;
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return `${line} is not an entry`;
+    const { id, type, noticeId, seq, at } = entry;
+    if (typeof id !== 'string' || !STREAM_ID.test(id)) return `${line} has no stream ID`;
+    if (compareIds(id, ref.firstId) < 0 || compareIds(id, ref.lastId) > 0)
+      return `entry ${id} lies outside the range ${rangeOf(ref)} its name gives`;
+    if (previous !== undefined && compareIds(id, previous) <= 0) return `entry ${id} comes after ${previous}`;
+    if (typeof type !== 'string' || !ENTRY_TYPE.test(type)) return `entry ${id} has no entry type`;
+    if (typeof noticeId !== 'string' || shardOfNoticeId(noticeId) === undefined) return `entry ${id} names no notice`;
+    if (shard !== undefined && shardOfNoticeId(noticeId) !== shard) return `entry ${id} is of ${noticeId}, not of shard ${shard}`;
+    if (!Number.isSafeInteger(seq) || (seq as number) < 1) return `entry ${id} has no seq`;
+    if (typeof at !== 'string') return `entry ${id} has no time`;
+    previous = id;
+  }
+  if (entries[0]!.id !== ref.firstId || previous !== ref.lastId)
+    return `its entries run from ${entries[0]!.id} to ${previous}, not over the range ${rangeOf(ref)} its name gives`;
+  return undefined;
+}
+
+const sameLink = (a: ChainLink | null, b: ChainLink | null) => a?.range === b?.range && a?.digest === b?.digest;
+
+/**
+ * Checks an object against its stored SHA-256 and its seal, then decodes its entries and checks
+ * them against its name. Without a seal it is a legacy object (the caller decides whether that
+ * is allowed where it lies).
+ */
+export function openObject(key: string, stored: StoredObject, keys: ArchiveKeyring, maxBytes = MAX_OBJECT_BYTES): OpenedObject {
+  const ref = parseObjectKey(key);
+  if (!ref) throw new ArchiveIntegrityError(key, 'it is not named as a batch object');
+  const ndjson = inflate(key, verified(key, stored), maxBytes);
+  const digest = sha256Hex(ndjson);
+  let seal: Seal | undefined;
+  if (stored.seal !== undefined) {
+    seal = parseSeal(stored.seal);
+    if (!seal) throw new ArchiveIntegrityError(key, 'its seal cannot be read');
+    const problem = keys.checkObject(key, digest, seal);
+    if (problem) throw new ArchiveIntegrityError(key, problem);
+  }
+  let entries: StoredEntry[];
+  try {
+    entries = ndjson
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as StoredEntry);
+  } catch {
+    throw new ArchiveIntegrityError(key, 'a line is not JSON');
+  }
+  const problem = entriesProblem(entries, ref, shardOfObjectKey(key));
+  if (problem) throw new ArchiveIntegrityError(key, problem);
+  return { ref, entries, digest, seal };
+}
+
+let devKeyring: ArchiveKeyring | undefined;
+const defaultKeyring = () => (devKeyring ??= new ArchiveKeyring([DEV_ARCHIVE_KEY]));
 
 export type PutOutcome = 'written' | 'existed';
 
 /**
  * Herald's decision-log archive: immutable batch objects of each shard's log under
- * `<herald prefix>/s<NN>/<day>/<hour>/`, on any ArchiveStore.
+ * `<herald prefix>/s<NN>/<day>/<hour>/`, and retired notices' records, on any ArchiveStore. Every
+ * object and record is sealed with HERALD_ARCHIVE_KEY and checked on every read (seal.ts).
  */
 export class Archive {
+  readonly keys: ArchiveKeyring;
+  private readonly maxObjectBytes: number;
+  private readonly maxRecordBytes: number;
+
   constructor(
     readonly store: ArchiveStore,
     readonly heraldPrefix: string,
-  ) {}
+    private readonly options: ArchiveOptions = {},
+  ) {
+    this.keys = options.keys ?? defaultKeyring();
+    this.maxObjectBytes = options.maxObjectBytes ?? MAX_OBJECT_BYTES;
+    this.maxRecordBytes = options.maxRecordBytes ?? MAX_RECORD_BYTES;
+  }
 
   /**
-   * Stores one batch. A batch uploaded before (a crash between upload and acknowledgement) finds
-   * its object already there with the same entries, and that counts as stored; a damaged object
-   * under the name is rewritten; a valid one with other entries is refused. `firstAttempt` (a
-   * batch of entries never handed out before, so no object can have its name) skips the check.
+   * Stores one batch, sealed with its link to the shard's previous batch (`prev`; null for the
+   * first). A batch uploaded before (a crash between upload and acknowledgement) finds its object
+   * already there with the same entries and a seal naming the same predecessor, and that counts
+   * as stored; a damaged or unsigned object under the name is rewritten; a valid one with other
+   * entries is refused. `firstAttempt` (a batch of entries never handed out before, so no object
+   * can have its name) skips the check.
    */
   async putBatch(
     shard: number,
     entries: readonly StoredEntry[],
-    opts: { firstAttempt?: boolean } = {},
-  ): Promise<{ key: string; outcome: PutOutcome; bytes: number }> {
+    opts: { firstAttempt?: boolean; prev?: ChainLink | null } = {},
+  ): Promise<{ key: string; outcome: PutOutcome; bytes: number; digest: string }> {
     const key = objectKey(this.heraldPrefix, shard, entries[0]!.id, entries.at(-1)!.id);
-    const { body, sha256: checksum } = encodeObject(entries);
+    const prev = opts.prev ?? null;
+    const { body, sha256: checksum, digest } = encodeObject(entries);
+    const seal = formatSeal(this.keys.sealObject(key, digest, prev));
     const existing = opts.firstAttempt ? null : await this.io(() => this.store.get(key));
     if (existing) {
-      if (existing.sha256 === checksum && existing.body.equals(body)) return { key, outcome: 'existed', bytes: body.length };
-      let held: StoredEntry[] | undefined;
+      if (existing.sha256 === checksum && existing.seal === seal && existing.body.equals(body))
+        return { key, outcome: 'existed', bytes: body.length, digest };
+      let held: OpenedObject | undefined;
       try {
-        held = decodeObject(key, existing);
+        held = openObject(key, existing, this.keys, this.maxObjectBytes);
       } catch (error) {
         if (!(error instanceof ArchiveIntegrityError)) throw error;
       }
       if (held) {
-        // Another zlib build compresses differently; the entries are what must match.
-        const same = held.length === entries.length && held.every((e, i) => JSON.stringify(e) === JSON.stringify(entries[i]));
-        if (same) return { key, outcome: 'existed', bytes: existing.body.length };
-        throw new ArchiveConflictError(key);
+        // Another zlib build compresses differently, a rotated key signs differently: the entries and the link are what must match.
+        if (held.digest !== digest) throw new ArchiveConflictError(key);
+        if (held.seal && sameLink(held.seal.prev, prev)) return { key, outcome: 'existed', bytes: existing.body.length, digest };
       }
     }
-    await this.io(() => this.store.put(key, body, checksum));
-    return { key, outcome: 'written', bytes: body.length };
+    await this.io(() => this.store.put(key, body, checksum, seal));
+    return { key, outcome: 'written', bytes: body.length, digest };
   }
 
   /** The verified entries of one object, or null when it is gone. */
   async read(key: string): Promise<StoredEntry[] | null> {
-    const stored = await this.io(() => this.store.get(key));
-    return stored ? decodeObject(key, stored) : null;
+    return (await this.inspect(key))?.entries ?? null;
   }
 
-  /** Stores a retired notice's record; storing it again (a retry after a crash) writes the same bytes. */
+  /**
+   * One object checked: its SHA-256, its seal, its entries against its name; unsigned only where
+   * the shard's chain had not begun yet. Null when it is gone.
+   */
+  async inspect(key: string): Promise<OpenedObject | null> {
+    const stored = await this.io(() => this.store.get(key));
+    if (!stored) return null;
+    const opened = openObject(key, stored, this.keys, this.maxObjectBytes);
+    if (!opened.seal) {
+      const start = await this.chainStart(shardOfObjectKey(key));
+      if (start?.genesisFirstId !== undefined && compareIds(opened.ref.lastId, start.genesisFirstId) >= 0)
+        throw new ArchiveIntegrityError(key, `it has no seal, though its shard's chain began before it (at ${start.genesisFirstId})`);
+    }
+    return opened;
+  }
+
+  /**
+   * The link a successor of this object carries: read back and checked, or null when the object
+   * is gone. One an older worker stored unsigned after the chain began is linked to all the
+   * same, so that the mirror goes on; `herald audit --verify` names it.
+   */
+  async linkTo(shard: number, firstId: string, lastId: string): Promise<ChainLink | null> {
+    const key = objectKey(this.heraldPrefix, shard, firstId, lastId);
+    const stored = await this.io(() => this.store.get(key));
+    if (!stored) return null;
+    const opened = openObject(key, stored, this.keys, this.maxObjectBytes);
+    return { range: rangeOf(opened.ref), digest: opened.digest };
+  }
+
+  /** Stores a retired notice's record, sealed; storing it again (a retry after a crash) writes the same bytes. */
   async putRecord(record: NoticeRecord): Promise<void> {
-    const { body, sha256: checksum } = encodeRecord(record);
-    await this.io(() => this.store.put(recordKey(this.heraldPrefix, record.id), body, checksum));
+    const key = recordKey(this.heraldPrefix, record.id);
+    const { body, sha256: checksum, digest } = encodeRecord(record);
+    const seal = formatSeal(this.keys.sealRecord(key, digest));
+    await this.io(() => this.store.put(key, body, checksum, seal));
   }
 
   /** A retired notice's verified record, or null when the notice was never retired (or is past retention). */
   async readRecord(noticeId: string): Promise<NoticeRecord | null> {
-    const key = recordKey(this.heraldPrefix, noticeId);
+    return (await this.inspectRecord(recordKey(this.heraldPrefix, noticeId)))?.record ?? null;
+  }
+
+  /**
+   * One record checked: its SHA-256, its seal (unsigned only for a notice created before its
+   * shard's chain began), and that it is the record of the notice its key names.
+   */
+  async inspectRecord(key: string): Promise<{ record: NoticeRecord; sealed: boolean } | null> {
+    const noticeId = parseRecordKey(key);
+    if (noticeId === undefined) throw new ArchiveIntegrityError(key, 'it is not named as a notice record');
     const stored = await this.io(() => this.store.get(key));
-    return stored ? decodeRecord(verified(key, stored)) : null;
+    if (!stored) return null;
+    const json = inflate(key, verified(key, stored), this.maxRecordBytes);
+    const digest = sha256Hex(json);
+    if (stored.seal !== undefined) {
+      const seal = parseSeal(stored.seal);
+      if (!seal) throw new ArchiveIntegrityError(key, 'its seal cannot be read');
+      const problem = this.keys.checkRecord(key, digest, seal);
+      if (problem) throw new ArchiveIntegrityError(key, problem);
+    } else {
+      const start = await this.chainStart(shardOfNoticeId(noticeId));
+      if (start && (noticeCreatedAt(noticeId) ?? Infinity) >= start.sinceMs)
+        throw new ArchiveIntegrityError(key, 'it has no seal, though its notice was created after its shard began signing');
+    }
+    let record: unknown;
+    try {
+      record = JSON.parse(json.toString('utf8'));
+    } catch {
+      throw new ArchiveIntegrityError(key, 'it is not JSON');
+    }
+    const problem = checkRecord(record, noticeId);
+    if (problem) throw new ArchiveIntegrityError(key, problem);
+    return { record: record as NoticeRecord, sealed: stored.seal !== undefined };
+  }
+
+  /** The record keys of one shard, in key order (= by the notices' creation time). */
+  async *recordKeys(shard: number): AsyncGenerator<string> {
+    const keys = this.store.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await this.io(() => keys.next());
+      if (next.done) return;
+      if (parseRecordKey(next.value) !== undefined) yield next.value;
+    }
   }
 
   /** The objects of one shard's partition (the hour holding `timeMs`), in entry order. */
@@ -141,8 +352,12 @@ export class Archive {
     return refs.sort((a, b) => compareIds(a.firstId, b.firstId));
   }
 
-  /** Finds entries of one shard by ID: one listing per hour they fall in, then the objects holding them. */
-  async findEntries(shard: number, ids: readonly string[]): Promise<Map<string, StoredEntry>> {
+  /**
+   * Finds entries of one shard by ID: one listing per hour they fall in, then the objects holding
+   * them. With `noticeId`, an entry found under a wanted ID that belongs to another notice is an
+   * integrity fault, never served.
+   */
+  async findEntries(shard: number, ids: readonly string[], opts: { noticeId?: string } = {}): Promise<Map<string, StoredEntry>> {
     const found = new Map<string, StoredEntry>();
     const byPartition = new Map<number, string[]>();
     for (const id of ids) {
@@ -158,43 +373,51 @@ export class Archive {
         if (holder) needed.add(holder.key);
       }
       for (const key of needed) {
-        for (const entry of (await this.read(key)) ?? []) if (wanted.has(entry.id)) found.set(entry.id, entry);
+        for (const entry of (await this.read(key)) ?? []) {
+          if (!wanted.has(entry.id)) continue;
+          if (opts.noticeId !== undefined && entry.noticeId !== opts.noticeId)
+            throw new ArchiveIntegrityError(key, `entry ${entry.id} belongs to ${entry.noticeId}, not to ${opts.noticeId}`);
+          found.set(entry.id, entry);
+        }
       }
     }
     return found;
   }
 
   /**
-   * The archived entries of one shard whose IDs' times are in [fromMs, toMs), in order: one
-   * listing from the first hour on (keys sort by hour), then each object in turn.
+   * The objects of one shard in entry order, from the hour holding `fromMs` on: one listing
+   * (keys sort by hour), each hour's objects ordered as IDs before they are handed out.
    */
-  async *entries(shard: number, fromMs: number, toMs: number, onObject?: (ref: ObjectRef) => void): AsyncGenerator<StoredEntry> {
-    const readHour = async function* (this: Archive, refs: ObjectRef[]): AsyncGenerator<StoredEntry> {
-      // Within an hour keys sort as text, where `5-10` comes before `5-9`: order them as IDs.
-      for (const ref of refs.sort((a, b) => compareIds(a.firstId, b.firstId))) {
-        if (idTime(ref.lastId) < fromMs || idTime(ref.firstId) >= toMs) continue;
-        const entries = (await this.read(ref.key)) ?? [];
-        onObject?.(ref);
-        for (const entry of entries) {
-          const time = idTime(entry.id);
-          if (time >= fromMs && time < toMs) yield entry;
-        }
-      }
-    }.bind(this);
+  async *shardObjects(shard: number, fromMs = 0): AsyncGenerator<ObjectRef> {
+    // Within an hour keys sort as text, where `5-10` comes before `5-9`: order them as IDs.
+    const sorted = (refs: ObjectRef[]) => refs.sort((a, b) => compareIds(a.firstId, b.firstId));
     let hour: ObjectRef[] = [];
     let hourStart = Number.NaN;
     const first = partitionDir(this.heraldPrefix, shard, Math.max(0, fromMs));
     for await (const ref of this.objects(shardDir(this.heraldPrefix, shard), first.slice(0, -1))) {
       const start = partitionStart(idTime(ref.firstId));
-      if (start >= toMs) break;
       if (start !== hourStart) {
-        yield* readHour(hour);
+        yield* sorted(hour);
         hour = [];
         hourStart = start;
       }
       hour.push(ref);
     }
-    yield* readHour(hour);
+    yield* sorted(hour);
+  }
+
+  /** The archived entries of one shard whose IDs' times are in [fromMs, toMs), in order, object by object. */
+  async *entries(shard: number, fromMs: number, toMs: number, onObject?: (ref: ObjectRef) => void): AsyncGenerator<StoredEntry> {
+    for await (const ref of this.shardObjects(shard, fromMs)) {
+      if (partitionStart(idTime(ref.firstId)) >= toMs) return;
+      if (idTime(ref.lastId) < fromMs || idTime(ref.firstId) >= toMs) continue;
+      const entries = (await this.read(ref.key)) ?? [];
+      onObject?.(ref);
+      for (const entry of entries) {
+        const time = idTime(entry.id);
+        if (time >= fromMs && time < toMs) yield entry;
+      }
+    }
   }
 
   /**
@@ -259,6 +482,10 @@ export class Archive {
       const ref = parseObjectKey(next.value);
       if (ref) yield ref;
     }
+  }
+
+  private async chainStart(shard: number | undefined): Promise<ChainStart | null> {
+    return shard === undefined || !this.options.chainStart ? null : this.options.chainStart(shard);
   }
 
   /** Runs one store call; anything it throws means the archive is out of reach. */

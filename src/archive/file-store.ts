@@ -10,7 +10,8 @@ const TEMP_MARK = '.tmp-';
  * The archive in a local directory (`file:///var/lib/herald/archive`, or `file://./data/archive`
  * relative to the working directory). An object is written to a temporary file, fsynced and
  * renamed into place, so a crash never leaves half an object under its real name; its
- * checksum is written the same way *before* it, so an object never exists without one.
+ * checksum and seal (one line each in the `.sha256` file) are written the same way *before* it,
+ * so an object never exists without them.
  */
 export function createFileStore(root: string): ArchiveStore {
   const base = resolve(root);
@@ -44,10 +45,10 @@ export function createFileStore(root: string): ArchiveStore {
   return {
     location: `file://${base}`,
 
-    async put(key, body, sha256) {
+    async put(key, body, sha256, seal) {
       const path = pathOf(key);
       await mkdir(dirname(path), { recursive: true });
-      await writeDurably(path + CHECKSUM_SUFFIX, `${sha256}\n`);
+      await writeDurably(path + CHECKSUM_SUFFIX, `${sha256}\n${seal}\n`);
       await writeDurably(path, body);
       await syncDir(dirname(path));
     },
@@ -61,14 +62,15 @@ export function createFileStore(root: string): ArchiveStore {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw error;
       }
-      const sha256 = await readFile(path + CHECKSUM_SUFFIX, 'utf8').then(
-        (text) => text.trim(),
+      // Earlier versions wrote the SHA-256 alone.
+      const [sha256, seal] = await readFile(path + CHECKSUM_SUFFIX, 'utf8').then(
+        (text) => text.split('\n').map((line) => line.trim() || undefined),
         (error: NodeJS.ErrnoException) => {
-          if (error.code === 'ENOENT') return undefined;
+          if (error.code === 'ENOENT') return [];
           throw error;
         },
       );
-      return { body, sha256 };
+      return { body, sha256, seal };
     },
 
     async *list(prefix, startAfter = '') {

@@ -2,7 +2,9 @@ import type { Redis } from 'ioredis';
 import { decodeEntry, type StoredEntry } from '../store/notices.js';
 import type { Keys } from '../store/keys.js';
 import { loadScript } from '../store/scripts.js';
+import type { ChainStart } from './archive.js';
 import { PARTITION_MS } from './names.js';
+import type { ChainLink } from './seal.js';
 
 /** The consumer group the log mirror reads every shard's log through. */
 export const MIRROR_GROUP = 'mirror';
@@ -14,6 +16,20 @@ export interface MirrorBatch {
   entries: StoredEntry[];
   firstId: string;
   lastId: string;
+  /**
+   * The range (`firstId_lastId`) of the batch before it in the shard's archive chain, fixed when
+   * it was first handed out; '-' when it is the first; '' when a version without the chain
+   * handed it out after the chain began.
+   */
+  prev: string;
+  /** The shard's chain tip when the batch was handed out: the newest acknowledged batch. */
+  tip: ChainLink | undefined;
+}
+
+/** The shard's archive chain as Redis holds it (`<prefix>:{s<N>}:archive-chain`). */
+export interface ChainState extends ChainStart {
+  /** The newest batch the archive confirmed storing. */
+  tip: ChainLink | undefined;
 }
 
 /** How far the mirror is behind on one shard. */
@@ -28,13 +44,19 @@ export interface ShardBacklog {
 }
 
 interface MirrorScripts {
-  nextMirrorBatch(...args: (string | number)[]): Promise<[string, [string, string[] | null][]?]>;
+  nextMirrorBatch(...args: (string | number)[]): Promise<[string, [string, string[] | null][]?, string?, string?]>;
   ackMirrorBatch(...args: (string | number)[]): Promise<number>;
   trimMirroredLog(...args: (string | number)[]): Promise<[number, string]>;
   mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;
 }
 
-const SCRIPTS = ['nextMirrorBatch-2', 'ackMirrorBatch-2', 'trimMirroredLog-1', 'mirrorBacklog-1'] as const;
+const SCRIPTS = ['nextMirrorBatch-3', 'ackMirrorBatch-3', 'trimMirroredLog-1', 'mirrorBacklog-1'] as const;
+
+/** A chain link as the chain hash writes it: `<firstId>_<lastId> <digest>`. */
+function parseTip(text: string | null | undefined): ChainLink | undefined {
+  const [range, digest] = (text ?? '').split(' ');
+  return range && digest ? { range, digest } : undefined;
+}
 
 /**
  * The Redis side of the log mirror: the consumer group on each shard's log, the batch records
@@ -61,6 +83,24 @@ export class MirrorLog {
     return this.keys.log(shard).replace(/:log$/, ':mirror-batches');
   }
 
+  /** The shard's archive chain state (nextMirrorBatch-3.lua), from the log key so that it carries the shard's hash tag. */
+  chainKey(shard: number): string {
+    return this.keys.log(shard).replace(/:log$/, ':archive-chain');
+  }
+
+  /** Where the shard's chain began and its tip; null before the chain began. */
+  async chain(shard: number): Promise<ChainState | null> {
+    const [last, genesis, since, tip] = await this.redis.hmget(this.chainKey(shard), 'last', 'genesis', 'since', 'tip');
+    if (last === null) return null;
+    return { genesisFirstId: genesis ?? undefined, sinceMs: Number(since), tip: parseTip(tip) };
+  }
+
+  /** The ranges (`firstId_lastId`) of the batches handed out and not yet acknowledged: not in the archive yet, or not confirmed. */
+  async pendingBatches(shard: number): Promise<Set<string>> {
+    const records = await this.redis.hgetall(this.batchesKey(shard));
+    return new Set(Object.entries(records).map(([firstId, record]) => `${firstId}_${record.split(' ')[0]}`));
+  }
+
   /** Creates the group at the start of the stream (so nothing written before is skipped). */
   async ensureGroup(shard: number): Promise<void> {
     if (this.groupsReady.has(shard)) return;
@@ -72,43 +112,62 @@ export class MirrorLog {
     this.groupsReady.add(shard);
   }
 
-  /** The consumer's next batch of the shard (nextMirrorBatch-2.lua), or null when there is none. */
-  async next(shard: number, consumer: string, most: number, reclaimAfterMs: number): Promise<MirrorBatch | null> {
+  /** The consumer's next batch of the shard (nextMirrorBatch-3.lua), or null when there is none. */
+  async next(shard: number, consumer: string, most: number, reclaimAfterMs: number, now: number): Promise<MirrorBatch | null> {
     await this.ensureGroup(shard);
     let reply;
     try {
       reply = await this.redis.nextMirrorBatch(
         this.keys.log(shard),
         this.batchesKey(shard),
+        this.chainKey(shard),
         MIRROR_GROUP,
         consumer,
         most,
         reclaimAfterMs,
         PARTITION_MS,
+        now,
       );
     } catch (error) {
       // The stream was deleted under us (a test cleaning up, an operator): create the group again next time.
       if (String((error as Error).message).includes('NOGROUP')) this.groupsReady.delete(shard);
       throw error;
     }
-    const [mode, rows] = reply;
+    const [mode, rows, prev, tip] = reply;
     const entries = (rows ?? [])
       .filter((row): row is [string, string[]] => Array.isArray(row[1]))
       .map(([id, fields]) => decodeEntry(id, fields));
     if (mode === 'none' || entries.length === 0) return null;
-    return { shard, mode: mode as MirrorBatch['mode'], entries, firstId: entries[0]!.id, lastId: entries.at(-1)!.id };
+    return {
+      shard,
+      mode: mode as MirrorBatch['mode'],
+      entries,
+      firstId: entries[0]!.id,
+      lastId: entries.at(-1)!.id,
+      prev: prev ?? '',
+      tip: parseTip(tip),
+    };
   }
 
-  /** Acknowledges a batch the archive confirmed (ackMirrorBatch-2.lua). */
-  async ack(batch: MirrorBatch): Promise<number> {
+  /** Acknowledges a batch the archive confirmed, `digest` its content's SHA-256 (ackMirrorBatch-3.lua). */
+  async ack(batch: MirrorBatch, digest: string): Promise<number> {
     return this.redis.ackMirrorBatch(
       this.keys.log(batch.shard),
       this.batchesKey(batch.shard),
+      this.chainKey(batch.shard),
       MIRROR_GROUP,
       batch.firstId,
       batch.lastId,
       batch.entries.length,
+      digest,
     );
+  }
+
+  /** A stored batch's entries while the stream still holds all of them (none trimmed), else null. */
+  async batchEntries(shard: number, firstId: string, lastId: string): Promise<StoredEntry[] | null> {
+    const rows = (await this.redis.xrange(this.keys.log(shard), firstId, lastId)) as [string, string[]][];
+    if (rows.length === 0 || rows[0]![0] !== firstId || rows.at(-1)![0] !== lastId) return null;
+    return rows.map(([id, fields]) => decodeEntry(id, fields));
   }
 
   /**

@@ -3,10 +3,11 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Keys } from '../store/keys.js';
-import type { Archive, PutOutcome } from './archive.js';
+import { batchDigest, type Archive, type PutOutcome } from './archive.js';
 import { ContentExpiryIndex } from './content-purge.js';
 import { MirrorLog, type MirrorBatch } from './mirror-log.js';
 import { idTime } from './names.js';
+import { linkIds, type ChainLink } from './seal.js';
 import { indexRetirement } from './retire.js';
 
 const FAILURE_WARN_EVERY_MS = 60_000;
@@ -99,13 +100,15 @@ export class LogMirror {
   private async mirrorShard(shard: number, report: MirrorReport, until: number): Promise<void> {
     const { settings, archive, hooks, log } = this.deps;
     while (!this.stopping) {
-      const batch = await this.stream.next(shard, this.deps.consumer, settings.batchSize, settings.reclaimAfterMs);
+      const batch = await this.stream.next(shard, this.deps.consumer, settings.batchSize, settings.reclaimAfterMs, this.deps.clock.now());
       if (!batch) break;
       await this.indexContentExpiry(batch);
       await this.indexRetirement(batch);
       let outcome: PutOutcome;
+      let digest: string;
       try {
-        ({ outcome } = await archive.putBatch(shard, batch.entries, { firstAttempt: batch.mode === 'new' }));
+        const prev = await this.linkBefore(batch);
+        ({ outcome, digest } = await archive.putBatch(shard, batch.entries, { firstAttempt: batch.mode === 'new', prev }));
       } catch (error) {
         // The batch stays pending and is tried again on the next sweep; the stream keeps growing meanwhile.
         report.failures += 1;
@@ -120,7 +123,7 @@ export class LogMirror {
         break;
       }
       await hooks?.afterUpload?.(batch);
-      await this.stream.ack(batch);
+      await this.stream.ack(batch, digest);
       await hooks?.afterAck?.(batch);
       report.batches += 1;
       report.entries += batch.entries.length;
@@ -132,6 +135,27 @@ export class LogMirror {
     const now = this.deps.clock.now();
     const { removed } = await this.stream.trim(shard, now - settings.keepHotMs, settings.reclaimAfterMs);
     report.trimmed += removed;
+  }
+
+  /**
+   * The link to the batch before this one in the shard's chain. Its digest is of its content,
+   * which only its entries decide: the tip Redis keeps when that batch was the last acknowledged
+   * (the usual case), else its entries while the stream still holds them (it is still pending,
+   * held by another consumer), else its object, read back and checked.
+   */
+  private async linkBefore(batch: MirrorBatch): Promise<ChainLink | null> {
+    // '' : a version without the chain handed the batch out; it starts a chain of its own, which `herald audit --verify` reports.
+    if (batch.prev === '-' || batch.prev === '') return null;
+    if (batch.tip?.range === batch.prev) return batch.tip;
+    const { firstId, lastId } = linkIds({ range: batch.prev, digest: '' });
+    const entries = await this.stream.batchEntries(batch.shard, firstId, lastId);
+    if (entries) return { range: batch.prev, digest: batchDigest(entries) };
+    const link = await this.deps.archive.linkTo(batch.shard, firstId, lastId);
+    if (!link)
+      throw new Error(
+        `the batch before ${batch.firstId} in shard ${batch.shard}'s chain (${batch.prev}) is neither in Redis nor in the archive`,
+      );
+    return link;
   }
 
   private async indexContentExpiry(batch: MirrorBatch): Promise<void> {

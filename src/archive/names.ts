@@ -59,3 +59,16 @@ export function parseObjectKey(key: string): ObjectRef | undefined {
   const match = OBJECT_NAME.exec(key.slice(key.lastIndexOf('/') + 1));
   return match ? { key, firstId: match[1]!, lastId: match[2]! } : undefined;
 }
+
+const SHARD_OF_KEY = /\/s(\d{2})\/\d{4}-\d{2}-\d{2}\/\d{2}\/[^/]+$/;
+
+/** The shard a batch object's key names, or undefined for anything else. */
+export function shardOfObjectKey(key: string): number | undefined {
+  const match = SHARD_OF_KEY.exec(key);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** `<firstId>_<lastId>`: how an object's name, and a chain link, write an entry range. */
+export function rangeOf(ref: { firstId: string; lastId: string }): string {
+  return `${ref.firstId}_${ref.lastId}`;
+}

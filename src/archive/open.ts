@@ -1,7 +1,11 @@
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
+import { Keys } from '../store/keys.js';
 import { Archive } from './archive.js';
 import { createFileStore } from './file-store.js';
+import { MirrorLog } from './mirror-log.js';
 import { createS3Store } from './s3-store.js';
+import { ArchiveKeyring } from './seal.js';
 import type { ArchiveStore } from './store.js';
 
 /** The directory of a `file://` archive URL: `file:///abs/path`, or `file://./rel` from the working directory. */
@@ -22,7 +26,15 @@ export function openArchiveStore(config: Pick<Config, 'archiveUrl' | 's3'>): Arc
   return createS3Store({ bucket, prefix, ...config.s3 });
 }
 
-/** Herald's archive for this configuration (its objects under `HERALD_PREFIX`). */
-export function openArchive(config: Pick<Config, 'archiveUrl' | 's3' | 'prefix'>): Archive {
-  return new Archive(openArchiveStore(config), config.prefix);
+/**
+ * Herald's archive for this configuration (its objects under `HERALD_PREFIX`, sealed with
+ * HERALD_ARCHIVE_KEY). With `redis`, reads know where each shard's chain began, so that an object
+ * stripped of its seal is not taken for a legacy one.
+ */
+export function openArchive(config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'archiveKeys'>, redis?: Redis): Archive {
+  const chain = redis && new MirrorLog(redis, new Keys(config.prefix));
+  return new Archive(openArchiveStore(config), config.prefix, {
+    keys: new ArchiveKeyring(config.archiveKeys),
+    chainStart: chain && ((shard) => chain.chain(shard)),
+  });
 }

@@ -1,14 +1,14 @@
-import { createHash } from 'node:crypto';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
 import type { NoticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
+import { sha256Hex } from './seal.js';
 
 /**
  * A retired notice as the archive keeps it, once Redis has let go of it (src/archive/retire.ts):
  * its last view (what `GET /v1/notices/:id` answered), the IDs of its decision-log entries in
  * order (the entries themselves are in the log's batch objects), and the counts `/v1/stats`
  * needs. Stored as gzip JSON under `<herald prefix>/notices/s<NN>/<noticeId>.json.gz`, with
- * its SHA-256 like every object. Notice IDs begin with their creation time, so keys sort by it.
+ * its SHA-256 and seal like every object (src/archive/seal.ts). Notice IDs begin with their creation time, so keys sort by it.
  */
 export interface NoticeRecord {
   id: string;
@@ -50,15 +50,30 @@ export function parseRecordKey(key: string): string | undefined {
   return RECORD_NAME.exec(key.slice(key.lastIndexOf('/') + 1))?.[1];
 }
 
-/** The same record always gives the same bytes (gzip writes no time; the OS byte is fixed). */
-export function encodeRecord(record: NoticeRecord): { body: Buffer; sha256: string } {
-  const body = gzipSync(JSON.stringify(record), { level: 6 });
+/**
+ * The same record always gives the same bytes (gzip writes no time; the OS byte is fixed);
+ * `digest` is of the JSON, which the seal covers.
+ */
+export function encodeRecord(record: NoticeRecord): { body: Buffer; sha256: string; digest: string } {
+  const json = JSON.stringify(record);
+  const body = gzipSync(json, { level: 6 });
   body[GZIP_OS_BYTE] = GZIP_OS_UNKNOWN;
-  return { body, sha256: createHash('sha256').update(body).digest('hex') };
+  return { body, sha256: sha256Hex(body), digest: sha256Hex(json) };
 }
 
-export function decodeRecord(body: Buffer): NoticeRecord {
-  return JSON.parse(gunzipSync(body).toString('utf8')) as NoticeRecord;
+const STREAM_ID = /^\d+-\d+$/;
+
+/** Why a decoded record is not the record of `noticeId`, or undefined when it is. */
+export function checkRecord(value: unknown, noticeId: string): string | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'it is not a record';
+  const record = value as Partial<NoticeRecord>;
+  if (record.id !== noticeId) return `it is the record of ${String(record.id)}, not of ${noticeId}`;
+  if (record.view === null || typeof record.view !== 'object' || record.view.id !== noticeId) return `its view is not of ${noticeId}`;
+  if (typeof record.view.state !== 'string') return 'its view has no state';
+  if (!Array.isArray(record.entryIds) || !record.entryIds.every((id) => typeof id === 'string' && STREAM_ID.test(id)))
+    return 'its entry IDs are not stream IDs';
+  if (record.stats === null || typeof record.stats !== 'object') return 'it has no counts';
+  return undefined;
 }
 
 /** A retired notice's member in its shard's `created` index: its ID and counts, space-separated. */

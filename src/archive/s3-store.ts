@@ -22,12 +22,14 @@ export interface S3StoreOptions {
 }
 
 const METADATA_SHA256 = 'sha256';
+const METADATA_SEAL = 'seal';
 const DELETE_BATCH = 1000;
 
 /**
  * The archive in an S3-compatible bucket (`s3://bucket/prefix`). Credentials come from the AWS
  * SDK's default chain (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, profiles, instance roles).
- * The SHA-256 of each object travels as its `x-amz-meta-sha256` metadata.
+ * The SHA-256 and the seal of each object travel as its `x-amz-meta-sha256` and `x-amz-meta-seal`
+ * metadata, written in the same PUT as the object.
  */
 export function createS3Store(options: S3StoreOptions): ArchiveStore {
   const client = new S3Client({
@@ -50,7 +52,7 @@ export function createS3Store(options: S3StoreOptions): ArchiveStore {
   return {
     location: `s3://${Bucket}/${root}${options.endpoint ? ` at ${options.endpoint}` : ''}`,
 
-    async put(key, body, sha256) {
+    async put(key, body, sha256, seal) {
       await client.send(
         new PutObjectCommand({
           Bucket,
@@ -59,7 +61,7 @@ export function createS3Store(options: S3StoreOptions): ArchiveStore {
           ContentLength: body.length,
           // Not Content-Encoding: gzip, which would let HTTP layers unzip it on the way and break the checksum.
           ContentType: 'application/gzip',
-          Metadata: { [METADATA_SHA256]: sha256 },
+          Metadata: { [METADATA_SHA256]: sha256, [METADATA_SEAL]: seal },
         }),
       );
     },
@@ -68,7 +70,7 @@ export function createS3Store(options: S3StoreOptions): ArchiveStore {
       try {
         const answer = await client.send(new GetObjectCommand({ Bucket, Key: full(key) }));
         const body = Buffer.from(await answer.Body!.transformToByteArray());
-        return { body, sha256: answer.Metadata?.[METADATA_SHA256] };
+        return { body, sha256: answer.Metadata?.[METADATA_SHA256], seal: answer.Metadata?.[METADATA_SEAL] };
       } catch (error) {
         if (error instanceof S3ServiceException && (error.name === 'NoSuchKey' || error.$metadata.httpStatusCode === 404)) return null;
         throw error;

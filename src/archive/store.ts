@@ -1,19 +1,22 @@
-/** An object as read back: its bytes and the SHA-256 stored with it (undefined when none was). */
+/** An object as read back: its bytes, and the SHA-256 and seal stored with it (undefined when none was). */
 export interface StoredObject {
   body: Buffer;
   sha256: string | undefined;
+  /** Its authentication (src/archive/seal.ts); objects of earlier versions have none. */
+  seal: string | undefined;
 }
 
 /**
  * Where archive objects live: a local directory (`file://`) or an S3-compatible bucket
  * (`s3://bucket/prefix`). Keys are relative paths (`herald/s03/2026-11-29/14/…ndjson.gz`);
- * each object carries its SHA-256 (object metadata on S3, a `.sha256` file beside it on disk).
+ * each object carries its SHA-256 and its seal (object metadata on S3, a `.sha256` file beside it
+ * on disk), written with it, never after it.
  */
 export interface ArchiveStore {
   /** Where the store writes, for logs and messages (no credentials). */
   readonly location: string;
-  /** Writes an object with its checksum; resolves once the store holds it durably. */
-  put(key: string, body: Buffer, sha256: string): Promise<void>;
+  /** Writes an object with its checksum and seal; resolves once the store holds it durably. */
+  put(key: string, body: Buffer, sha256: string, seal: string): Promise<void>;
   /** The object, or null when there is none. */
   get(key: string): Promise<StoredObject | null>;
   /**

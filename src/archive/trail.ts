@@ -63,11 +63,11 @@ export async function readTrail(sources: TrailSources, noticeId: string): Promis
 
   const missing = ids.filter((id) => !found.has(id));
   if (missing.length > 0) {
-    const archived = await sources.archive().findEntries(shard, missing);
+    const archived = await sources.archive().findEntries(shard, missing, { noticeId });
     const gaps: string[] = [];
     for (const id of missing) {
       const entry = archived.get(id);
-      if (entry && entry.noticeId === noticeId) {
+      if (entry) {
         found.set(id, entry);
         trail.fromArchive += 1;
       } else if (idTime(id) < sources.retainedSince) trail.expired += 1;
@@ -93,11 +93,11 @@ export async function readView(store: NoticeStore, archive: () => Archive, notic
 export function trailReader(opts: {
   store: NoticeStore;
   redis: Redis;
-  config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'auditRetentionMs'>;
+  config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'auditRetentionMs' | 'archiveKeys'>;
   clock: Clock;
 }): { read(noticeId: string): Promise<Trail>; view(noticeId: string): Promise<NoticeView | null>; close(): Promise<void> } {
   let archive: Archive | undefined;
-  const opened = () => (archive ??= openArchive(opts.config));
+  const opened = () => (archive ??= openArchive(opts.config, opts.redis));
   return {
     read: (noticeId) =>
       readTrail(

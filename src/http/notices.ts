@@ -6,7 +6,7 @@ import { noticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { AppDeps } from '../app.js';
 import { HttpError } from './errors.js';
-import { ArchiveUnavailableError } from '../archive/archive.js';
+import { ArchiveIntegrityError, ArchiveUnavailableError } from '../archive/archive.js';
 import { trailReader } from '../archive/trail.js';
 import { SuppressionStore } from '../store/suppressions.js';
 import { AcceptedResponse, CreateNoticeBody, ErrorResponse, EventsResponse, NoticeParams, NoticeViewSchema } from './schemas.js';
@@ -27,7 +27,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
   // are read back from the archive.
   const trails = trailReader({ store, redis: deps.redis, config, clock });
   app.addHook('onClose', async () => trails.close());
-  /** Runs a read that may need the archive: out of reach, it is a 503 saying what is there. */
+  /** Runs a read that may need the archive: out of reach or failing its checks, it is a 503 saying what is there. */
   const fromArchive = async <T>(read: () => Promise<T>, log: FastifyBaseLogger, what: string): Promise<T> => {
     try {
       return await read();
@@ -35,6 +35,14 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       if (error instanceof ArchiveUnavailableError) {
         log.warn({ err: error }, 'audit archive unreachable');
         throw new HttpError('unavailable', `${what} is in the audit archive, which cannot be reached; retry later.`);
+      }
+      if (error instanceof ArchiveIntegrityError) {
+        // Never served: an object or record that fails its checks may have been forged.
+        log.error({ err: error }, 'audit archive object fails its integrity check');
+        throw new HttpError(
+          'unavailable',
+          `${what} is in the audit archive, where it fails its integrity check; see herald audit --verify.`,
+        );
       }
       throw error;
     }

@@ -4,10 +4,10 @@ import { MirrorLog } from '../../src/archive/mirror-log.js';
 import { idTime } from '../../src/archive/names.js';
 import { shardOfNoticeId } from '../../src/notice/ids.js';
 import type { StoredEntry } from '../../src/store/notices.js';
-import { plainRedis, testConfig, testPrefix, waitFor } from '../helpers/env.js';
+import { plainRedis, testConfig, testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
-import { tempDir, writeNotices } from './support.js';
+import { runHerald, tempDir, writeNotices } from './support.js';
 
 let stack: Stack;
 let dir: Awaited<ReturnType<typeof tempDir>>;
@@ -73,6 +73,16 @@ describe('GET /v1/notices/:id/events', () => {
     expect(after.map((e) => e.type)).toEqual(
       expect.arrayContaining(['notice.accepted', 'email.requested', 'email.accepted', 'notice.completed']),
     );
+  });
+
+  it('comes from an archive the worker processes sealed and chained: herald audit --verify holds', async () => {
+    await deliveredNotice('verify');
+    await allArchived();
+    const env = testEnv(stack.config.prefix, { HERALD_ARCHIVE_URL: `file://${dir.path}` });
+    const verified = await runHerald(['audit', '--verify'], env);
+    expect(verified.stdout).toContain('All 16 shards hold.');
+    expect(verified.stdout).toMatch(/^s\d\d  ok  [1-9]\d* objects, /m);
+    expect(verified.code).toBe(0);
   });
 
   it('answers 503 unavailable when part of the trail is in an archive it cannot reach', async () => {

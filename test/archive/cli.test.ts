@@ -2,16 +2,15 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive } from '../../src/archive/archive.js';
 import { partitionDir } from '../../src/archive/names.js';
-import { runCli } from '../../src/cli.js';
 import { DAY, HOUR, iso } from '../../src/clock.js';
+import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, REDIS_URL, TEST_API_KEY, testPrefix } from '../helpers/env.js';
-import { fileStore, mirrorFor, tempDir, writeNotices } from './support.js';
+import { fileStore, mirrorFor, runHerald, tempDir, writeNotices } from './support.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const redis = plainRedis();
@@ -41,30 +40,15 @@ function setUp() {
   return { prefix, env, store: new NoticeStore(redis, prefix), archive: new Archive(fileStore(dir.path), prefix) };
 }
 
-function collector() {
-  let text = '';
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
+const cli = runHerald;
 
-async function cli(args: string[], env: Record<string, string>, now = Date.now()) {
-  const [stdout, stderr] = [collector(), collector()];
-  const code = await runCli(args, { stdout: stdout.stream, stderr: stderr.stream, env, now: () => now });
-  return { code, stdout: stdout.text(), stderr: stderr.text() };
-}
-
-/** An entry as the log would hold it, at a chosen time. */
-const entry = (ms: number, seq: number, type = 'test.entry'): StoredEntry => ({
+/** An entry of a notice of `shard` as the log would hold it, at a chosen time. */
+const entry = (shard: number, ms: number, seq: number, type = 'test.entry'): StoredEntry => ({
   id: `${ms}-${seq}`,
   type,
-  noticeId: 'ntc_test',
+  noticeId: newNoticeId(shard, ms),
   at: iso(ms),
-  seq,
+  seq: seq + 1,
 });
 const lines = (text: string) =>
   text
@@ -116,10 +100,10 @@ describe('herald export', () => {
   it('streams the archive of a period as NDJSON, every shard merged in entry order', async () => {
     const { env, archive } = setUp();
     const base = Date.UTC(2026, 0, 5, 10);
-    await archive.putBatch(1, [entry(base + 1000, 0), entry(base + 3000, 0)]);
-    await archive.putBatch(2, [entry(base + 2000, 0), entry(base + 2000, 1)]);
-    await archive.putBatch(2, [entry(base + HOUR + 5, 0)]);
-    await archive.putBatch(3, [entry(base + 2 * HOUR, 0)]);
+    await archive.putBatch(1, [entry(1, base + 1000, 0), entry(1, base + 3000, 0)]);
+    await archive.putBatch(2, [entry(2, base + 2000, 0), entry(2, base + 2000, 1)]);
+    await archive.putBatch(2, [entry(2, base + HOUR + 5, 0)]);
+    await archive.putBatch(3, [entry(3, base + 2 * HOUR, 0)]);
 
     const all = await cli(['export', '--from', iso(base), '--to', iso(base + 2 * HOUR), '--quiet'], env);
     expect(all.code).toBe(0);
@@ -150,9 +134,9 @@ describe('herald retention apply', () => {
     const now = Date.now();
     const old = now - 500 * DAY;
     const straddling = now - 400 * DAY;
-    await archive.putBatch(3, [entry(old, 0), entry(old + 1, 0)]);
-    await archive.putBatch(3, [entry(straddling - 10, 0), entry(straddling + 10, 0)]);
-    await archive.putBatch(4, [entry(now - 10 * DAY, 0)]);
+    await archive.putBatch(3, [entry(3, old, 0), entry(3, old + 1, 0)]);
+    await archive.putBatch(3, [entry(3, straddling - 10, 0), entry(3, straddling + 10, 0)]);
+    await archive.putBatch(4, [entry(4, now - 10 * DAY, 0)]);
     const oldDir = join(dir.path, partitionDir(prefix, 3, old));
 
     const dry = await cli(['retention', 'apply', '--dry-run'], env, now);

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { DEV_ARCHIVE_KEY, describeConfig, loadConfig } from '../../src/config.js';
 import { configProblems } from '../helpers/env.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -43,6 +43,23 @@ describe('retention and archive configuration', () => {
     expect(problems).not.toContain(good);
   });
 
+  it('reads HERALD_ARCHIVE_KEY as keyId:base64 pairs, the first one signing, and falls back to the published dev key', () => {
+    const [a, b] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
+    const config = loadConfig({ HERALD_ARCHIVE_KEY: `2026-12:${a},2026-06:${b}` });
+    expect(config.archiveKeys.map((k) => k.id)).toEqual(['2026-12', '2026-06']);
+    expect(JSON.stringify(describeConfig(config))).not.toContain(a);
+    expect(describeConfig(config).archiveAuthentication).toBe('hmac-sha256, signing with key "2026-12"');
+    expect(loadConfig({}).archiveKeys).toEqual([DEV_ARCHIVE_KEY]);
+    expect(describeConfig(loadConfig({})).archiveAuthentication).toMatch(/published dev key/);
+
+    const short = randomBytes(16).toString('base64');
+    const problems = problemsOf({ HERALD_ARCHIVE_KEY: `k1:${short}` }).join('\n');
+    expect(problems).toMatch(/HERALD_ARCHIVE_KEY: key 1 \("k1"\) must be 32 bytes/);
+    expect(problems).not.toContain(short);
+    expect(problemsOf({ NODE_ENV: 'production' })).toContain('HERALD_ARCHIVE_KEY must be set when NODE_ENV=production');
+    expect(problemsOf({ NODE_ENV: 'production', HERALD_ARCHIVE_KEY: `k:${a}` }).join()).not.toMatch(/HERALD_ARCHIVE_KEY/);
+  });
+
   it('checks the archive URL and the S3 settings', () => {
     expect(problemsOf({ HERALD_ARCHIVE_URL: 'ftp://x' }).join()).toMatch(/HERALD_ARCHIVE_URL/);
     expect(problemsOf({ HERALD_ARCHIVE_URL: 's3:///prefix' }).join()).toMatch(/must name a bucket/);
@@ -79,6 +96,7 @@ describe('with NODE_ENV=production', () => {
       expect(code).toBe(1);
       for (const name of ['HERALD_CONTENT_TTL', 'HERALD_AUDIT_RETENTION', 'HERALD_ARCHIVE_URL'])
         expect(output).toContain(`${name} must be set explicitly`);
+      expect(output).toContain('HERALD_ARCHIVE_KEY must be set when NODE_ENV=production');
     },
   );
 });

@@ -7,6 +7,7 @@ import { readinessWarnings } from '../../src/archive/backlog.js';
 import { MIRROR_GROUP } from '../../src/archive/mirror-log.js';
 import { idTime, PARTITION_MS, partitionDir } from '../../src/archive/names.js';
 import type { ArchiveStore } from '../../src/archive/store.js';
+import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
 import { archived, fileStore, killOn, mirrorFor, startS3, streamEntries, tempDir, writeNotices, type S3UnderTest } from './support.js';
@@ -126,7 +127,18 @@ describe('archive objects', () => {
     const hour = Math.floor(Date.now() / PARTITION_MS) * PARTITION_MS - 5 * PARTITION_MS;
     const log = store.keys.log(0);
     for (const id of [`${hour - 2}-0`, `${hour - 1}-0`, `${hour - 1}-1`, `${hour}-0`, `${hour + 7}-0`]) {
-      await redis.xadd(log, id, 'type', 'test.entry', 'noticeId', 'ntc_x', 'at', new Date(idTime(id)).toISOString(), 'seq', '1');
+      await redis.xadd(
+        log,
+        id,
+        'type',
+        'test.entry',
+        'noticeId',
+        newNoticeId(0, hour),
+        'at',
+        new Date(idTime(id)).toISOString(),
+        'seq',
+        '1',
+      );
     }
     await mirrorFor({ redis, store, archive, consumer: 'w', settings: { batchSize: 100 } }).mirrorOnce([0]);
     expect((await archive.objectsIn(0, hour - 1)).map((o) => o.key)).toEqual([
@@ -146,7 +158,8 @@ describe('archive objects', () => {
     const bytes = await readFile(path);
     expect(await archive.putBatch(1, written)).toMatchObject({ outcome: 'existed' });
     expect(await readFile(path)).toEqual(bytes);
-    expect(await readFile(`${path}.sha256`, 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
+    // The SHA-256, then the seal: signed with the dev key, the first of its chain.
+    expect(await readFile(`${path}.sha256`, 'utf8')).toMatch(/^[0-9a-f]{64}\nv1 dev - [0-9a-f]{64}\n$/);
 
     bytes[bytes.length - 5] ^= 0xff;
     await writeFile(path, bytes);

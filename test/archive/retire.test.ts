@@ -9,14 +9,12 @@ import { createFileStore } from '../../src/archive/file-store.js';
 import { retireNoticesOnce, indexRetirement } from '../../src/archive/retire.js';
 import { recordKey } from '../../src/archive/records.js';
 import { runCli } from '../../src/cli.js';
-import { iso, systemClock } from '../../src/clock.js';
-import { newNoticeId } from '../../src/notice/ids.js';
+import { systemClock } from '../../src/clock.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testConfig, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody, startWebUnderTest } from '../helpers/herald.js';
-import { storedNoticeFields } from '../helpers/notices.js';
 import { startStack, type Stack } from '../helpers/stack.js';
-import { mirrorFor, silent, tempDir } from './support.js';
+import { finishedNotice as finishedNoticeIn, mirrorFor, silent, tempDir } from './support.js';
 
 const redis = plainRedis();
 const ADMIN_TOKEN = 'retire-admin-token-0123';
@@ -211,27 +209,7 @@ describe('the retire sweep', () => {
     await dir.remove();
   });
 
-  /** A notice stored straight through the store and canceled: finished, never indexed for retirement. */
-  async function finishedNotice(shard: number, now: number): Promise<string> {
-    const id = newNoticeId(shard, now);
-    await store.create({
-      id,
-      createdAt: now,
-      fields: storedNoticeFields(id, now),
-      content: { subject: 'S', text: 'body' },
-      entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x' }],
-      at: iso(now),
-      due: now,
-      contentTtlMs: 60_000,
-    });
-    const done = await store.transition(id, now, iso(now), {
-      name: 'cancel',
-      entries: [{ type: 'notice.completed', state: 'canceled' }],
-      due: 'remove',
-    });
-    expect(done.ok).toBe(true);
-    return id;
-  }
+  const finishedNotice = (shard: number, now: number) => finishedNoticeIn(store, shard, now);
 
   it('keeps a finished notice in Redis while the archive lacks any of its entries', async () => {
     const now = Date.now();

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import S3rver from 's3rver';
 import { Archive } from '../../src/archive/archive.js';
@@ -8,6 +9,7 @@ import { createFileStore } from '../../src/archive/file-store.js';
 import { LogMirror, type MirrorHooks, type MirrorSettings } from '../../src/archive/mirror.js';
 import { createS3Store } from '../../src/archive/s3-store.js';
 import type { ArchiveStore } from '../../src/archive/store.js';
+import { runCli } from '../../src/cli.js';
 import { iso, systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { newNoticeId } from '../../src/notice/ids.js';
@@ -131,4 +133,44 @@ export function killOn(n: number, seen: { batches: string[][] } = { batches: [] 
     seen.batches.push(batch.entries.map((e) => e.id));
     if (calls === n) throw new Error('killed');
   };
+}
+
+/** A notice stored straight through the store and canceled: finished, never indexed for retirement. */
+export async function finishedNotice(store: NoticeStore, shard: number, now: number): Promise<string> {
+  const id = newNoticeId(shard, now);
+  await store.create({
+    id,
+    createdAt: now,
+    fields: storedNoticeFields(id, now),
+    content: { subject: 'S', text: 'body' },
+    entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x' }],
+    at: iso(now),
+    due: now,
+    contentTtlMs: 60_000,
+  });
+  const done = await store.transition(id, now, iso(now), {
+    name: 'cancel',
+    entries: [{ type: 'notice.completed', state: 'canceled' }],
+    due: 'remove',
+  });
+  if (!done.ok) throw new Error(`could not cancel ${id}`);
+  return id;
+}
+
+function collector() {
+  let text = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      text += chunk.toString();
+      done();
+    },
+  });
+  return { stream, text: () => text };
+}
+
+/** Runs one `herald` command in-process with the given environment; its exit code and output. */
+export async function runHerald(args: string[], env: Record<string, string>, now = Date.now()) {
+  const [stdout, stderr] = [collector(), collector()];
+  const code = await runCli(args, { stdout: stdout.stream, stderr: stderr.stream, env, now: () => now });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
 }

@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Archive } from '../../src/archive/archive.js';
 import { createFileStore } from '../../src/archive/file-store.js';
+import { MirrorLog } from '../../src/archive/mirror-log.js';
 import { readTrail } from '../../src/archive/trail.js';
+import { verifyShard } from '../../src/archive/verify.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { jobIds } from '../../queues/index.js';
 import { sleep, TEST_API_KEY, testConfig, testPrefix } from '../helpers/env.js';
@@ -184,6 +186,7 @@ class ChaosRun {
     const emails = this.sandbox.emails();
     const sms = this.sandbox.sms();
     this.violations.push(...checkRun(outcomes, emails, sms));
+    this.violations.push(...(await this.archiveChains()));
     for (const v of this.violations) if (v.rule === 'not-terminal' && v.notice) v.detail += `; jobs: ${await this.jobsOf(v.notice)}`;
     for (const o of outcomes) {
       if (o.retired) this.report.retired += 1;
@@ -452,6 +455,21 @@ class ChaosRun {
       outcomes.push(outcome);
     }
     return outcomes;
+  }
+
+  /** The archive the workers wrote through kills and Redis restarts: each shard's seals and chain hold, as `herald audit --verify` checks them. */
+  private async archiveChains(): Promise<Violation[]> {
+    const chains = new MirrorLog(this.web.redis, this.web.store.keys);
+    const violations: Violation[] = [];
+    for (const shard of this.web.store.keys.allShards()) {
+      const verdict = await verifyShard(this.archive, shard, {
+        retainedSince: 0,
+        chain: await chains.chain(shard),
+        pending: await chains.pendingBatches(shard),
+      });
+      if (verdict.broken) violations.push({ rule: 'archive-chain', detail: `${verdict.broken.key}: ${verdict.broken.why}` });
+    }
+    return violations;
   }
 
   /** A retired notice as the archive holds it: its record's fields the rules read, its trail as the API reads it. */
