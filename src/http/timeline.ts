@@ -93,8 +93,8 @@ export function renderTimeline(view: View, events: StoredEntry[]): Html {
     const [channel, what] = String(e.type).split('.') as [string, string | undefined];
     if ((channel === 'email' || channel === 'sms') && what) {
       const y = laneY(channel === 'email' ? 'Email' : 'SMS');
-      if (what === 'observed') {
-        const colour = STATUS_COLOURS[String(e.status)] ?? '#57606a';
+      if (e.type === 'email.observed' || e.type === 'sms.observed') {
+        const colour = STATUS_COLOURS[e.status] ?? '#57606a';
         svg.push(
           markup`<g data-marker="${channel}-observed" data-status="${e.status}"><circle cx="${x(t)}" cy="${y}" r="6" fill="${colour}"/>${title}</g>`,
         );

@@ -47,8 +47,8 @@ interface Summary {
  * `fallback.decided` or `fallback.blocked` entry the result.
  */
 export async function collectDecisions(entries: AsyncIterable<StoredEntry> | Iterable<StoredEntry>): Promise<RecordedDecision[]> {
-  const checked = new Map<string, StoredEntry>();
-  const decided = new Map<string, StoredEntry>();
+  const checked = new Map<string, Extract<StoredEntry, { type: 'policy.checked' }>>();
+  const decided = new Map<string, Extract<StoredEntry, { type: 'fallback.decided' | 'fallback.blocked' }>>();
   for await (const entry of entries) {
     if (entry.type === 'policy.checked' && entry.channel === 'sms') checked.set(entry.noticeId, entry);
     else if (entry.type === 'fallback.decided' || entry.type === 'fallback.blocked') decided.set(entry.noticeId, entry);
@@ -68,8 +68,8 @@ export async function collectDecisions(entries: AsyncIterable<StoredEntry> | Ite
       rulesVersion: typeof check.rulesVersion === 'string' ? check.rulesVersion : null,
       outcome: String(check.outcome),
       smsSuppressed: check.outcome === 'suppressed',
-      sendNotBefore: typeof decision.sendNotBefore === 'string' ? Date.parse(decision.sendNotBefore) : undefined,
-      timingRule: typeof decision.timingRule === 'string' ? decision.timingRule : undefined,
+      sendNotBefore: decision.type === 'fallback.decided' && typeof decision.sendNotBefore === 'string' ? Date.parse(decision.sendNotBefore) : undefined,
+      timingRule: decision.type === 'fallback.decided' && typeof decision.timingRule === 'string' ? decision.timingRule : undefined,
     });
   }
   return records.sort((a, b) => a.decidedAt - b.decidedAt);

@@ -59,18 +59,18 @@ function countsOf(entries: readonly LogEntry[], newState?: NoticeState): Map<str
       case 'sms.observed':
         if (entry.providerStatus !== null) {
           const channel = entry.type.split('.')[0]!;
-          add(`poll|${channel}|${String(entry.status)}`);
+          add(`poll|${channel}|${entry.status}`);
           add(`call|${channel}|status|ok`);
         }
         break;
       case 'provider.error':
-        add(`perr|${String(entry.channel)}|${String(entry.kind)}`);
-        add(`call|${String(entry.channel)}|${String(entry.operation)}|${String(entry.kind)}`);
+        add(`perr|${entry.channel}|${entry.kind}`);
+        add(`call|${entry.channel}|${entry.operation}|${entry.kind}`);
         break;
       case 'fallback.decided': {
-        add(`fallback|${String(entry.reason)}`);
+        add(`fallback|${entry.reason}`);
         if (entry.reason === 'email_deadline_elapsed') {
-          const lag = Math.max(0, Date.parse(String(entry.decidedAt)) - Date.parse(String(entry.deadline)));
+          const lag = Math.max(0, Date.parse(entry.decidedAt) - Date.parse(entry.deadline));
           const bucket = DECISION_LAG_BUCKETS_MS.find((le) => lag <= le);
           add(`lag_le|${bucket ?? '+Inf'}`);
           add('lag_sum_ms', lag);
@@ -79,14 +79,12 @@ function countsOf(entries: readonly LogEntry[], newState?: NoticeState): Map<str
         break;
       }
       case 'fallback.blocked':
-        add(`blocked|${String(entry.reason)}`);
+        add(`blocked|${entry.reason}`);
         break;
       case 'notice.completed': {
-        const cost = entry.cost as { byChannel?: Record<string, number> } | undefined;
-        for (const [channel, amount] of Object.entries(cost?.byChannel ?? {})) add(`spend|${channel}`, Math.round(amount * SPEND_SCALE));
-        const checks = entry.checks as { email?: number; sms?: number } | undefined;
-        if (checks) {
-          const total = (checks.email ?? 0) + (checks.sms ?? 0);
+        for (const [channel, amount] of Object.entries(entry.cost?.byChannel ?? {})) add(`spend|${channel}`, Math.round(amount * SPEND_SCALE));
+        if (entry.checks) {
+          const total = entry.checks.email + entry.checks.sms;
           add(`checks_le|${CHECKS_BUCKETS.find((le) => total <= le) ?? '+Inf'}`);
           add('checks_sum', total);
           add('checks_count');

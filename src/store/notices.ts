@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Channel } from '../providers/types.js';
 import type { NoticeState, PolicyOutcome } from '../notice/states.js';
 import { TRANSITIONS, type Transition, type TransitionName } from '../notice/transitions.js';
+import type { LogEntry, StoredEntry } from '../notice/entries.js';
 import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
 import { layoutChecks, planSmsChecks } from '../notice/planner.js';
 import type { Keyring } from '../crypto.js';
@@ -10,19 +11,7 @@ import { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 import { metricIncrements } from './metrics.js';
 
-/** One decision-log entry as Herald writes it: a type and flat fields (SPEC §5). */
-export interface LogEntry {
-  type: string;
-  [field: string]: unknown;
-}
-
-/** A decision-log entry as read back: with its stream `id`, `seq`, `noticeId` and `at`. */
-export interface StoredEntry extends LogEntry {
-  id: string;
-  seq: number;
-  noticeId: string;
-  at: string;
-}
+export type { LogEntry, StoredEntry } from '../notice/entries.js';
 
 /** Per-channel send and observation fields of a notice. */
 export interface ChannelRecord {
@@ -358,7 +347,7 @@ const HEADER_FIELDS = new Set(['type', 'noticeId', 'at', 'seq']);
 
 /** Flattens an entry for the script: [type, field, JSON value, ...]; undefined fields are left out. */
 export function encodeEntry(entry: LogEntry): string[] {
-  const flat = [entry.type];
+  const flat: string[] = [entry.type];
   for (const [field, value] of Object.entries(entry)) {
     if (field === 'type' || value === undefined) continue;
     if (HEADER_FIELDS.has(field)) throw new Error(`log entry field "${field}" is written by Herald itself`);
@@ -376,7 +365,7 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
     else if (HEADER_FIELDS.has(field)) entry[field] = raw;
     else entry[field] = JSON.parse(raw);
   }
-  return entry as StoredEntry;
+  return entry as unknown as StoredEntry;
 }
 
 function parseNotice(hash: Record<string, string>): Notice {

@@ -1,0 +1,122 @@
+/**
+ * What every step of the engine shares: its dependencies, the clock, and the few helpers more
+ * than one step needs. Steps import this module, never each other's engine, so the step modules
+ * form no import circle.
+ */
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../../clock.js';
+import type { Prices } from '../../config.js';
+import type { Rules } from '../../policy/rules.js';
+import { ProviderError, type Channel } from '../../providers/types.js';
+import type { Notice, NoticeStore } from '../../store/notices.js';
+import type { PolicyStore } from '../../store/policies.js';
+import type { SuppressionSource, SuppressionStore } from '../../store/suppressions.js';
+import type { Providers } from '../channels.js';
+import { costOf } from '../cost.js';
+import type { NoticeCompleted, SmsUnconfirmed } from '../entries.js';
+import type { Scheduler } from '../outcome.js';
+import type { PlanLimits } from '../planner.js';
+import type { NoticeState } from '../states.js';
+
+export interface EngineSettings {
+  providerTimeoutMs: number;
+  minPollIntervalMs: number;
+  maxChecksPerNotice: number;
+  prices: Prices;
+  /** The regional rules file; undefined: SMS allowed everywhere, no quiet hours. */
+  rules: Rules | undefined;
+  /** HERALD_MAX_RETRY_AFTER: the longest a provider's Retry-After is followed (default 5 min). */
+  maxRetryAfterMs?: number;
+}
+
+/** HERALD_MAX_RETRY_AFTER's default. */
+export const DEFAULT_MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+export interface EngineDeps extends Providers {
+  store: NoticeStore;
+  policies: PolicyStore;
+  suppressions: SuppressionStore;
+  clock: Clock;
+  log: Logger;
+  schedule: Scheduler;
+  settings: EngineSettings;
+}
+
+/** Optimistic steps re-read the notice this many times when another worker moved it meanwhile. */
+export const MAX_RACES = 3;
+
+export class StepContext {
+  constructor(readonly deps: EngineDeps) {}
+
+  get store(): NoticeStore {
+    return this.deps.store;
+  }
+
+  now(): number {
+    return this.deps.clock.now();
+  }
+
+  /** The SMS plan's limits: the poll floor and the poll budget. */
+  limits(): PlanLimits {
+    return { minPollIntervalMs: this.deps.settings.minPollIntervalMs, maxChecks: this.deps.settings.maxChecksPerNotice };
+  }
+
+  /** The error with its Retry-After clamped to HERALD_MAX_RETRY_AFTER. */
+  bounded(error: ProviderError): ProviderError {
+    return error.withRetryAfterAtMost(this.deps.settings.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS);
+  }
+
+  /**
+   * Removes the deadline job of a notice decided before its deadline: it would only find the
+   * notice done, and meanwhile it holds memory and a row in Bull Board. Failing here is
+   * harmless, as the job then runs and does nothing.
+   */
+  async dropDeadline(id: string): Promise<void> {
+    try {
+      await this.deps.schedule.dropDeadline(id);
+    } catch (error) {
+      this.deps.log.debug({ err: error, noticeId: id }, 'deadline job not removed');
+    }
+  }
+
+  /** Adds an address to the suppression list because a provider said so, and logs it (without the address). */
+  async suppress(notice: Notice, channel: Channel, address: string, source: SuppressionSource, reason: string): Promise<void> {
+    const now = this.now();
+    const added = await this.deps.suppressions.add({ channel, address, reason, source, noticeId: notice.id, createdAt: iso(now) });
+    if (!added) return;
+    await this.store.transition(notice.id, now, iso(now), { name: 'annotate', entries: [{ type: 'suppression.added', channel, source, reason }] });
+  }
+
+  /** The `notice.completed` entry, with what the notice cost at the configured prices. */
+  completed(notice: Notice, state: NoticeState, extra: { emailChecks?: number; smsChecks?: number } = {}): NoticeCompleted {
+    const checks = {
+      email: notice.emailChannel.checksDone + (extra.emailChecks ?? 0),
+      sms: notice.smsChannel.checksDone + (extra.smsChecks ?? 0),
+    };
+    const cost = costOf(
+      { emailSends: notice.emailChannel.providerMessageId ? 1 : 0, emailChecks: checks.email, smsSegments: notice.smsSegments, smsChecks: checks.sms },
+      this.deps.settings.prices,
+    );
+    return { type: 'notice.completed', state, cost, checks };
+  }
+
+  /**
+   * `sms.unconfirmed`: the SMS plan has run out without a final status from the provider (a
+   * message that stays `sent`, status reads that never answer). Herald does nothing more for the
+   * notice, which stays `sms_sent`; the entry says why, and lets the notice leave Redis.
+   */
+  smsUnconfirmed(notice: Notice, checks: number, lastStatus?: string): SmsUnconfirmed {
+    return {
+      type: 'sms.unconfirmed',
+      attemptId: notice.smsChannel.attemptId,
+      reason: 'sms_plan_ended',
+      lastStatus: lastStatus ?? notice.smsChannel.status ?? null,
+      checks,
+    };
+  }
+}
+
+/** The email checks the poll jobs run: the plan without its last check, which the deadline step makes. */
+export function emailChecksBeforeDeadline(notice: Notice): number[] {
+  return notice.pollPlan.filter((at) => at < notice.deadline);
+}

@@ -1,0 +1,93 @@
+import { iso } from '../../clock.js';
+import { decideSms } from '../../policy/decide.js';
+import type { LogEntry } from '../entries.js';
+import { done, retryAt, type StepOutcome } from '../outcome.js';
+import { UNDECIDED_STATES, type FallbackReason } from '../states.js';
+import { MAX_RACES, type StepContext } from './context.js';
+
+/**
+ * Decides the fallback at most once: checks whether SMS may be used, and records either
+ * `fallback.decided` (then asks for the SMS send) or `fallback.blocked` (the notice ends).
+ */
+export async function decideFallback(ctx: StepContext, id: string, reason: FallbackReason): Promise<StepOutcome> {
+  const { deps, store } = ctx;
+  for (let race = 0; race < MAX_RACES; race += 1) {
+    const notice = await store.get(id);
+    if (!notice) return done('no such notice');
+    if (!UNDECIDED_STATES.includes(notice.state)) return done(`already decided: ${notice.state}`);
+    const now = ctx.now();
+    if (reason === 'email_deadline_elapsed' && now < notice.deadline) return retryAt(notice.deadline, 'deadline not reached');
+
+    const policy = await deps.policies.get(notice.recipientId);
+    const region = notice.region ?? policy.region;
+    const decision = decideSms({
+      phone: notice.phone,
+      region,
+      consentSms: policy.consent.sms,
+      smsSuppressed: notice.phone ? await deps.suppressions.has('sms', notice.phone) : false,
+      rules: deps.settings.rules,
+      now,
+      complianceDeadline: notice.complianceDeadline,
+    });
+    const blocked = decision.outcome === 'allowed' ? undefined : decision.block;
+    const sendAt = decision.outcome === 'allowed' ? (decision.sendNotBefore ?? now) : now;
+
+    const smsIdempotencyKey = `${id}-sms`;
+    const common = {
+      deadline: iso(notice.deadline),
+      decidedAt: iso(now),
+      lastEmailStatus: notice.emailChannel.status ?? null,
+    };
+    const entries: LogEntry[] = [
+      {
+        type: 'policy.checked',
+        channel: 'sms',
+        outcome: decision.outcome,
+        policyVersion: policy.version,
+        rulesVersion: deps.settings.rules?.version ?? null,
+        region: region ?? null,
+        // What a replay of this decision needs, so that the decision's own entries suffice.
+        recipientId: notice.recipientId,
+        hasPhone: notice.phone !== undefined,
+        complianceDeadline: notice.complianceDeadline === undefined ? undefined : iso(notice.complianceDeadline),
+      },
+    ];
+    if (blocked) {
+      entries.push({ type: 'fallback.blocked', reason: blocked, ...common, fallbackReason: reason }, ctx.completed(notice, 'blocked'));
+    } else if (decision.outcome === 'allowed') {
+      entries.push({
+        type: 'fallback.decided',
+        reason,
+        ...common,
+        smsIdempotencyKey,
+        sendNotBefore: decision.sendNotBefore === undefined ? undefined : iso(decision.sendNotBefore),
+        timingRule: decision.timingRule,
+        complianceDeadline: notice.complianceDeadline === undefined ? undefined : iso(notice.complianceDeadline),
+      });
+    }
+    const set: Record<string, string | number> = { fallbackReason: reason, fallbackDecidedAt: now };
+    if (blocked) set.blockReason = blocked;
+    else {
+      set.smsIdempotencyKey = smsIdempotencyKey;
+      if (decision.outcome === 'allowed' && decision.sendNotBefore !== undefined) set.smsSendNotBefore = decision.sendNotBefore;
+      if (decision.outcome === 'allowed' && decision.from) set.smsFrom = decision.from;
+    }
+    const result = await store.transition(id, now, iso(now), {
+      name: blocked ? 'blockFallback' : 'decideFallback',
+      reached: reason === 'email_deadline_elapsed' ? 'deadline' : undefined,
+      set,
+      unset: ['emailNextCheckAt'],
+      entries,
+      due: blocked ? 'remove' : sendAt,
+    });
+    if (result.ok) {
+      if (reason !== 'email_deadline_elapsed') await ctx.dropDeadline(id);
+      if (!blocked) await deps.schedule.smsSend(id, sendAt);
+      deps.log.info({ noticeId: id, reason, blocked }, 'fallback decided');
+      return done(blocked ? `fallback blocked: ${blocked}` : `fallback decided: ${reason}`);
+    }
+    if (result.reason === 'guard') return retryAt(notice.deadline, 'deadline not reached');
+    if (result.reason === 'missing') return done('no such notice');
+  }
+  return done('the notice kept moving; decision left to the next step');
+}

@@ -1,0 +1,40 @@
+import { iso } from '../../clock.js';
+import { done, retryAt, type StepOutcome } from '../outcome.js';
+import { checkNumber } from '../planner.js';
+import type { StepContext } from './context.js';
+import { runDeadline } from './deadline.js';
+import { sendEmail, sendSms } from './send.js';
+
+/**
+ * Drives an overdue notice forward with whatever step its state needs; used by the
+ * reconciler when a job was lost, killed or never enqueued.
+ */
+export async function drive(ctx: StepContext, id: string): Promise<StepOutcome> {
+  const notice = await ctx.store.get(id);
+  if (!notice) return done('no such notice');
+  const now = ctx.now();
+  const { schedule, settings } = ctx.deps;
+  switch (notice.state) {
+    case 'accepted':
+    case 'email_sending':
+      return now >= notice.deadline ? runDeadline(ctx, id) : sendEmail(ctx, id);
+    case 'email_sent': {
+      if (now >= notice.deadline) return runDeadline(ctx, id);
+      // Polls go through their queue, so the provider's shared status-call limit holds for
+      // repairs too; the job ID makes this a no-op when the check is already queued.
+      await schedule.emailPoll(id, checkNumber(notice.pollPlan, notice.emailChannel.nextCheckAt ?? now), now);
+      return retryAt(now + settings.minPollIntervalMs, 'status check queued');
+    }
+    case 'sms_pending':
+    case 'sms_sending':
+      return sendSms(ctx, id);
+    case 'sms_sent': {
+      await schedule.smsPoll(id, checkNumber(notice.smsPlan, notice.smsChannel.nextCheckAt ?? now), now);
+      return retryAt(now + settings.minPollIntervalMs, 'status check queued');
+    }
+    default:
+      // A finished notice has nothing due: it leaves the reconciler's index.
+      await ctx.store.transition(id, now, iso(now), { name: 'annotate', entries: [], due: 'remove' });
+      return done(`state is ${notice.state}`);
+  }
+}

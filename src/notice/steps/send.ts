@@ -1,0 +1,315 @@
+import { iso } from '../../clock.js';
+import { ProviderError, type SendResult } from '../../providers/types.js';
+import { ContentUnreadableError, type Notice, type NoticeContent } from '../../store/notices.js';
+import { EMAIL, SMS, type ChannelPort } from '../channels.js';
+import { smsSegments } from '../cost.js';
+import { providerErrorEntry, type Accepted } from '../entries.js';
+import { newAttemptId } from '../ids.js';
+import { done, retryAt, type StepOutcome } from '../outcome.js';
+import { checkNumber, nextCheckAfter, planSmsChecks } from '../planner.js';
+import { UNDECIDED_STATES, type FailureReason, type FallbackReason } from '../states.js';
+import { emailChecksBeforeDeadline, type StepContext } from './context.js';
+import { decideFallback } from './decide.js';
+import { observeEmail } from './observe.js';
+
+/**
+ * An attempt still unsettled this long after its provider timeout is taken as lost (its
+ * process died): the SDK gives up at the timeout, so no answer can still be on its way.
+ */
+const SETTLE_MARGIN_MS = 2_000;
+/** Clock skew allowed between Herald and the SMS provider when looking for a send in doubt. */
+const PROVIDER_CLOCK_SKEW_MS = 5_000;
+const MAX_RETRY_DELAY_MS = 60_000;
+
+/** Hands the email to the provider once; resolves a send in doubt by searching first. */
+export async function sendEmail(ctx: StepContext, id: string): Promise<StepOutcome> {
+  const notice = await ctx.store.get(id);
+  if (!notice) return done('no such notice');
+  if (notice.state === 'accepted' && notice.emailPolicy !== 'allowed') {
+    const reason: FallbackReason = notice.emailPolicy === 'suppressed' ? 'email_suppressed' : 'email_consent_missing';
+    return decideFallback(ctx, id, reason);
+  }
+  return send(ctx, EMAIL, notice);
+}
+
+/**
+ * Hands the fallback SMS to the provider at most once, not before the time the decision set
+ * (quiet hours). After such a wait the email status is read once more: a delivery meanwhile
+ * cancels the SMS that has not left yet.
+ */
+export async function sendSms(ctx: StepContext, id: string): Promise<StepOutcome> {
+  let notice = await ctx.store.get(id);
+  if (!notice) return done('no such notice');
+  if (notice.state === 'sms_pending' && notice.smsSendNotBefore !== undefined) {
+    if (ctx.now() < notice.smsSendNotBefore) return retryAt(notice.smsSendNotBefore, 'waiting for the end of quiet hours');
+    if (notice.emailChannel.providerMessageId && notice.smsChannel.attempts === 0) {
+      await observeEmail(ctx, notice, true);
+      notice = await ctx.store.get(id);
+      if (!notice) return done('no such notice');
+    }
+  }
+  return send(ctx, SMS, notice);
+}
+
+/** The SMS body: its own text, or the subject when the notice gave none. */
+const smsBodyOf = (content: NoticeContent) => content.sms ?? content.subject;
+
+async function send(ctx: StepContext, port: ChannelPort, notice: Notice): Promise<StepOutcome> {
+  const { states } = port;
+  const record = port.record(notice);
+  const now = ctx.now();
+  const timeout = notice.providerTimeoutMs;
+
+  if (notice.state !== states.ready && notice.state !== states.sending) return done(`state is ${notice.state}`);
+
+  let retryOf: string | undefined;
+  if (notice.state === states.sending) {
+    const settleBy = (record.attemptStartedAt ?? 0) + timeout + SETTLE_MARGIN_MS;
+    if (!record.attemptSettled && now < settleBy) return retryAt(settleBy, 'an attempt is in flight');
+    if (!record.attemptSettled || record.attemptInDoubt) {
+      // Postmark is searched by Herald's key alone; an SMS in doubt is looked for by its body.
+      let smsBody: string | undefined;
+      if (port === SMS) {
+        const read = await readContent(ctx, notice.id);
+        if ('unavailable' in read) return contentUnavailable(ctx, notice, read.unavailable);
+        smsBody = smsBodyOf(read.content);
+      }
+      let found: SendResult | null;
+      try {
+        found = await searchInDoubt(ctx, port, notice, smsBody);
+      } catch (error) {
+        return providerFailure(ctx, port, notice, record.attemptId!, 'search', error, {});
+      }
+      if (found) return accepted(ctx, port, notice, record.attemptId!, found, 'provider_search', smsBody);
+    }
+    retryOf = record.attemptId;
+  }
+
+  const read = await readContent(ctx, notice.id);
+  if ('unavailable' in read) return contentUnavailable(ctx, notice, read.unavailable);
+  const content = read.content;
+
+  const attemptId = newAttemptId();
+  const start = await ctx.store.transition(notice.id, now, iso(now), {
+    name: port.transitions.start,
+    onlyFrom: [notice.state],
+    eq: { [port.field('attemptId')]: record.attemptId ?? '' },
+    set: {
+      [port.field('attemptId')]: attemptId,
+      [port.field('attemptStartedAt')]: now,
+      [port.field('attempts')]: record.attempts + 1,
+      [port.field('attemptSettled')]: 0,
+      [port.field('attemptInDoubt')]: 1,
+    },
+    entries: [
+      {
+        type: `${port.channel}.requested`,
+        attemptId,
+        idempotencyKey: record.idempotencyKey,
+        provider: port.providerName(ctx.deps),
+        attempt: record.attempts + 1,
+        retryOf,
+      },
+    ],
+    due: now + timeout,
+  });
+  if (!start.ok) return done('another worker took the send');
+
+  let result: SendResult;
+  try {
+    result = await handOver(ctx, port, notice, content);
+  } catch (error) {
+    return providerFailure(ctx, port, notice, attemptId, 'send', error, { attemptStarted: true });
+  }
+  return accepted(ctx, port, notice, attemptId, result, 'send', smsBodyOf(content));
+}
+
+/** The one provider call of a send: the email with Herald's key in its metadata, or the SMS. */
+function handOver(ctx: StepContext, port: ChannelPort, notice: Notice, content: NoticeContent): Promise<SendResult> {
+  const to = port.address(notice);
+  if (port === EMAIL) {
+    return ctx.deps.email.send({
+      to,
+      subject: content.subject,
+      text: content.text,
+      html: content.html,
+      idempotencyKey: notice.emailChannel.idempotencyKey!,
+      metadata: { notice_id: notice.id },
+    });
+  }
+  return ctx.deps.sms.send({ to, body: smsBodyOf(content), ...(notice.smsFrom ? { from: notice.smsFrom } : {}) });
+}
+
+/** Asks the provider whether an attempt in doubt reached it: Postmark by Herald's key, Twilio by number, time and body. */
+async function searchInDoubt(ctx: StepContext, port: ChannelPort, notice: Notice, smsBody: string | undefined): Promise<SendResult | null> {
+  const record = port.record(notice);
+  const to = port.address(notice);
+  if (port === EMAIL) return ctx.deps.email.findByIdempotencyKey(record.idempotencyKey!, to);
+  const since = (record.attemptStartedAt ?? ctx.now()) - PROVIDER_CLOCK_SKEW_MS;
+  return (await ctx.deps.sms.findSince(to, since, smsBody!))[0] ?? null;
+}
+
+/** The notice's content, or why it cannot be had: gone (expired, purged) or unreadable (no key opens it). */
+async function readContent(ctx: StepContext, id: string): Promise<{ content: NoticeContent } | { unavailable: 'gone' | 'unreadable' }> {
+  try {
+    const content = await ctx.store.content(id);
+    return content ? { content } : { unavailable: 'gone' };
+  } catch (error) {
+    if (!(error instanceof ContentUnreadableError)) throw error;
+    ctx.deps.log.warn({ err: error, noticeId: id }, 'notice content cannot be opened');
+    return { unavailable: 'unreadable' };
+  }
+}
+
+/**
+ * Ends a notice Herald cannot go on with (the `failed` state): a step needs its content and the
+ * content is gone or cannot be opened. Retrying would never bring it back, so the notice ends
+ * here, with `notice.failed` saying why, instead of failing its job over and over.
+ */
+async function contentUnavailable(ctx: StepContext, notice: Notice, content: 'gone' | 'unreadable'): Promise<StepOutcome> {
+  const now = ctx.now();
+  const port = notice.state.startsWith('sms_') ? SMS : EMAIL;
+  const record = port.record(notice);
+  const result = await ctx.store.transition(notice.id, now, iso(now), {
+    name: 'fail',
+    onlyFrom: [notice.state],
+    // No other attempt started meanwhile.
+    eq: { [port.field('attemptId')]: record.attemptId ?? '' },
+    unset: [EMAIL.field('nextCheckAt'), SMS.field('nextCheckAt')],
+    entries: [
+      {
+        type: 'notice.failed',
+        reason: 'content_unavailable' satisfies FailureReason,
+        stateBefore: notice.state,
+        content,
+        channel: port.channel,
+        // A send in doubt may have reached the provider before Herald lost the content.
+        attemptInDoubt: record.attemptId !== undefined && (!record.attemptSettled || record.attemptInDoubt) ? true : undefined,
+      },
+      ctx.completed(notice, 'failed'),
+    ],
+    due: 'remove',
+  });
+  if (!result.ok) return done('the notice moved on before it could fail');
+  ctx.deps.log.warn({ noticeId: notice.id, stateBefore: notice.state, content }, 'notice failed: content unavailable');
+  if (UNDECIDED_STATES.includes(notice.state)) await ctx.dropDeadline(notice.id);
+  return done(`failed: content_unavailable (${content})`);
+}
+
+/** Stores a provider's acceptance of an attempt and plans the first status check. */
+async function accepted(
+  ctx: StepContext,
+  port: ChannelPort,
+  notice: Notice,
+  attemptId: string,
+  result: SendResult,
+  resolvedBy: 'send' | 'provider_search',
+  smsBody?: string,
+): Promise<StepOutcome> {
+  const now = ctx.now();
+  const plan = port === EMAIL ? emailChecksBeforeDeadline(notice) : planSmsChecks(now, ctx.limits());
+  const nextCheck = nextCheckAfter(plan, now);
+  const entry: Accepted = {
+    type: `${port.channel}.accepted`,
+    attemptId,
+    providerMessageId: result.providerMessageId,
+    providerStatus: result.providerStatus,
+    resolvedBy: resolvedBy === 'send' ? undefined : resolvedBy,
+  };
+  const set: Record<string, string | number> = {
+    [port.field('providerMessageId')]: result.providerMessageId,
+    [port.field('attemptSettled')]: 1,
+    [port.field('attemptInDoubt')]: 0,
+    [port.field('status')]: 'pending',
+  };
+  if (port === SMS) {
+    const limits = ctx.limits();
+    Object.assign(set, { smsPlanAt: now, smsPlanFloorMs: limits.minPollIntervalMs, smsPlanMax: limits.maxChecks });
+    if (smsBody !== undefined) set.smsSegments = smsSegments(smsBody);
+  }
+  if (nextCheck !== undefined) set[port.field('nextCheckAt')] = nextCheck;
+  // The email waits for its deadline; an SMS with no check left has nothing due.
+  const due = nextCheck ?? (port === EMAIL ? notice.deadline : 'remove');
+  const stored = await ctx.store.transition(notice.id, now, iso(now), {
+    name: port.transitions.accepted,
+    eq: { [port.field('attemptId')]: attemptId },
+    set,
+    entries: [entry],
+    due,
+  });
+  if (!stored.ok) {
+    // The notice moved on while the provider was answering (the deadline decided the
+    // fallback, say). The message exists all the same: the log must say so.
+    await ctx.store.transition(notice.id, now, iso(now), {
+      name: 'annotate',
+      set: { [port.field('providerMessageId')]: result.providerMessageId },
+      entries: [{ ...entry, late: true }],
+    });
+    return done('accepted after the notice moved on');
+  }
+  if (nextCheck !== undefined) {
+    const check = checkNumber(plan, nextCheck);
+    if (port === EMAIL) await ctx.deps.schedule.emailPoll(notice.id, check, nextCheck);
+    else await ctx.deps.schedule.smsPoll(notice.id, check, nextCheck);
+  }
+  return done(`${port.channel} accepted`);
+}
+
+/** Records a failed provider call; a refusal of the message itself ends the channel. */
+async function providerFailure(
+  ctx: StepContext,
+  port: ChannelPort,
+  notice: Notice,
+  attemptId: string,
+  operation: 'send' | 'search',
+  thrown: unknown,
+  opts: { attemptStarted?: boolean },
+): Promise<StepOutcome> {
+  if (!(thrown instanceof ProviderError)) throw thrown;
+  const error = ctx.bounded(thrown);
+  const now = ctx.now();
+  const record = port.record(notice);
+  const attempts = record.attempts + (opts.attemptStarted ? 1 : 0);
+  const retryTime = now + Math.max(error.retryAfterMs ?? 0, backoff(attempts));
+  const entry = providerErrorEntry(port.channel, attemptId, operation, error, notice.providerTimeoutMs);
+  ctx.deps.log.warn({ err: error, noticeId: notice.id, channel: port.channel, operation, kind: error.kind }, 'provider call failed');
+
+  if (error.kind === 'rejected' && operation === 'send') {
+    if (error.suppressed) {
+      await ctx.suppress(notice, port.channel, port.address(notice), port.refusedAddress, `provider code ${error.providerCode ?? 'unknown'}`);
+    }
+    const settled = { [port.field('attemptSettled')]: 1, [port.field('attemptInDoubt')]: 0, [port.field('status')]: 'failed' };
+    if (port === EMAIL) {
+      await ctx.store.transition(notice.id, now, iso(now), {
+        name: 'settleEmailAttempt',
+        eq: { [port.field('attemptId')]: attemptId },
+        set: settled,
+        entries: [entry],
+      });
+      return decideFallback(ctx, notice.id, error.suppressed ? 'email_suppressed' : 'email_rejected');
+    }
+    await ctx.store.transition(notice.id, now, iso(now), {
+      name: 'rejectSms',
+      eq: { [port.field('attemptId')]: attemptId },
+      set: settled,
+      entries: [entry, ctx.completed(notice, 'sms_failed')],
+      due: 'remove',
+    });
+    return done('sms rejected');
+  }
+
+  // A 429 was never processed; a timeout or a 5xx may have sent the message.
+  const inDoubt = operation === 'search' || error.kind !== 'rate_limited';
+  await ctx.store.transition(notice.id, now, iso(now), {
+    name: port.transitions.settle,
+    eq: { [port.field('attemptId')]: attemptId },
+    set: { [port.field('attemptSettled')]: 1, [port.field('attemptInDoubt')]: inDoubt ? 1 : 0 },
+    entries: [entry],
+    due: retryTime,
+  });
+  return retryAt(retryTime, `${port.channel} ${operation}: ${error.kind}`);
+}
+
+function backoff(attempts: number): number {
+  return Math.min(MAX_RETRY_DELAY_MS, 1000 * 2 ** Math.max(0, attempts - 1));
+}
