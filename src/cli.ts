@@ -11,6 +11,7 @@ import { openArchive } from './archive/open.js';
 import { readTrail } from './archive/trail.js';
 import type { NoticeRecord } from './archive/records.js';
 import { indexUnretired } from './archive/retire.js';
+import { backfillStats } from './notice/stats.js';
 import { Keys } from './store/keys.js';
 import { iso } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -314,8 +315,17 @@ async function indexFinishedNotices(config: Config, io: CliIo, dryRun: boolean):
       io.stderr.write('Redis cannot be reached: finished notices left in Redis by earlier versions were not looked for.\n');
       return;
     }
-    const count = await indexUnretired(redis, new Keys(config.prefix), io.now(), { dryRun });
+    const keys = new Keys(config.prefix);
+    const count = await indexUnretired(redis, keys, io.now(), { dryRun });
     io.stderr.write(`${dryRun ? 'Would index' : 'Indexed'} ${count} finished notices left in Redis by earlier versions for retirement.\n`);
+    if (dryRun) return;
+    // After indexUnretired, which reads the same index: the backfill removes retired notices' members.
+    const stats = await backfillStats(redis, keys);
+    await redis.set(keys.statsBackfilled, iso(io.now()));
+    io.stderr.write(
+      `Counted ${stats.counted} notices of earlier versions in the /v1/stats counters (${stats.skipped} counted before` +
+        `${stats.gone ? `, ${stats.gone} no longer in Redis and without counts` : ''}).\n`,
+    );
   } finally {
     redis.disconnect();
   }

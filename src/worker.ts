@@ -29,6 +29,7 @@ import { contentPurgeProcessor } from '../queues/content-purge.js';
 import { LogMirror } from './archive/mirror.js';
 import { openArchive } from './archive/open.js';
 import { keyringOf } from './crypto.js';
+import { backfillStatsOnce } from './notice/stats.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
@@ -194,6 +195,11 @@ export async function startWorker(
   await queues.reconcile.upsertJobScheduler('reconcile-sweep', { every: config.reconcileIntervalMs }, { name: 'reconcile' });
   await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
   await queues.contentPurge.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
+  // Notices created by versions before the stats counters are counted once; start-up does not wait.
+  const backfill = backfillStatsOnce(redis, store.keys, clock.now()).then(
+    (report) => report && log.info(report, 'stats counters backfilled from the created indexes of earlier versions'),
+    (error: unknown) => log.warn({ err: error }, 'stats backfill failed; it runs again at the next start or with herald retention apply'),
+  );
 
   const close = once(async () => {
     // Stop fetching jobs and wait for the running ones, within the shutdown bound.
@@ -201,6 +207,7 @@ export async function startWorker(
     const bound = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_BOUND_MS - 5_000).unref());
     await Promise.race([Promise.allSettled(workers.map((w) => w.close())), bound]);
     await Promise.allSettled(workers.map((w) => w.close(true)));
+    await backfill;
     await closeQueues(queues);
     await Promise.all([redis, stepRedis].map((connection) => connection.quit().catch(() => connection.disconnect())));
     await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));

@@ -18,6 +18,10 @@ const Spend = Type.Object({
 const StatsResponse = Type.Object({
   from: Type.String(),
   to: Type.String(),
+  window: Type.Object(
+    { from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) },
+    { description: 'The UTC hours counted: every hour that overlaps [from, to), at least one. Notices are counted by the hour they were created in.' },
+  ),
   notices: Type.Integer(),
   byState: Type.Record(Type.String(), Type.Integer()),
   fallbackByReason: Type.Record(Type.String(), Type.Integer()),
@@ -37,7 +41,8 @@ export async function statsRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       schema: {
         tags: ['notices'],
         security: [{ apiKey: [] }],
-        summary: 'Counts of the notices created in a period (default: the last 24 hours, at most 31 days, within HERALD_STATS_RETENTION)',
+        summary:
+          'Counts of the notices created in the UTC hours overlapping a period (default: the last 24 hours, at most 31 days, within HERALD_STATS_RETENTION)',
         querystring: StatsQuery,
         response: { 200: StatsResponse, 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse },
       },

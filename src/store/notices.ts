@@ -80,7 +80,7 @@ export interface NoticeContent {
   sms?: string;
 }
 
-/** What a transition asks of the transition script (see lua/transition-5.lua). */
+/** What a transition asks of the transition script (see lua/transition-6.lua). */
 export interface TransitionSpec {
   from: readonly NoticeState[] | '*';
   to?: NoticeState;
@@ -148,7 +148,7 @@ export class NoticeStore {
       k.due,
       idemKey,
       k.metrics,
-      this.keys.created(shardOfNoticeId(input.id)!),
+      k.stats,
       input.id,
       input.at,
       input.contentTtlMs,
@@ -173,7 +173,7 @@ export class NoticeStore {
     return noticeId && bodyHash ? { noticeId, bodyHash } : null;
   }
 
-  /** Runs one guarded transition (lua/transition-5.lua). */
+  /** Runs one guarded transition (lua/transition-6.lua). */
   async transition(id: string, now: number, at: string, spec: TransitionSpec): Promise<TransitionResult> {
     const k = this.keys.noticeKeysFor(id);
     const guards: Record<string, unknown> = {};
@@ -187,6 +187,7 @@ export class NoticeStore {
       k.log,
       k.due,
       k.metrics,
+      k.stats,
       id,
       now,
       at,
