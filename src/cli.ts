@@ -184,7 +184,7 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
     const policies = new PolicyStore(redis, config.prefix);
     const records = await collectDecisions(periodEntries(archive, redis, store, from, to));
     const report = await replayDecisions(records, rules, (recipientId, version) =>
-      values['current-policies'] ? policies.get(recipientId) : policies.get(recipientId, version),
+      values['current-policies'] ? policies.get(recipientId) : policies.version(recipientId, version),
     );
     if (values.json) {
       io.stdout.write(`${JSON.stringify(report)}\n`);
@@ -192,6 +192,15 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
       await writeLines(io.stdout, [
         `Replayed ${report.examined} fallback decisions from ${iso(from)} to ${iso(to)} against rules ${report.rulesVersion}: ${report.changed.length} would change.`,
         ...report.changed.map((c) => `${c.noticeId}  decided ${c.decidedAt}  ${c.why}`),
+        ...(report.policyVersionDropped.length === 0
+          ? []
+          : [
+              `${report.policyVersionDropped.length} decisions not replayed: the recipient policy version they used is no longer kept ` +
+                '(HERALD_POLICY_VERSIONS_KEPT); --current-policies replays them against the current policies.',
+              ...report.policyVersionDropped.map(
+                (d) => `${d.noticeId}  recipient ${d.recipientId}  policy version ${d.policyVersion} dropped`,
+              ),
+            ]),
       ]);
     }
     return 0;

@@ -24,7 +24,7 @@ export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Pr
   redis.on('error', (error) => logger.warn({ err: error }, 'redis connection error'));
   const queues = openQueues(redis, new NoticeStore(redis, config.prefix).keys.queuePrefix);
   const store = new NoticeStore(redis, config.prefix);
-  const policies = new PolicyStore(redis, config.prefix);
+  const policies = new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept });
   const app = await buildApp({ config, redis, store, policies, scheduler: new QueueScheduler(queues, clock), queues, clock, logger });
   const address = await app.listen({ port: config.port, host: config.host });
   const close = once(async () => {

@@ -15,6 +15,7 @@ export const ERROR_CATALOGUE = {
   idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used with a different body.' },
   invalid_state: { status: 409, message: 'The notice is not in a state that allows this.' },
   rate_limited: { status: 429, message: 'Too many requests; retry later.' },
+  suppression_list_full: { status: 507, message: 'The suppression list of that channel is full (HERALD_SUPPRESSIONS_MAX).' },
   unavailable: { status: 503, message: 'Herald cannot reach its store; retry later.' },
   internal_error: { status: 500, message: 'Something went wrong inside Herald.' },
 } as const;
