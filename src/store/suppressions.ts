@@ -61,10 +61,6 @@ export class SuppressionStore {
     return reply === 1;
   }
 
-  /** How many addresses the channel's list holds. */
-  async count(channel: Channel): Promise<number> {
-    return this.redis.hlen(this.key(channel));
-  }
 
   async get(channel: Channel, address: string): Promise<Suppression | null> {
     const raw = await this.redis.hget(this.key(channel), address);
