@@ -6,7 +6,6 @@ import { parseStatsMember, statsMember, type RetiredStats } from '../../src/arch
 import { runCli } from '../../src/cli.js';
 import type { Prices } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { costOf } from '../../src/notice/cost.js';
 import { noticeCreatedAt, shardOfNoticeId } from '../../src/notice/ids.js';
 import { pruneStats, STATS_HOUR_MS } from '../../src/notice/stats.js';
 import type { Keys } from '../../src/store/keys.js';
@@ -14,6 +13,7 @@ import { startWorker, type WorkerHandle } from '../../src/worker.js';
 import { plainRedis, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
+import { statsOfHash, tally } from '../helpers/stats.js';
 
 /**
  * /v1/stats from the per-hour counters must answer exactly what the implementation before them
@@ -22,50 +22,22 @@ import { startStack, type Stack } from '../helpers/stack.js';
  * index it reads is rebuilt here as the earlier version kept it.
  */
 async function statsTheOldWay(redis: Redis, keys: Keys, prices: Prices, from: number, to: number) {
-  const byState: Record<string, number> = {};
-  const fallbackByReason: Record<string, number> = {};
-  let notices = 0;
-  let checks = 0;
-  const counts = { emailSends: 0, emailChecks: 0, smsSegments: 0, smsChecks: 0 };
-  const count = (notice: RetiredStats) => {
-    notices += 1;
-    byState[notice.state] = (byState[notice.state] ?? 0) + 1;
-    if (notice.fallbackReason) fallbackByReason[notice.fallbackReason] = (fallbackByReason[notice.fallbackReason] ?? 0) + 1;
-    checks += notice.emailChecks + notice.smsChecks;
-    counts.emailSends += notice.emailSent ? 1 : 0;
-    counts.emailChecks += notice.emailChecks;
-    counts.smsChecks += notice.smsChecks;
-    counts.smsSegments += notice.smsSegments;
-  };
+  const notices: RetiredStats[] = [];
   for (const shard of keys.allShards()) {
     for (const member of await redis.zrangebyscore(keys.created(shard), from, to)) {
-      const retired = parseStatsMember(member);
-      if (retired) {
-        count(retired);
-        continue;
-      }
-      const fields = ['state', 'fallbackReason', 'emailChecksDone', 'smsChecksDone', 'emailProviderMessageId', 'smsSegments'];
-      const [state, reason, emailChecks, smsChecks, emailMessage, segments] = await redis.hmget(keys.notice(member), ...fields);
-      if (!state) continue;
-      count({
-        state,
-        fallbackReason: reason ?? null,
-        emailChecks: Number(emailChecks ?? 0),
-        smsChecks: Number(smsChecks ?? 0),
-        emailSent: Boolean(emailMessage),
-        smsSegments: Number(segments ?? 0),
-      });
+      // A retired notice's member carries its counts; a notice still in Redis is read from its hash.
+      const stats = parseStatsMember(member) ?? statsOfHash(await hashOf(redis, keys, member));
+      if (stats) notices.push(stats);
     }
   }
-  const fallbacks = Object.values(fallbackByReason).reduce((a, b) => a + b, 0);
-  return {
-    notices,
-    byState,
-    fallbackByReason,
-    fallbackRate: notices === 0 ? 0 : fallbacks / notices,
-    checksPerNotice: notices === 0 ? 0 : checks / notices,
-    estimatedSpend: costOf(counts, prices),
-  };
+  return tally(notices, prices);
+}
+
+const COUNTED = ['state', 'fallbackReason', 'emailChecksDone', 'smsChecksDone', 'emailProviderMessageId', 'smsSegments'];
+
+async function hashOf(redis: Redis, keys: Keys, id: string) {
+  const values = await redis.hmget(keys.notice(id), ...COUNTED);
+  return Object.fromEntries(COUNTED.map((field, i) => [field, values[i]]));
 }
 
 const silent = createLogger('herald-test-stats', 'silent');
