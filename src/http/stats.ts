@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
 import { formatDuration } from '../durations.js';
-import { noticeStats } from '../notice/stats.js';
+import { noticeStats, STATS_HOUR_MS } from '../notice/stats.js';
 import { HttpError } from './errors.js';
 import { ErrorResponse } from './schemas.js';
 
@@ -20,7 +20,10 @@ const StatsResponse = Type.Object({
   to: Type.String(),
   window: Type.Object(
     { from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) },
-    { description: 'The UTC hours counted: every hour that overlaps [from, to), at least one. Notices are counted by the hour they were created in.' },
+    {
+      description:
+        'The UTC hours counted: every hour that overlaps [from, to), at least one. Notices are counted by the hour they were created in.',
+    },
   ),
   notices: Type.Integer(),
   byState: Type.Record(Type.String(), Type.Integer()),
@@ -50,7 +53,8 @@ export async function statsRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     async (request) => {
       const now = deps.clock.now();
       const to = request.query.to ? Date.parse(request.query.to) : now;
-      const from = request.query.from ? Date.parse(request.query.from) : to - DAY;
+      // By default the 24 hour buckets that end with the one holding `to`.
+      const from = request.query.from ? Date.parse(request.query.from) : Math.ceil(to / STATS_HOUR_MS) * STATS_HOUR_MS - DAY;
       if (!(from <= to))
         throw new HttpError('validation_failed', '"from" must not be after "to"', [{ path: 'querystring.from', message: 'after "to"' }]);
       if (to - from > MAX_SPAN)

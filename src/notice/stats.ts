@@ -109,7 +109,12 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
     fallbackRate: notices === 0 ? 0 : fallbacks / notices,
     checksPerNotice: notices === 0 ? 0 : checks / notices,
     estimatedSpend: costOf(
-      { emailSends: count('sent|email'), emailChecks: count('checks|email'), smsSegments: count('segments|sms'), smsChecks: count('checks|sms') },
+      {
+        emailSends: count('sent|email'),
+        emailChecks: count('checks|email'),
+        smsSegments: count('segments|sms'),
+        smsChecks: count('checks|sms'),
+      },
       prices,
     ),
   };

@@ -11,7 +11,14 @@ export function loadScript(name: string): string {
 }
 
 /** The scripts Herald defines on a connection, with their key counts from their names. */
-export const SCRIPTS = ['createNotice-8', 'transition-6', 'putRecipientPolicy-1', 'retireNotice-6', 'backfillStats-3', 'addSuppression-1'] as const;
+export const SCRIPTS = [
+  'createNotice-8',
+  'transition-6',
+  'putRecipientPolicy-1',
+  'retireNotice-6',
+  'backfillStats-3',
+  'addSuppression-1',
+] as const;
 
 export interface HeraldScripts {
   createNotice(...args: (string | number)[]): Promise<unknown[]>;

@@ -61,7 +61,6 @@ export class SuppressionStore {
     return reply === 1;
   }
 
-
   async get(channel: Channel, address: string): Promise<Suppression | null> {
     const raw = await this.redis.hget(this.key(channel), address);
     return raw ? { channel, address, ...(JSON.parse(raw) as Omit<Suppression, 'channel' | 'address'>) } : null;

@@ -48,7 +48,11 @@ describe('recipient policy versions (HERALD_POLICY_VERSIONS_KEPT=3)', () => {
   it('keeps the last three versions; numbering goes on; the current policy is the last', async () => {
     for (let i = 1; i <= 5; i += 1) expect(await putPolicy('keeper', i % 2 === 0)).toBe(i);
     const hash = await redis.hgetall(stack.web.store.keys.recipientPolicy('keeper'));
-    expect(Object.keys(hash).filter((field) => /^v\d+$/.test(field)).sort()).toEqual(['v3', 'v4', 'v5']);
+    expect(
+      Object.keys(hash)
+        .filter((field) => /^v\d+$/.test(field))
+        .sort(),
+    ).toEqual(['v3', 'v4', 'v5']);
     const current = (await stack.web.call('GET', '/v1/recipients/keeper/policy')).json();
     expect(current).toMatchObject({ version: 5, consent: { email: true, sms: false } });
   });

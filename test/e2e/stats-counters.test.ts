@@ -124,7 +124,10 @@ beforeAll(async () => {
     expect((await stack.web.call('POST', `/v1/notices/${id}/cancel`)).statusCode).toBe(200);
   }
   worker = await startWorker(stack.config, { logger: silent });
-  const delivered = [await create('delivered+0ms@example.com', '+12025550100', 60), await create('delivered+0ms@example.com', undefined, 60)];
+  const delivered = [
+    await create('delivered+0ms@example.com', '+12025550100', 60),
+    await create('delivered+0ms@example.com', undefined, 60),
+  ];
   // The emulator's SMS outcome is the number's last two digits: 00 delivered, 01 undelivered, 03 STOP-ed (21610).
   const fallback = [await create('never@example.com', '+12025550100', 2), await create('bounce@example.com', '+12025550103', 60)];
   const blocked = await create('never@example.com', undefined, 2);
@@ -159,7 +162,9 @@ describe('GET /v1/stats from the per-hour counters', () => {
     const res = (await stack.web.call('GET', `/v1/stats?from=${inside}&to=${inside}`)).json();
     const hour = Math.floor(startedAt / STATS_HOUR_MS) * STATS_HOUR_MS;
     expect(res.window).toEqual({ from: new Date(hour).toISOString(), to: new Date(hour + STATS_HOUR_MS).toISOString() });
-    const beforeRun = (await stack.web.call('GET', `/v1/stats?from=${new Date(from).toISOString()}&to=${new Date(from + 1).toISOString()}`)).json();
+    const beforeRun = (
+      await stack.web.call('GET', `/v1/stats?from=${new Date(from).toISOString()}&to=${new Date(from + 1).toISOString()}`)
+    ).json();
     expect(beforeRun.notices).toBe(0);
   });
 });
@@ -189,7 +194,9 @@ describe('notices created before the counters existed', () => {
     worker = await startWorker(stack.config, { logger: silent });
     for (const id of later) {
       await waitFor(
-        async () => (await gone(id)()) || ['sms_sent', 'sms_delivered', 'sms_failed'].includes(await redis.hget(stack.web.store.keys.notice(id), 'state') ?? ''),
+        async () =>
+          (await gone(id)()) ||
+          ['sms_sent', 'sms_delivered', 'sms_failed'].includes((await redis.hget(stack.web.store.keys.notice(id), 'state')) ?? ''),
         60_000,
         `notice ${id} to fall back`,
       );
