@@ -97,7 +97,11 @@ async function retirementMemory(ctx: BenchContext, herald: HeraldDeployment, not
   const archive = new Archive(createFileStore(herald.archiveDir), herald.prefix);
   const keys = herald.store.keys;
   try {
-    // Due now rather than HERALD_NOTICE_KEEP_HOT (a day) after each notice finished.
+    // Due now rather than HERALD_NOTICE_KEEP_HOT (a day) after each notice finished, once the
+    // log mirror has indexed every one (notices are no longer in a `created` index to find them by).
+    const indexed = async () =>
+      (await Promise.all(keys.allShards().map((shard) => ctx.redis.zcard(keys.retire(shard))))).reduce((a, b) => a + b, 0);
+    await until(async () => (await indexed()) >= notices, 60_000, 'every finished notice to be indexed for retirement', 250);
     const now = Date.now();
     await indexUnretired(ctx.redis, keys, now);
     for (const shard of keys.allShards()) {

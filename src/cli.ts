@@ -13,6 +13,7 @@ import type { NoticeRecord } from './archive/records.js';
 import { indexUnretired } from './archive/retire.js';
 import { verifyShard, type ShardVerdict } from './archive/verify.js';
 import { MirrorLog } from './archive/mirror-log.js';
+import { backfillStats } from './notice/stats.js';
 import { Keys } from './store/keys.js';
 import { iso } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -253,7 +254,7 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
     const policies = new PolicyStore(redis, config.prefix);
     const records = await collectDecisions(periodEntries(archive, redis, store, from, to));
     const report = await replayDecisions(records, rules, (recipientId, version) =>
-      values['current-policies'] ? policies.get(recipientId) : policies.get(recipientId, version),
+      values['current-policies'] ? policies.get(recipientId) : policies.version(recipientId, version),
     );
     if (values.json) {
       io.stdout.write(`${JSON.stringify(report)}\n`);
@@ -261,6 +262,15 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
       await writeLines(io.stdout, [
         `Replayed ${report.examined} fallback decisions from ${iso(from)} to ${iso(to)} against rules ${report.rulesVersion}: ${report.changed.length} would change.`,
         ...report.changed.map((c) => `${c.noticeId}  decided ${c.decidedAt}  ${c.why}`),
+        ...(report.policyVersionDropped.length === 0
+          ? []
+          : [
+              `${report.policyVersionDropped.length} decisions not replayed: the recipient policy version they used is no longer kept ` +
+                '(HERALD_POLICY_VERSIONS_KEPT); --current-policies replays them against the current policies.',
+              ...report.policyVersionDropped.map(
+                (d) => `${d.noticeId}  recipient ${d.recipientId}  policy version ${d.policyVersion} dropped`,
+              ),
+            ]),
       ]);
     }
     return 0;
@@ -387,8 +397,17 @@ async function indexFinishedNotices(config: Config, io: CliIo, dryRun: boolean):
       io.stderr.write('Redis cannot be reached: finished notices left in Redis by earlier versions were not looked for.\n');
       return;
     }
-    const count = await indexUnretired(redis, new Keys(config.prefix), io.now(), { dryRun });
+    const keys = new Keys(config.prefix);
+    const count = await indexUnretired(redis, keys, io.now(), { dryRun });
     io.stderr.write(`${dryRun ? 'Would index' : 'Indexed'} ${count} finished notices left in Redis by earlier versions for retirement.\n`);
+    if (dryRun) return;
+    // After indexUnretired, which reads the same index: the backfill removes retired notices' members.
+    const stats = await backfillStats(redis, keys);
+    await redis.set(keys.statsBackfilled, iso(io.now()));
+    io.stderr.write(
+      `Counted ${stats.counted} notices of earlier versions in the /v1/stats counters (${stats.skipped} counted before` +
+        `${stats.gone ? `, ${stats.gone} no longer in Redis and without counts` : ''}).\n`,
+    );
   } finally {
     redis.disconnect();
   }

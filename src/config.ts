@@ -63,8 +63,12 @@ export interface Config {
   readonly contentPurgeIntervalMs: number;
   /** How long a finished notice stays in Redis before only the archive holds it (src/archive/retire.ts). */
   readonly noticeKeepHotMs: number;
-  /** How far back /v1/stats reaches: older members of the `created` indexes are dropped. */
+  /** How far back /v1/stats reaches: counters of older hours are dropped. */
   readonly statsRetentionMs: number;
+  /** How many versions of each recipient policy stay readable (src/store/policies.ts). */
+  readonly policyVersionsKept: number;
+  /** Most addresses on each channel's suppression list that the API may add (src/store/suppressions.ts). */
+  readonly suppressionsMax: number;
   readonly rulesFile: string | undefined;
   /** How often the reconciler sweeps for overdue notices. */
   readonly reconcileIntervalMs: number;
@@ -324,6 +328,8 @@ export function loadConfig(env: Env = process.env): Config {
     contentPurgeIntervalMs: integer('HERALD_CONTENT_PURGE_INTERVAL_MS', 10_000, 50),
     noticeKeepHotMs: duration('HERALD_NOTICE_KEEP_HOT', parseDuration('1d'), true),
     statsRetentionMs: duration('HERALD_STATS_RETENTION', parseDuration('31d')),
+    policyVersionsKept: integer('HERALD_POLICY_VERSIONS_KEPT', 50, 1, 100_000),
+    suppressionsMax: integer('HERALD_SUPPRESSIONS_MAX', 1_000_000, 1),
     rulesFile: read('HERALD_RULES_FILE'),
     reconcileIntervalMs: integer('HERALD_RECONCILE_INTERVAL_MS', 10_000, 50),
     reconcileGraceMs: integer('HERALD_RECONCILE_GRACE_MS', Math.max(2 * providerTimeoutMs, 10_000), 0),

@@ -29,6 +29,7 @@ import { contentPurgeProcessor } from '../queues/content-purge.js';
 import { LogMirror } from './archive/mirror.js';
 import { openArchive } from './archive/open.js';
 import { keyringOf } from './crypto.js';
+import { backfillStatsOnce } from './notice/stats.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
@@ -201,19 +202,48 @@ export async function startWorker(
   await queues.reconcile.upsertJobScheduler('reconcile-sweep', { every: config.reconcileIntervalMs }, { name: 'reconcile' });
   await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
   await queues.contentPurge.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
+  // Notices created by versions before the stats counters are counted once; start-up does not wait.
+  const backfill = backfillStatsOnce(redis, store.keys, clock.now()).then(
+    (report) => report && log.info(report, 'stats counters backfilled from the created indexes of earlier versions'),
+    (error: unknown) => log.warn({ err: error }, 'stats backfill failed; it runs again at the next start or with herald retention apply'),
+  );
 
   const close = once(async () => {
     // Stop fetching jobs and wait for the running ones, within the shutdown bound.
     mirror.stop();
-    const bound = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_BOUND_MS - 5_000).unref());
-    await Promise.race([Promise.allSettled(workers.map((w) => w.close())), bound]);
-    await Promise.allSettled(workers.map((w) => w.close(true)));
-    await closeQueues(queues);
-    await Promise.all([redis, stepRedis].map((connection) => connection.quit().catch(() => connection.disconnect())));
+    await within(SHUTDOWN_BOUND_MS - 7_000, Promise.allSettled(workers.map((w) => w.close())));
+    // BullMQ's close can wait forever once Redis went away during it, even after Redis is back
+    // (bullmq #2430, #4656): every later step is bounded too, and the connections are cut below.
+    await within(2_000, Promise.allSettled(workers.map((w) => w.close(true))));
+    await within(1_000, backfill);
+    await within(2_000, closeQueues(queues));
+    await Promise.all(
+      [redis, stepRedis].map(async (connection) => {
+        if (!(await within(1_000, connection.quit().then(() => true, () => false)))) connection.disconnect();
+      }),
+    );
     await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));
     await made.sandbox?.close();
   });
   return { engine, reconciler, sandbox: made.sandbox, mirror, close };
+}
+
+/** Waits for `work` at most `ms`; resolves to its value, or undefined when the time ran out first. */
+function within<T>(ms: number, work: Promise<T>): Promise<T | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    timer.unref();
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      },
+    );
+  });
 }
 
 async function main(): Promise<void> {

@@ -10,6 +10,7 @@ import { ArchiveUnavailableError, type Archive } from './archive.js';
 import { purgeContent } from './content-purge.js';
 import { MirrorLog } from './mirror-log.js';
 import { compareIds } from './names.js';
+import { pruneStats } from '../notice/stats.js';
 import { statsMember, type NoticeRecord, type RetiredStats } from './records.js';
 
 export interface RetireDeps {
@@ -20,7 +21,7 @@ export interface RetireDeps {
   log: Logger;
   /** How long after a waiting notice is looked at again (its last entries not yet archived). */
   retryMs: number;
-  /** Members of the `created` indexes older than this are dropped (HERALD_STATS_RETENTION). */
+  /** Stats counters of hours older than this, and such members of the `created` indexes, are dropped (HERALD_STATS_RETENTION). */
   statsRetentionMs: number;
   batchSize?: number;
 }
@@ -80,11 +81,12 @@ export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts
  * 2. waits until the archive holds every entry of the notice (all below the shard's oldest
  *    unarchived entry);
  * 3. stores the notice's record in the archive: its last view, its entry IDs, its counts;
- * 4. lets Redis go of the hash and the events list, and leaves its counts in the `created`
- *    index for /v1/stats (retireNotice-6.lua, which checks that no entry came meanwhile).
+ * 4. lets Redis go of the hash and the events list (retireNotice-6.lua, which checks that no
+ *    entry came meanwhile); its /v1/stats counters stay.
  *
- * The same sweep drops members of the `created` indexes older than HERALD_STATS_RETENTION, the
- * reach of /v1/stats, so that retired notices' counts do not pile up either.
+ * The same sweep drops the stats counters of hours older than HERALD_STATS_RETENTION, the reach
+ * of /v1/stats (once an hour), and the members of the `created` indexes earlier versions wrote
+ * that are as old.
  *
  * Each step can be repeated after a crash: the record is written again with the same bytes, and
  * the script does nothing for a notice already gone. Reads of a retired notice (`GET`,
@@ -97,6 +99,7 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
   for (const shard of store.keys.allShards()) {
     const now = clock.now();
     await redis.zremrangebyscore(store.keys.created(shard), '-inf', `(${now - deps.statsRetentionMs}`);
+    await pruneStats(redis, store.keys, shard, now, deps.statsRetentionMs);
     const retireKey = store.keys.retire(shard);
     const due = await redis.zrangebyscore(retireKey, '-inf', now, 'LIMIT', 0, deps.batchSize ?? 200);
     if (due.length === 0) continue;

@@ -20,6 +20,7 @@ export const ERROR_CATALOGUE = {
   invalid_state: { status: 409, message: 'The notice is not in a state that allows this.' },
   rate_limited: { status: 429, message: 'Too many requests; retry later.' },
   headers_too_large: { status: 431, message: 'The request headers are larger than Herald accepts.' },
+  suppression_list_full: { status: 507, message: 'The suppression list of that channel is full (HERALD_SUPPRESSIONS_MAX).' },
   unavailable: { status: 503, message: 'Herald cannot reach its store; retry later.' },
   internal_error: { status: 500, message: 'Something went wrong inside Herald.' },
 } as const;

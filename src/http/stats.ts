@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
 import { formatDuration } from '../durations.js';
-import { noticeStats } from '../notice/stats.js';
+import { noticeStats, STATS_HOUR_MS } from '../notice/stats.js';
 import { HttpError } from './errors.js';
 import { ErrorResponse } from './schemas.js';
 
@@ -18,6 +18,13 @@ const Spend = Type.Object({
 const StatsResponse = Type.Object({
   from: Type.String(),
   to: Type.String(),
+  window: Type.Object(
+    { from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) },
+    {
+      description:
+        'The UTC hours counted: every hour that overlaps [from, to), at least one. Notices are counted by the hour they were created in.',
+    },
+  ),
   notices: Type.Integer(),
   byState: Type.Record(Type.String(), Type.Integer()),
   fallbackByReason: Type.Record(Type.String(), Type.Integer()),
@@ -37,7 +44,8 @@ export async function statsRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       schema: {
         tags: ['notices'],
         security: [{ apiKey: [] }],
-        summary: 'Counts of the notices created in a period (default: the last 24 hours, at most 31 days, within HERALD_STATS_RETENTION)',
+        summary:
+          'Counts of the notices created in the UTC hours overlapping a period (default: the last 24 hours, at most 31 days, within HERALD_STATS_RETENTION)',
         querystring: StatsQuery,
         response: { 200: StatsResponse, 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse },
       },
@@ -45,7 +53,8 @@ export async function statsRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     async (request) => {
       const now = deps.clock.now();
       const to = request.query.to ? Date.parse(request.query.to) : now;
-      const from = request.query.from ? Date.parse(request.query.from) : to - DAY;
+      // By default the 24 hour buckets that end with the one holding `to`.
+      const from = request.query.from ? Date.parse(request.query.from) : Math.ceil(to / STATS_HOUR_MS) * STATS_HOUR_MS - DAY;
       if (!(from <= to))
         throw new HttpError('validation_failed', '"from" must not be after "to"', [{ path: 'querystring.from', message: 'after "to"' }]);
       if (to - from > MAX_SPAN)

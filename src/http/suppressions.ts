@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import type { AppDeps } from '../app.js';
 import { normalizePhone, RejectedRequest } from '../notice/accept.js';
-import { SuppressionStore } from '../store/suppressions.js';
+import { SuppressionListFullError, SuppressionStore } from '../store/suppressions.js';
 import type { Channel } from '../providers/types.js';
 import { HttpError } from './errors.js';
 import { ErrorResponse } from './schemas.js';
@@ -30,7 +30,7 @@ const SuppressionResponse = Type.Object({
 });
 
 const secured = { tags: ['suppressions'], security: [{ apiKey: [] }] };
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse };
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse, 507: ErrorResponse };
 
 /** Addresses as the list keeps them: email lower-case, phone E.164. */
 function normalize(channel: Channel, address: string): string {
@@ -50,7 +50,7 @@ function normalize(channel: Channel, address: string): string {
 
 /** `/v1/suppressions`: the per-channel suppression list (manual entries; providers add their own). */
 export async function suppressionRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  const suppressions = new SuppressionStore(deps.redis, deps.config.prefix);
+  const suppressions = new SuppressionStore(deps.redis, deps.config.prefix, { max: deps.config.suppressionsMax });
 
   app.post<{ Body: Static<typeof SuppressionBody> }>(
     '/v1/suppressions',
@@ -66,7 +66,16 @@ export async function suppressionRoutes(app: FastifyInstance, deps: AppDeps): Pr
       const { channel, reason } = request.body;
       const address = normalize(channel, request.body.address);
       const record = { channel, address, reason, source: 'manual' as const, createdAt: iso(deps.clock.now()) };
-      await suppressions.add(record);
+      try {
+        await suppressions.add(record);
+      } catch (error) {
+        if (!(error instanceof SuppressionListFullError)) throw error;
+        throw new HttpError(
+          'suppression_list_full',
+          `The ${channel} suppression list holds ${error.max} addresses (HERALD_SUPPRESSIONS_MAX); lift some or raise the bound.`,
+          { channel, max: error.max },
+        );
+      }
       return reply.status(201).send(record);
     },
   );

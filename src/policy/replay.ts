@@ -31,8 +31,14 @@ export interface ReplayChange {
 
 export interface ReplayReport {
   rulesVersion: string;
+  /** Decisions replayed. */
   examined: number;
   changed: ReplayChange[];
+  /**
+   * Decisions not replayed: the recipient policy version they used is no longer kept
+   * (HERALD_POLICY_VERSIONS_KEPT). A replay against today's policies (`--current-policies`) takes them.
+   */
+  policyVersionDropped: { noticeId: string; recipientId: string; policyVersion: number }[];
 }
 
 interface Summary {
@@ -95,16 +101,23 @@ function describe(before: Summary, after: Summary, record: RecordedDecision, rul
 /**
  * Decides each recorded fallback again with the same function the engine uses, against the
  * proposed rules and the recipient policies `policyOf` returns (by default the versions the
- * decisions used), and reports the notices whose outcome or timing would change, and why.
+ * decisions used), and reports the notices whose outcome or timing would change, and why. A
+ * decision whose policy `policyOf` no longer has (null) is listed as such, never replayed
+ * against a stand-in.
  */
 export async function replayDecisions(
   records: readonly RecordedDecision[],
   rules: Rules,
-  policyOf: (recipientId: string, version: number) => Promise<RecipientPolicy>,
+  policyOf: (recipientId: string, version: number) => Promise<RecipientPolicy | null>,
 ): Promise<ReplayReport> {
   const changed: ReplayChange[] = [];
+  const policyVersionDropped: ReplayReport['policyVersionDropped'] = [];
   for (const record of records) {
     const policy = await policyOf(record.recipientId, record.policyVersion);
+    if (!policy) {
+      policyVersionDropped.push({ noticeId: record.noticeId, recipientId: record.recipientId, policyVersion: record.policyVersion });
+      continue;
+    }
     const decision: SmsPolicyDecision = decideSms({
       phone: record.hasPhone ? 'recorded' : undefined,
       region: record.region,
@@ -131,5 +144,5 @@ export async function replayDecisions(
       });
     }
   }
-  return { rulesVersion: rules.version, examined: records.length, changed };
+  return { rulesVersion: rules.version, examined: records.length - policyVersionDropped.length, changed, policyVersionDropped };
 }

@@ -36,7 +36,11 @@ export class Keys {
   due(shard: number): string {
     return `${this.shard(shard)}:due`;
   }
-  /** Sorted set of the shard's notices by creation time (ms): the index /v1/stats reads. */
+  /**
+   * Sorted set of the shard's notices by creation time (ms), written by earlier versions for
+   * /v1/stats; now read only by the stats backfill and `indexUnretired`, and emptied as those
+   * notices retire or pass HERALD_STATS_RETENTION.
+   */
   created(shard: number): string {
     return `${this.shard(shard)}:created`;
   }
@@ -47,6 +51,14 @@ export class Keys {
   /** Sorted set of the shard's notices by when their content expires (src/archive/content-purge.ts). */
   contentExpiry(shard: number): string {
     return `${this.shard(shard)}:content-expiry`;
+  }
+  /** The shard's /v1/stats counters by creation hour (src/store/lua/includes/countStats.lua). */
+  stats(shard: number): string {
+    return `${this.shard(shard)}:stats`;
+  }
+  /** When the stats backfill of the `created` indexes last completed (src/notice/stats.ts). */
+  get statsBackfilled(): string {
+    return `${this.prefix}:stats-backfilled`;
   }
   /** The shard's metric counters (src/store/metrics.ts). */
   metrics(shard: number): string {
@@ -73,9 +85,16 @@ export class Keys {
     return `${this.prefix}:{q}`;
   }
 
-  noticeKeysFor(id: string): { notice: string; events: string; log: string; due: string; metrics: string } {
+  noticeKeysFor(id: string): { notice: string; events: string; log: string; due: string; metrics: string; stats: string } {
     const shard = shardFor(id);
-    return { notice: this.notice(id), events: this.events(id), log: this.log(shard), due: this.due(shard), metrics: this.metrics(shard) };
+    return {
+      notice: this.notice(id),
+      events: this.events(id),
+      log: this.log(shard),
+      due: this.due(shard),
+      metrics: this.metrics(shard),
+      stats: this.stats(shard),
+    };
   }
 
   allShards(): number[] {

@@ -72,7 +72,7 @@ export interface NoticeContent {
   sms?: string;
 }
 
-/** What one named transition (src/notice/transitions.ts) writes, and the guards it must pass. */
+/** What one named transition (src/notice/transitions.ts) asks of the transition script (lua/transition-6.lua). */
 export interface TransitionSpec {
   name: TransitionName;
   /** Narrows the transition's `from` to the states this step read (optimistic steps). */
@@ -155,7 +155,7 @@ export class NoticeStore {
       k.due,
       idemKey,
       k.metrics,
-      this.keys.created(shardOfNoticeId(input.id)!),
+      k.stats,
       input.id,
       input.at,
       input.contentTtlMs,
@@ -180,7 +180,7 @@ export class NoticeStore {
     return noticeId && bodyHash ? { noticeId, bodyHash } : null;
   }
 
-  /** Runs one named, guarded transition (lua/transition-5.lua). */
+  /** Runs one named, guarded transition (lua/transition-6.lua). */
   async transition(id: string, now: number, at: string, spec: TransitionSpec): Promise<TransitionResult> {
     const { from, to } = movesOf(spec);
     const k = this.keys.noticeKeysFor(id);
@@ -195,6 +195,7 @@ export class NoticeStore {
       k.log,
       k.due,
       k.metrics,
+      k.stats,
       id,
       now,
       at,

@@ -26,30 +26,51 @@ export const DEFAULT_POLICY: RecipientPolicy = Object.freeze({
   updatedAt: undefined,
 });
 
+/** How many versions of a recipient's policy are kept when HERALD_POLICY_VERSIONS_KEPT is not set. */
+export const DEFAULT_POLICY_VERSIONS_KEPT = 50;
+
+/**
+ * Recipient policies, one hash per recipient. Notices record the version they used; the last
+ * `versionsKept` versions stay readable (for `herald policy replay`), older ones are dropped as
+ * new ones are written, so that a recipient's hash does not grow with every change.
+ */
 export class PolicyStore {
   private readonly redis: Redis & HeraldScripts;
   private readonly keys: Keys;
+  private readonly versionsKept: number;
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: Redis, prefix: string, options: { versionsKept?: number } = {}) {
     this.redis = defineScripts(redis);
     this.keys = new Keys(prefix);
+    this.versionsKept = options.versionsKept ?? DEFAULT_POLICY_VERSIONS_KEPT;
   }
 
   async put(recipientId: string, input: RecipientPolicyInput, at: string): Promise<number> {
     const policy = { consent: input.consent, region: input.region ?? null };
-    return Number(await this.redis.putRecipientPolicy(this.keys.recipientPolicy(recipientId), JSON.stringify(policy), at));
+    return Number(
+      await this.redis.putRecipientPolicy(this.keys.recipientPolicy(recipientId), JSON.stringify(policy), at, this.versionsKept),
+    );
   }
 
-  /** The current policy, or a given version of it; DEFAULT_POLICY when none was written. */
-  async get(recipientId: string, version?: number): Promise<RecipientPolicy> {
-    const raw = await this.redis.hget(this.keys.recipientPolicy(recipientId), version === undefined ? 'current' : `v${version}`);
-    if (!raw) return DEFAULT_POLICY;
-    const stored = JSON.parse(raw) as {
-      version: number;
-      consent: { email: boolean; sms: boolean };
-      region: string | null;
-      updatedAt: string;
-    };
-    return { version: stored.version, consent: stored.consent, region: stored.region ?? undefined, updatedAt: stored.updatedAt };
+  /** The current policy; DEFAULT_POLICY when none was written. */
+  async get(recipientId: string): Promise<RecipientPolicy> {
+    return parsePolicy(await this.redis.hget(this.keys.recipientPolicy(recipientId), 'current')) ?? DEFAULT_POLICY;
   }
+
+  /** A given version of the policy (0: DEFAULT_POLICY); null when that version is no longer kept, or never was. */
+  async version(recipientId: string, version: number): Promise<RecipientPolicy | null> {
+    if (version === 0) return DEFAULT_POLICY;
+    return parsePolicy(await this.redis.hget(this.keys.recipientPolicy(recipientId), `v${version}`));
+  }
+}
+
+function parsePolicy(raw: string | null): RecipientPolicy | null {
+  if (!raw) return null;
+  const stored = JSON.parse(raw) as {
+    version: number;
+    consent: { email: boolean; sms: boolean };
+    region: string | null;
+    updatedAt: string;
+  };
+  return { version: stored.version, consent: stored.consent, region: stored.region ?? undefined, updatedAt: stored.updatedAt };
 }

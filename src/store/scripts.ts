@@ -11,13 +11,22 @@ export function loadScript(name: string): string {
 }
 
 /** The scripts Herald defines on a connection, with their key counts from their names. */
-export const SCRIPTS = ['createNotice-8', 'transition-5', 'putRecipientPolicy-1', 'retireNotice-6'] as const;
+export const SCRIPTS = [
+  'createNotice-8',
+  'transition-6',
+  'putRecipientPolicy-1',
+  'retireNotice-6',
+  'backfillStats-3',
+  'addSuppression-1',
+] as const;
 
 export interface HeraldScripts {
   createNotice(...args: (string | number)[]): Promise<unknown[]>;
   transition(...args: (string | number)[]): Promise<unknown[]>;
   putRecipientPolicy(...args: (string | number)[]): Promise<number>;
   retireNotice(...args: (string | number)[]): Promise<number>;
+  backfillStats(...args: (string | number)[]): Promise<number>;
+  addSuppression(...args: (string | number)[]): Promise<number>;
 }
 
 /** Defines Herald's scripts as commands on an ioredis connection (EVALSHA with EVAL fallback). */

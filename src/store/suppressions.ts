@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Channel } from '../providers/types.js';
+import { defineScripts, type HeraldScripts } from './scripts.js';
 
 /** Where a suppression came from: the API, or a provider telling Herald the address is dead. */
 export type SuppressionSource = 'manual' | 'postmark_hard_bounce' | 'postmark_inactive' | 'postmark_unsubscribe' | 'twilio_opt_out';
@@ -14,26 +15,50 @@ export interface Suppression {
   createdAt: string;
 }
 
+/** A manual suppression was refused: the channel's list holds HERALD_SUPPRESSIONS_MAX addresses. */
+export class SuppressionListFullError extends Error {
+  constructor(
+    readonly channel: Channel,
+    readonly max: number,
+  ) {
+    super(`the ${channel} suppression list holds ${max} addresses, its bound (HERALD_SUPPRESSIONS_MAX)`);
+    this.name = 'SuppressionListFullError';
+  }
+}
+
 /**
  * The suppression list: one hash per channel, address → record. Addresses are stored
- * normalized (email lower-case, phone E.164) by the callers.
+ * normalized (email lower-case, phone E.164) by the callers. Entries stay until lifted: a
+ * provider's hard bounce or opt-out does not lapse by itself. The API may add new addresses
+ * while the channel holds fewer than `max`; providers' ones are always recorded (addSuppression-1.lua).
  */
 export class SuppressionStore {
+  private readonly redis: Redis & HeraldScripts;
+  private readonly max: number;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly prefix: string,
-  ) {}
+    options: { max?: number } = {},
+  ) {
+    this.redis = defineScripts(redis);
+    this.max = options.max ?? 0;
+  }
 
   private key(channel: Channel): string {
     return `${this.prefix}:{sup}:${channel}`;
   }
 
-  /** Adds a suppression; an automatic one never overwrites an existing record. Returns whether it was new. */
+  /**
+   * Adds a suppression; an automatic one never overwrites an existing record. Returns whether it
+   * was new; throws SuppressionListFullError for a new manual address when the list is full.
+   */
   async add(record: Suppression): Promise<boolean> {
     const { channel, address, ...stored } = record;
-    const json = JSON.stringify(stored);
-    if (record.source === 'manual') return (await this.redis.hset(this.key(channel), address, json)) === 1;
-    return (await this.redis.hsetnx(this.key(channel), address, json)) === 1;
+    const manual = record.source === 'manual';
+    const reply = await this.redis.addSuppression(this.key(channel), address, JSON.stringify(stored), manual ? 'manual' : 'auto', this.max);
+    if (reply === -1) throw new SuppressionListFullError(channel, this.max);
+    return reply === 1;
   }
 
   async get(channel: Channel, address: string): Promise<Suppression | null> {

@@ -9,7 +9,8 @@ import { createFileStore } from '../../src/archive/file-store.js';
 import { retireNoticesOnce, indexRetirement } from '../../src/archive/retire.js';
 import { recordKey } from '../../src/archive/records.js';
 import { runCli } from '../../src/cli.js';
-import { systemClock } from '../../src/clock.js';
+import { iso, systemClock } from '../../src/clock.js';
+import { newNoticeId, noticeCreatedAt } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testConfig, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody, startWebUnderTest } from '../helpers/herald.js';
@@ -67,8 +68,14 @@ describe('a finished notice leaves Redis for the archive', () => {
     const shard = Number.parseInt(id.slice(4, 6), 16);
     expect(await redis.zscore(keys.retire(shard), id)).toBeNull();
     expect(await redis.zscore(keys.contentExpiry(shard), id)).toBeNull();
-    const created = await redis.zrange(keys.created(shard), 0, -1);
-    expect(created).toContainEqual(`${id} email_delivered - 1 0 1 0`);
+    // Its /v1/stats counters stay; the `created` index of earlier versions is no longer written.
+    expect(await redis.zscore(keys.created(shard), id)).toBeNull();
+    const hour = Math.floor(noticeCreatedAt(id)! / 3_600_000);
+    expect(await redis.hmget(keys.stats(shard), `${hour}|state|email_delivered`, `${hour}|checks|email`, `${hour}|sent|email`)).toEqual([
+      '1',
+      '1',
+      '1',
+    ]);
     expect(existsSync(join(dir.path, recordKey(stack.config.prefix, id)))).toBe(true);
   });
 
@@ -251,7 +258,7 @@ describe('the retire sweep', () => {
     await indexRetirement(redis, store.keys, shard, [{ noticeId: id, retireAt: now }]);
     expect(await sweep()).toEqual({ retired: 0, waiting: 0 });
     expect(await redis.zcard(store.keys.retire(shard))).toBe(0);
-    expect(await redis.zrange(store.keys.created(shard), 0, -1)).toEqual([`${id} canceled - 0 0 0 0`]);
+    expect(await redis.zrange(store.keys.created(shard), 0, -1)).toEqual([]);
 
     // A record whose bytes no longer match its SHA-256 is refused, never read.
     await writeFile(join(dir.path, recordKey(prefix, id)), gzipSync('{"id":"forged"}'));
@@ -278,7 +285,11 @@ describe('the retire sweep', () => {
   });
 
   it('finds, with `herald retention apply`, finished notices an earlier version left unindexed', async () => {
-    const id = await finishedNotice(5, Date.now());
+    const now = Date.now();
+    const id = await finishedNotice(5, now);
+    // As an earlier version left it: in the shard's `created` index, not in the stats counters.
+    await redis.zadd(store.keys.created(5), now, id);
+    await redis.hdel(store.keys.notice(id), 'statsHour');
     const env = {
       REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
       HERALD_PREFIX: prefix,
@@ -292,5 +303,7 @@ describe('the retire sweep', () => {
     expect(await redis.zscore(store.keys.retire(5), id)).toBeNull();
     expect(await run([])).toBe(0);
     expect(await redis.zscore(store.keys.retire(5), id)).not.toBeNull();
+    // The same command counted it in the /v1/stats counters.
+    expect(await redis.hget(store.keys.notice(id), 'statsHour')).toBe(String(Math.floor(now / 3_600_000)));
   });
 });

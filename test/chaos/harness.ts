@@ -7,16 +7,21 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import { Archive } from '../../src/archive/archive.js';
 import { createFileStore } from '../../src/archive/file-store.js';
 import { MirrorLog } from '../../src/archive/mirror-log.js';
 import { readTrail } from '../../src/archive/trail.js';
 import { verifyShard } from '../../src/archive/verify.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import type { RetiredStats } from '../../src/archive/records.js';
+import type { Prices } from '../../src/config.js';
+import { STATS_HOUR_MS } from '../../src/notice/stats.js';
 import { jobIds } from '../../queues/index.js';
 import { sleep, TEST_API_KEY, testConfig, testPrefix } from '../helpers/env.js';
 import { startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { RedisServer } from '../helpers/redis-server.js';
+import { statsOfHash, tally } from '../helpers/stats.js';
 import { WorkerProcess } from '../helpers/stack.js';
 import { checkRun, TERMINAL, type NoticeOutcome, type Violation } from './invariants.js';
 import type { ChaosEvent, ChaosPlan, NoticePlan } from './plan.js';
@@ -81,6 +86,7 @@ class ChaosRun {
   private readonly report: ChaosReport;
   private readonly violations: Violation[] = [];
   private started = 0;
+  private prices!: Prices;
 
   constructor(
     private readonly plan: ChaosPlan,
@@ -134,7 +140,9 @@ class ChaosRun {
       // Info, so that a worker's "running" line says when it is ready for a SIGTERM.
       LOG_LEVEL: 'info',
     };
-    this.web = await startWebUnderTest(testConfig(prefix, env));
+    const config = testConfig(prefix, env);
+    this.prices = config.prices;
+    this.web = await startWebUnderTest(config);
     this.archive = new Archive(createFileStore(join(this.redis.dir, 'archive')), prefix);
     for (const queue of Object.values(this.web.queues)) queue.on('error', () => undefined);
     this.workers = Array.from({ length: this.plan.shape.workers }, () => new WorkerProcess(env).start());
@@ -187,6 +195,7 @@ class ChaosRun {
     const sms = this.sandbox.sms();
     this.violations.push(...checkRun(outcomes, emails, sms));
     this.violations.push(...(await this.archiveChains()));
+    this.violations.push(...(await this.statsViolations()));
     for (const v of this.violations) if (v.rule === 'not-terminal' && v.notice) v.detail += `; jobs: ${await this.jobsOf(v.notice)}`;
     for (const o of outcomes) {
       if (o.retired) this.report.retired += 1;
@@ -470,6 +479,28 @@ class ChaosRun {
       if (verdict.broken) violations.push({ rule: 'archive-chain', detail: `${verdict.broken.key}: ${verdict.broken.why}` });
     }
     return violations;
+  }
+
+  /**
+   * `/v1/stats`, from the counters the scripts keep through crashes, duplicates and restarts,
+   * against the counts of every accepted notice read one by one (its hash, or its archive record).
+   */
+  private async statsViolations(): Promise<Violation[]> {
+    const counted: RetiredStats[] = [];
+    for (const id of new Set(this.ids.values())) {
+      const stats = statsOfHash(await this.web.redis.hgetall(this.web.store.keys.notice(id))) ?? (await this.archive.readRecord(id))?.stats;
+      if (!stats) return [{ rule: 'stats', notice: id, detail: 'neither Redis nor the archive holds the notice' }];
+      counted.push(stats);
+    }
+    const from = Math.floor(this.started / STATS_HOUR_MS) * STATS_HOUR_MS;
+    const to = Math.ceil((Date.now() + 1) / STATS_HOUR_MS) * STATS_HOUR_MS;
+    const res = await this.web.call('GET', `/v1/stats?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`);
+    if (res.statusCode !== 200) return [{ rule: 'stats', detail: `GET /v1/stats answered ${res.statusCode}: ${res.body}` }];
+    const { from: _from, to: _to, window: _window, ...answered } = res.json();
+    const expected = tally(counted, this.prices);
+    return isDeepStrictEqual(answered, expected)
+      ? []
+      : [{ rule: 'stats', detail: `GET /v1/stats answered ${JSON.stringify(answered)}, the notices count ${JSON.stringify(expected)}` }];
   }
 
   /** A retired notice as the archive holds it: its record's fields the rules read, its trail as the API reads it. */

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { noticeBody } from '../helpers/herald.js';
-import { testPrefix, waitFor } from '../helpers/env.js';
+import { sleep, testEnv, testPrefix, waitFor } from '../helpers/env.js';
+import { RedisServer } from '../helpers/redis-server.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
 import { SHUTDOWN_BOUND_MS } from '../../src/signals.js';
 
@@ -36,5 +37,27 @@ describe('a worker process sent SIGTERM while a job runs', () => {
     expect(view.state).toBe('email_sent');
     expect((await stack.events(id)).filter((e) => e.type === 'email.accepted')).toHaveLength(1);
     expect(await stack.web.queues.emailSend.getActiveCount()).toBe(0);
+  });
+});
+
+describe('a worker process sent SIGTERM while Redis is down', () => {
+  it('still exits 0 within the bound once Redis is back (BullMQ alone would wait for ever)', async () => {
+    const redis = await RedisServer.start({ appendfsync: 'everysec' });
+    try {
+      const env = { ...testEnv(testPrefix('termdown')), REDIS_URL: redis.url, LOG_LEVEL: 'info' };
+      worker = new WorkerProcess(env).start();
+      await waitFor(async () => worker!.ready, 20_000, 'the worker to run');
+      await redis.kill('SIGKILL');
+      // The worker's connections notice the loss and start reconnecting before the signal.
+      await sleep(300);
+      const stopped = worker.stop('SIGTERM');
+      await sleep(1_500);
+      await redis.start();
+      expect(await stopped).toBe(0);
+      expect(worker.output).toMatch(/shut down cleanly/);
+    } finally {
+      await worker?.stop('SIGKILL');
+      await redis.stop();
+    }
   });
 });

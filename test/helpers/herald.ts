@@ -41,7 +41,7 @@ export async function startWebUnderTest(
     config,
     redis,
     store,
-    policies: new PolicyStore(redis, config.prefix),
+    policies: new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept }),
     scheduler: new QueueScheduler(queues, clock),
     queues,
     clock,

@@ -4,13 +4,13 @@
 
   KEYS[1] notice hash          KEYS[2] content string     KEYS[3] events list
   KEYS[4] shard log stream     KEYS[5] shard due zset     KEYS[6] idempotency hash
-  KEYS[7] shard metrics hash     KEYS[8] shard created zset (notices by creation time, for /v1/stats)
+  KEYS[7] shard metrics hash   KEYS[8] shard stats hash (the /v1/stats counters, includes/countStats.lua)
   ARGV[1] noticeId             ARGV[2] at (ISO)           ARGV[3] content TTL (ms)
   ARGV[4] idempotency TTL (ms) ARGV[5] request body hash, '' when no idempotency key
   ARGV[6] notice fields JSON   ARGV[7] content JSON (stored as is)
   ARGV[8] entries JSON         ARGV[9] due score (ms)
   ARGV[10] metric increments JSON: [ field, n, ... ]
-  ARGV[11] createdAt (ms)
+  ARGV[11] createdAt (ms): its hour is stored as `statsHour`, the notice's counters' bucket
 
   Returns { 1 } when created;
           { 0, existingNoticeId, existingBodyHash } when the idempotency key was used before;
@@ -21,6 +21,7 @@
 -- @include flatten
 -- @include setDue
 -- @include countMetrics
+-- @include countStats
 
 local noticeId = ARGV[1]
 local bodyHash = ARGV[5]
@@ -36,8 +37,11 @@ end
 
 local entries = cjson.decode(ARGV[8])
 local fields = flatten(ARGV[6])
+local hour = tostring(math.floor(tonumber(ARGV[11]) / 3600000))
 fields[#fields + 1] = 'seq'
 fields[#fields + 1] = #entries
+fields[#fields + 1] = 'statsHour'
+fields[#fields + 1] = hour
 redis.call('HSET', KEYS[1], unpack(fields))
 
 redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[3])
@@ -50,5 +54,5 @@ end
 appendEntries(KEYS[3], KEYS[4], noticeId, ARGV[2], entries, 0)
 setDue(KEYS[5], noticeId, ARGV[9])
 countMetrics(KEYS[7], cjson.decode(ARGV[10]))
-redis.call('ZADD', KEYS[8], ARGV[11], noticeId)
+countStats(KEYS[8], hour, {}, cjson.decode(ARGV[6]))
 return { 1 }

@@ -1,8 +1,10 @@
 --[[
   Lets go of a finished notice once the archive holds its record (src/archive/retire.ts): deletes
   its hash and events list, drops it from the shard's content-expiry and retire indexes, and
-  puts its stats member in place of its ID in the shard's `created` index (same score), so
-  that /v1/stats still counts it, and counts it in the shard's `retired` metric. Only when the notice still has the entries the record names.
+  counts it in the shard's `retired` metric. Only when the notice still has the entries the
+  record names. Its /v1/stats counters stay as they are. A notice an earlier version created
+  is still in the shard's `created` index: if the stats backfill has not counted it yet (no
+  `statsHour`), its stats member takes the place of its ID (same score), for the backfill to count.
 
   KEYS[1] notice hash   KEYS[2] events list   KEYS[3] shard created zset
   KEYS[4] shard content-expiry zset   KEYS[5] shard retire zset   KEYS[6] shard metrics hash
@@ -19,12 +21,15 @@ if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[2]) then
   return 0
 end
 local created = redis.call('ZSCORE', KEYS[3], ARGV[1])
+local counted = created and redis.call('HEXISTS', KEYS[1], 'statsHour') == 1
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZREM', KEYS[5], ARGV[1])
 if created then
   redis.call('ZREM', KEYS[3], ARGV[1])
-  redis.call('ZADD', KEYS[3], created, ARGV[3])
+  if not counted then
+    redis.call('ZADD', KEYS[3], created, ARGV[3])
+  end
 end
 redis.call('HINCRBY', KEYS[6], 'retired', 1)
 return 1
