@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { iso } from '../../src/clock.js';
 import { STATES, TERMINAL_STATES } from '../../src/notice/states.js';
@@ -29,6 +31,13 @@ describe('the transition table', () => {
     expect(transitionsMarkedBy('fallback.decided')).toEqual(['decideFallback']);
     expect(transitionsMarkedBy('notice.completed', 'email_delivered').sort()).toEqual(['cancelSmsForLateDelivery', 'confirmEmailDelivered']);
     expect(transitionsMarkedBy('email.observed')).toEqual([]);
+  });
+
+  it('is the table ARCHITECTURE.md shows, move for move', () => {
+    const doc = readFileSync(fileURLToPath(new URL('../../ARCHITECTURE.md', import.meta.url)), 'utf8');
+    const rows = doc.slice(doc.indexOf('| move | from | to |'), doc.indexOf('The chaos run'));
+    const documented = [...rows.matchAll(/^\| ([^|]+) \|/gm)].flatMap(([, cell]) => [...cell!.matchAll(/`(\w+)`/g)].map(([, n]) => n));
+    expect(documented.sort()).toEqual(table.map(([name]) => name).sort());
   });
 
   it('only moves, never records, from any state at all', () => {
