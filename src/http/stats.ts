@@ -15,7 +15,7 @@ const Spend = Type.Object({
   total: Type.Number(),
   byChannel: Type.Object({ email: Type.Number(), sms: Type.Number() }),
 });
-const StatsResponse = Type.Object({
+export const StatsResponse = Type.Object({
   from: Type.String(),
   to: Type.String(),
   window: Type.Object(

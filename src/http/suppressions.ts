@@ -8,7 +8,7 @@ import type { Channel } from '../providers/types.js';
 import { HttpError } from './errors.js';
 import { ErrorResponse } from './schemas.js';
 
-const SuppressionBody = Type.Object(
+export const SuppressionBody = Type.Object(
   {
     channel: Type.Union([Type.Literal('email'), Type.Literal('sms')]),
     address: Type.String({ minLength: 3, maxLength: 254 }),
@@ -20,7 +20,7 @@ const SuppressionParams = Type.Object({
   channel: Type.Union([Type.Literal('email'), Type.Literal('sms')]),
   address: Type.String({ maxLength: 254 }),
 });
-const SuppressionResponse = Type.Object({
+export const SuppressionResponse = Type.Object({
   channel: Type.String(),
   address: Type.String(),
   reason: Type.String(),
