@@ -17,8 +17,10 @@ import { backfillStats } from './notice/stats.js';
 import { Keys } from './store/keys.js';
 import { iso } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { diagnose, formatFindings } from './doctor.js';
+import { progress } from './progress.js';
 import { formatDuration, parseDuration } from './durations.js';
-import { noticeCreatedAt, shardOfNoticeId } from './notice/ids.js';
+import { noticeCreatedAt, SHARD_COUNT, shardOfNoticeId } from './notice/ids.js';
 import type { Redis } from 'ioredis';
 import { collectDecisions, replayDecisions } from './policy/replay.js';
 import { loadRules, RulesError, type Rules } from './policy/rules.js';
@@ -40,6 +42,12 @@ const USAGE = `herald: read and keep Herald's audit trail (uses the same environ
       The archive's decision log for [from, to) as NDJSON, ordered by entry ID, to stdout or a
       file. Times are ISO 8601 (2026-11-01, 2026-11-01T14:00:00Z) or an age (90m, 24h, 7d: that
       long ago); --to defaults to now. Progress goes to stderr unless --quiet.
+
+  herald doctor
+      Checks the configuration, Redis (reachable, a master, noeviction, append-only file), this
+      machine's clock against Redis TIME, the archive (writes, reads back and deletes an object)
+      and the providers (an authenticated call that sends nothing), and says what to fix.
+      Exits 1 when something must be fixed.
 
   herald retention apply [--dry-run]
       Deletes archive objects whose entries are all older than HERALD_AUDIT_RETENTION.
@@ -69,6 +77,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stdout.write(USAGE);
       return command === undefined ? 2 : 0;
     }
+    // The doctor reports a bad configuration instead of stopping at it.
+    if (command === 'doctor') return await doctor(io);
     const config = loadConfig(io.env);
     switch (command) {
       case 'audit':
@@ -94,6 +104,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     say(`herald: ${(error as Error).message ?? String(error)}`);
     return 1;
   }
+}
+
+async function doctor(io: CliIo): Promise<number> {
+  const findings = await diagnose(io.env, io.now);
+  await writeLines(io.stdout, formatFindings(findings));
+  return findings.some((f) => f.verdict === 'fail') ? 1 : 0;
 }
 
 async function audit(config: Config, args: string[], io: CliIo): Promise<number> {
@@ -252,7 +268,13 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
     await waitReady(redis, 3000);
     const store = new NoticeStore(redis, config.prefix);
     const policies = new PolicyStore(redis, config.prefix);
-    const records = await collectDecisions(periodEntries(archive, redis, store, from, to));
+    const bar = progress(io.stderr, { quiet: values.json === true && !io.stderr.isTTY });
+    const records = await collectDecisions(
+      withProgress(periodEntries(archive, redis, store, from, to), (entry, read) =>
+        bar.update((idTime(entry.id) - from) / (to - from), `${read} entries read, at ${iso(idTime(entry.id))}`),
+      ),
+    );
+    bar.done();
     const report = await replayDecisions(records, rules, (recipientId, version) =>
       values['current-policies'] ? policies.get(recipientId) : policies.version(recipientId, version),
     );
@@ -374,10 +396,19 @@ async function retention(config: Config, args: string[], io: CliIo): Promise<num
       `${dryRun ? 'Would delete' : 'Deleting'} archive objects whose entries are all older than ${iso(cutoff)} ` +
         `(HERALD_AUDIT_RETENTION=${formatDuration(config.auditRetentionMs)}) from ${archive.store.location}.\n`,
     );
+    const bar = progress(io.stderr);
+    let seen = 0;
     const { objects } = await archive.deleteOlderThan(cutoff, {
       dryRun,
-      onDelete: (keys) => (dryRun ? void writeLines(io.stdout, keys) : io.stderr.write(`  ${keys.length} objects deleted\n`)),
+      onDelete: (keys) => {
+        seen += keys.length;
+        // Objects are walked shard by shard (`<prefix>/s<NN>/…`): the shard says how far it is.
+        const shard = Number(/\/s(\d{2})\//.exec(keys[keys.length - 1] ?? '')?.[1] ?? 0);
+        bar.update((shard + 1) / SHARD_COUNT, `${seen} objects ${dryRun ? 'to delete' : 'deleted'}, in shard ${shard}`);
+        if (dryRun) void writeLines(io.stdout, keys);
+      },
     });
+    bar.done();
     io.stderr.write(`${dryRun ? 'Would delete' : 'Deleted'} ${objects} objects.\n`);
     if (config.archiveUrl.startsWith('s3:')) {
       io.stderr.write('On S3, a bucket lifecycle rule can do this without Herald: see "Audit archive and retention" in the README.\n');
@@ -432,29 +463,23 @@ function parseTime(text: string, now: number, option: string): number {
   return ms;
 }
 
-/**
- * Progress on stderr, at most once a second and only once a run has lasted a second: one
- * rewritten line on a terminal, a line every few seconds otherwise. `undefined` ends it.
- */
+/** Export's progress: how far through the period the archive has been read. */
 function progressWriter(io: CliIo, quiet: boolean, from: number, to: number): (progress: ExportProgress | undefined) => void {
-  const started = Date.now();
-  let last = started;
-  let shown = false;
-  return (progress) => {
-    if (quiet) return;
-    if (progress === undefined) {
-      if (shown && io.stderr.isTTY) io.stderr.write('\n');
-      return;
-    }
-    const now = Date.now();
-    const every = io.stderr.isTTY ? 1000 : 5000;
-    if (now - started < 1000 || now - last < every) return;
-    last = now;
-    shown = true;
-    const share = Math.min(100, Math.max(0, Math.round((100 * (progress.position - from)) / (to - from))));
-    const line = `${progress.entries} entries, ${progress.objects} objects read, at ${iso(progress.position)} (${share}% of the period)`;
-    io.stderr.write(io.stderr.isTTY ? `\r${line}` : `${line}\n`);
+  const bar = progress(io.stderr, { quiet });
+  return (at) => {
+    if (at === undefined) return bar.done();
+    bar.update((at.position - from) / (to - from), `${at.entries} entries, ${at.objects} objects read, at ${iso(at.position)}`);
   };
+}
+
+/** Passes entries through, telling `onEntry` of each (and how many so far). */
+async function* withProgress<T>(entries: AsyncIterable<T>, onEntry: (entry: T, read: number) => void): AsyncIterable<T> {
+  let read = 0;
+  for await (const entry of entries) {
+    read += 1;
+    onEntry(entry, read);
+    yield entry;
+  }
 }
 
 async function writeLines(out: Writable, lines: string[]): Promise<void> {
@@ -468,7 +493,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => process.exit(error.code === 'EPIPE' ? 0 : 1));
   runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, now: () => Date.now() }).then(
     (code) => {
-      process.exitCode = code;
+      // Exit once what was written has gone out: a probe that never answers (an archive on a
+      // hung mount) must not keep the command alive after it has reported.
+      process.stdout.write('', () => process.exit(code));
     },
   );
 }

@@ -72,6 +72,11 @@ export function createPostmarkProvider(opts: PostmarkProviderOptions): EmailProv
   return {
     name: 'postmark',
 
+    async verify(): Promise<string> {
+      const server = await call(() => client.getServer());
+      return `server "${server.Name}"`;
+    },
+
     async send(message: EmailMessage): Promise<SendResult> {
       const answer = await call(() =>
         client.sendEmail({

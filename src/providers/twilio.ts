@@ -74,6 +74,11 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
   return {
     name: 'twilio',
 
+    async verify(): Promise<string> {
+      const account = await call(() => client.api.v2010.accounts(opts.accountSid).fetch());
+      return `account "${account.friendlyName}" (${account.status})`;
+    },
+
     async send(message: SmsMessage): Promise<SendResult> {
       const from = message.from ?? opts.from;
       const created = await call(() =>

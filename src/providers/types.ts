@@ -103,6 +103,8 @@ export interface StatusObservation {
 
 export interface EmailProvider {
   readonly name: string;
+  /** An authenticated call that sends nothing (`herald doctor`); resolves with what the provider said of the account. Throws ProviderError. */
+  verify(): Promise<string>;
   /** Hand one email to the provider. Throws ProviderError. */
   send(message: EmailMessage): Promise<SendResult>;
   /** Read the delivery status of an accepted message. Throws ProviderError. */
@@ -120,6 +122,8 @@ export interface SmsMessage {
 
 export interface SmsProvider {
   readonly name: string;
+  /** An authenticated call that sends nothing (`herald doctor`); resolves with what the provider said of the account. Throws ProviderError. */
+  verify(): Promise<string>;
   /** Hand one SMS to the provider. Throws ProviderError. */
   send(message: SmsMessage): Promise<SendResult>;
   /** Read the status of an accepted SMS. Throws ProviderError. */

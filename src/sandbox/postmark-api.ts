@@ -166,6 +166,18 @@ export function registerPostmark(app: FastifyInstance, ctx: SandboxContext): voi
     });
   });
 
+  // The server the token belongs to (`herald doctor`'s authenticated call that sends nothing).
+  app.get('/server', async (request, reply) => {
+    await exchange(ctx, request, reply, {
+      provider: 'postmark',
+      operation: 'postmark.server',
+      recipient: undefined,
+      authorize: authorize(request.headers['x-postmark-server-token']),
+      faultAnswer,
+      run: () => ({ status: 200, body: { ID: 1, Name: 'Herald sandbox', ApiTokens: ['[redacted]'], Color: 'Blue', DeliveryType: 'Sandbox' } }),
+    });
+  });
+
   app.get<{ Querystring: Record<string, string | undefined> }>('/messages/outbound', async (request, reply) => {
     const query = request.query;
     const recipient = query['recipient'];

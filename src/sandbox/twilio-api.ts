@@ -133,6 +133,22 @@ export function registerTwilio(app: FastifyInstance, ctx: SandboxContext): void 
     return { status: 201, body: messageJson(record, now), delayMs: slowDelay(behaviour) };
   }
 
+  // The account itself (`herald doctor`'s authenticated call that sends nothing).
+  app.get<{ Params: { file: string } }>(`${API}/Accounts/:file`, async (request, reply) => {
+    const accountSid = request.params.file.replace(/\.json$/, '');
+    await exchange(ctx, request, reply, {
+      provider: 'twilio',
+      operation: 'twilio.account',
+      recipient: undefined,
+      authorize: authorize(request, accountSid),
+      faultAnswer,
+      run: () =>
+        request.params.file.endsWith('.json')
+          ? { status: 200, body: { sid: accountSid, friendly_name: 'Herald sandbox', status: 'active', type: 'Full', date_created: rfc2822(0) } }
+          : notFound(request),
+    });
+  });
+
   app.get<{ Params: { accountSid: string; file: string } }>(`${API}/Accounts/:accountSid/Messages/:file`, async (request, reply) => {
     const record = findMessage(request.params.accountSid, request.params.file);
     await exchange(ctx, request, reply, {

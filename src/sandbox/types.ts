@@ -9,7 +9,9 @@ export type Operation =
   | 'twilio.create'
   | 'twilio.fetch'
   | 'twilio.list'
-  | 'twilio.cancel';
+  | 'twilio.cancel'
+  | 'postmark.server'
+  | 'twilio.account';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -20,6 +22,8 @@ export const OPERATIONS: readonly Operation[] = [
   'twilio.fetch',
   'twilio.list',
   'twilio.cancel',
+  'postmark.server',
+  'twilio.account',
 ];
 
 /**

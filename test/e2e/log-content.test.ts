@@ -68,8 +68,12 @@ describe('the address scrubber', () => {
         fc.constantFrom('', ' failed', '"', '>', ',', ']'),
         (address, before, after) => {
           const scrubbed = scrub(`${before}${address}${after}`);
-          expect(scrubbed).not.toContain(address.split('@')[0]);
           expect(scrubbed).toContain('[email]');
+          // What is left once the placeholder is taken out came from around the address (the
+          // scrubber may take a neighbouring `To=` with it: more is hidden, never less).
+          const rest = scrubbed.replaceAll('[email]', '');
+          expect(rest).not.toContain('@');
+          expect(`${before}${after}`).toContain(rest);
         },
       ),
       { numRuns: 500 },

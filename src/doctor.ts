@@ -1,0 +1,217 @@
+/**
+ * `herald doctor`: checks what a Herald process needs before it can be trusted with notices —
+ * its configuration, Redis (reachable, its topology, settings that lose notices), the clock
+ * against Redis `TIME`, the archive (a write, a read back and a delete), and the providers (the
+ * sandbox, or an authenticated call that sends nothing) — and says what to fix.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { ConfigError, loadConfig, withoutCredentials, type Config } from './config.js';
+import { openArchiveStore } from './archive/open.js';
+import { createPostmarkProvider } from './providers/postmark.js';
+import { createTwilioProvider } from './providers/twilio.js';
+import { ProviderError } from './providers/types.js';
+import { connectRedis, waitReady } from './store/redis.js';
+
+export type Verdict = 'ok' | 'warn' | 'fail';
+
+export interface Finding {
+  verdict: Verdict;
+  /** What was checked: `configuration`, `redis`, `clock`, `archive`, `postmark`, `twilio`. */
+  area: string;
+  what: string;
+  /** What to do about it, for `warn` and `fail`. */
+  fix?: string;
+}
+
+/** How far this machine's clock may be from Redis's before decisions taken here could come early. */
+export const CLOCK_SKEW_WARN_MS = 250;
+export const CLOCK_SKEW_FAIL_MS = 1_000;
+const REDIS_WAIT_MS = 3_000;
+const ARCHIVE_WAIT_MS = 20_000;
+
+/** Runs every check; never throws. */
+export async function diagnose(env: Record<string, string | undefined>, now: () => number = Date.now): Promise<Finding[]> {
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return error.problems.map((problem) => ({ verdict: 'fail', area: 'configuration', what: problem, fix: 'set the variable it names' }));
+  }
+  const findings: Finding[] = [
+    {
+      verdict: 'ok',
+      area: 'configuration',
+      what: `${config.providers} providers, prefix "${config.prefix}", ${config.nodeEnv}${config.apiKeys.length === 0 ? ', no API key (the web will refuse to start)' : ''}`,
+      ...(config.apiKeys.length === 0 ? { verdict: 'warn' as const, fix: 'set HERALD_API_KEYS for the web process' } : {}),
+    },
+  ];
+  findings.push(...(await checkRedis(config, now)));
+  findings.push(await checkArchive(config));
+  findings.push(...(await checkProviders(config)));
+  return findings;
+}
+
+async function checkRedis(config: Config, now: () => number): Promise<Finding[]> {
+  const where = withoutCredentials(config.redisUrl);
+  const redis = connectRedis(config.redisUrl, 'web', 'herald-doctor');
+  redis.on('error', () => undefined);
+  try {
+    try {
+      await waitReady(redis, REDIS_WAIT_MS);
+    } catch {
+      return [
+        { verdict: 'fail', area: 'redis', what: `no answer at ${where} within ${REDIS_WAIT_MS / 1000} s`, fix: 'start Redis, or point REDIS_URL at it' },
+      ];
+    }
+    const info = parseInfo(await redis.info());
+    const findings: Finding[] = [];
+    const mode = info.cluster_enabled === '1' ? 'cluster node' : (info.redis_mode ?? 'standalone');
+    const role = info.role ?? 'unknown';
+    findings.push({
+      verdict: role === 'master' ? 'ok' : 'fail',
+      area: 'redis',
+      what: `Redis ${info.redis_version ?? '?'} (${mode}, ${role}) at ${where}`,
+      ...(role === 'master' ? {} : { fix: 'point REDIS_URL at the master: a replica refuses writes' }),
+    });
+    const policy = info.maxmemory_policy ?? 'noeviction';
+    findings.push(
+      policy === 'noeviction'
+        ? { verdict: 'ok', area: 'redis', what: 'maxmemory-policy noeviction' }
+        : { verdict: 'fail', area: 'redis', what: `maxmemory-policy ${policy}: Redis may evict notices and their log`, fix: 'CONFIG SET maxmemory-policy noeviction (and in redis.conf)' },
+    );
+    const aof = info.aof_enabled === '1';
+    findings.push(
+      aof
+        ? { verdict: 'ok', area: 'redis', what: 'append-only file on' }
+        : {
+            verdict: 'warn',
+            area: 'redis',
+            what: 'no append-only file: a crash of Redis loses every notice it held',
+            fix: 'appendonly yes, with appendfsync always (or everysec, which may lose the last second)',
+          },
+    );
+    findings.push(await checkClock(redis, now));
+    return findings;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function checkClock(redis: Redis, now: () => number): Promise<Finding> {
+  const before = now();
+  const [seconds, micros] = await redis.time();
+  const after = now();
+  const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  const skew = Math.round(redisMs - (before + after) / 2);
+  const what = `this machine's clock is ${Math.abs(skew)} ms ${skew >= 0 ? 'behind' : 'ahead of'} Redis TIME`;
+  if (Math.abs(skew) <= CLOCK_SKEW_WARN_MS) return { verdict: 'ok', area: 'clock', what };
+  return {
+    verdict: Math.abs(skew) > CLOCK_SKEW_FAIL_MS ? 'fail' : 'warn',
+    area: 'clock',
+    what: `${what}: a worker's deadlines are checked against its own clock`,
+    fix: 'synchronise the clocks (NTP, chrony) of every Herald machine',
+  };
+}
+
+async function checkArchive(config: Config): Promise<Finding> {
+  const where = withoutCredentials(config.archiveUrl);
+  const store = openArchiveStore(config);
+  const key = `${config.prefix}/doctor/probe-${randomBytes(6).toString('hex')}`;
+  const body = Buffer.from(`herald doctor ${new Date().toISOString()}\n`);
+  const sha = createHash('sha256').update(body).digest('hex');
+  try {
+    await bounded(
+      (async () => {
+        await store.put(key, body, sha, 'doctor-probe');
+        const read = await store.get(key);
+        if (!read || !read.body.equals(body)) throw new Error('the object read back differs from the one written');
+        await store.delete([key]);
+      })(),
+      ARCHIVE_WAIT_MS,
+      `no answer within ${ARCHIVE_WAIT_MS / 1000} s`,
+    );
+    return { verdict: 'ok', area: 'archive', what: `wrote, read back and deleted an object at ${where}` };
+  } catch (error) {
+    return {
+      verdict: 'fail',
+      area: 'archive',
+      what: `cannot write and read ${where}: ${(error as Error).message}`,
+      fix: 'check HERALD_ARCHIVE_URL (a writable directory, or an existing bucket), S3_ENDPOINT and the AWS credentials',
+    };
+  } finally {
+    await store.close().catch(() => undefined);
+  }
+}
+
+async function checkProviders(config: Config): Promise<Finding[]> {
+  if (config.postmark.apiUrl === undefined || config.twilio.apiUrl === undefined) {
+    return [{ verdict: 'ok', area: 'providers', what: 'sandbox: the worker runs its own emulators; nothing reaches a real inbox or phone' }];
+  }
+  const timeoutMs = config.providerTimeoutMs;
+  const email = createPostmarkProvider({ ...config.postmark, apiUrl: config.postmark.apiUrl, timeoutMs });
+  const sms = createTwilioProvider({
+    accountSid: config.twilio.accountSid,
+    authToken: config.twilio.authToken,
+    from: config.twilio.from,
+    messagingServiceSid: config.twilio.messagingServiceSid,
+    apiUrl: config.twilio.apiUrl,
+    timeoutMs,
+  });
+  const sandboxNote = config.providers === 'sandbox' ? ' (sandbox emulator)' : '';
+  const probe = async (area: string, url: string, verify: () => Promise<string>, credentials: string): Promise<Finding> => {
+    try {
+      return { verdict: 'ok', area, what: `${await verify()} at ${withoutCredentials(url)}${sandboxNote}` };
+    } catch (error) {
+      const kind = error instanceof ProviderError ? error.kind : 'error';
+      const refused = error instanceof ProviderError && (error.httpStatus === 401 || error.httpStatus === 403);
+      return {
+        verdict: 'fail',
+        area,
+        what: `${withoutCredentials(url)} ${refused ? 'refused the credentials' : `answered ${kind}`}${error instanceof ProviderError && error.httpStatus ? ` (HTTP ${error.httpStatus})` : ''}`,
+        fix: refused ? `check ${credentials}` : `check that ${withoutCredentials(url)} is reachable from here`,
+      };
+    }
+  };
+  return Promise.all([
+    probe('postmark', config.postmark.apiUrl, () => email.verify(), 'POSTMARK_SERVER_TOKEN'),
+    probe('twilio', config.twilio.apiUrl, () => sms.verify(), 'TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN'),
+  ]);
+}
+
+/** The report as lines: one per finding, with its fix. */
+export function formatFindings(findings: readonly Finding[]): string[] {
+  const label: Record<Verdict, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' };
+  const lines = findings.map((f) => `${label[f.verdict]}  ${f.area.padEnd(13)} ${f.what}${f.fix ? `\n      ${''.padEnd(13)} fix: ${f.fix}` : ''}`);
+  const failed = findings.filter((f) => f.verdict === 'fail').length;
+  const warned = findings.filter((f) => f.verdict === 'warn').length;
+  lines.push(failed === 0 ? `Herald can run here${warned ? ` (${warned} warning${warned > 1 ? 's' : ''})` : ''}.` : `${failed} problem${failed > 1 ? 's' : ''} to fix.`);
+  return lines;
+}
+
+function parseInfo(text: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const colon = line.indexOf(':');
+    if (colon > 0 && !line.startsWith('#')) fields[line.slice(0, colon)] = line.slice(colon + 1).trim();
+  }
+  return fields;
+}
+
+function bounded<T>(work: Promise<T>, ms: number, why: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(why)), ms);
+    timer.unref();
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
+import { runHerald } from '../archive/support.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+});
+afterAll(() => sandbox.close());
+
+/** A healthy live configuration whose providers are the emulators (allowed outside production). */
+const healthy = () => ({
+  REDIS_URL,
+  HERALD_PREFIX: testPrefix('doctor'),
+  HERALD_API_KEYS: TEST_API_KEY,
+  HERALD_ARCHIVE_URL: testArchiveUrl(),
+  HERALD_PROVIDERS: 'live',
+  POSTMARK_SERVER_TOKEN: 'doctor-token',
+  POSTMARK_FROM: 'notices@example.com',
+  POSTMARK_API_URL: sandbox.url,
+  TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000001',
+  TWILIO_AUTH_TOKEN: 'doctor-auth',
+  TWILIO_FROM: '+15005550006',
+  TWILIO_API_URL: sandbox.url,
+});
+const line = (out: string, area: string) => out.split('\n').find((l) => l.slice(6).startsWith(area)) ?? '';
+
+describe('herald doctor', () => {
+  it('passes a healthy configuration: Redis, the clock, an archive round trip, and an authenticated call to each provider that sends nothing', async () => {
+    const { code, stdout } = await runHerald(['doctor'], healthy());
+    expect(code).toBe(0);
+    expect(line(stdout, 'configuration')).toMatch(/^ok +configuration +live providers/);
+    expect(stdout).toMatch(/^ok +redis +Redis \d+\.\d+\.\d+ \(standalone, master\)/m);
+    expect(line(stdout, 'clock')).toMatch(/^ok +clock +this machine's clock is \d+ ms/);
+    expect(line(stdout, 'archive')).toMatch(/^ok +archive +wrote, read back and deleted an object at file:\/\//);
+    expect(line(stdout, 'postmark')).toMatch(/^ok +postmark +server "Herald sandbox"/);
+    expect(line(stdout, 'twilio')).toMatch(/^ok +twilio +account "Herald sandbox" \(active\)/);
+    expect(stdout).toMatch(/^Herald can run here/m);
+    // The probes sent nothing.
+    expect(sandbox.emails()).toEqual([]);
+    expect(sandbox.sms()).toEqual([]);
+    expect(sandbox.requests().map((r) => r.operation).sort()).toEqual(expect.arrayContaining(['postmark.server', 'twilio.account']));
+  });
+
+  it('names an unreachable Redis and a broken archive URL, says what to fix, and exits 1 from the installed binary', async () => {
+    const env = { ...healthy(), REDIS_URL: 'redis://:s3cret@127.0.0.1:1', HERALD_ARCHIVE_URL: 'file:///etc/hostname/archive' };
+    const child = spawn(process.execPath, ['dist/src/cli.js', 'doctor'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/^FAIL +redis +no answer at redis:\/\/\[credentials\]@127\.0\.0\.1:1 within 3 s\n +fix: start Redis, or point REDIS_URL at it/m);
+    expect(stdout).toMatch(/^FAIL +archive +cannot write and read file:\/\/\/etc\/hostname\/archive: ENOTDIR[^\n]*\n +fix: check HERALD_ARCHIVE_URL/m);
+    expect(stdout).not.toContain('s3cret');
+    expect(stdout).toMatch(/^2 problems to fix\.$/m);
+  });
+
+  it('names refused provider credentials', async () => {
+    const { code, stdout } = await runHerald(['doctor'], { ...healthy(), POSTMARK_SERVER_TOKEN: 'bad-token', TWILIO_AUTH_TOKEN: 'bad-token' });
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/^FAIL +postmark +\S+ refused the credentials \(HTTP 401\)\n +fix: check POSTMARK_SERVER_TOKEN/m);
+    expect(stdout).toMatch(/^FAIL +twilio +\S+ refused the credentials \(HTTP 401\)\n +fix: check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN/m);
+  });
+
+  it('reports a bad configuration as what to fix instead of stopping at it', async () => {
+    const { code, stdout } = await runHerald(['doctor'], { ...healthy(), HERALD_CONTENT_TTL: 'a while', POSTMARK_FROM: '' });
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/^FAIL +configuration +HERALD_CONTENT_TTL/m);
+    expect(stdout).toMatch(/^FAIL +configuration +POSTMARK_FROM must be set/m);
+  });
+});
