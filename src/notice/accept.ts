@@ -62,6 +62,11 @@ export type AcceptResult =
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/** An email address as Herald keeps it (the suppression list, the notice): lower-case. */
+export function normalizeEmail(address: string): string {
+  return address.toLowerCase();
+}
+
 /** Normalizes a phone number to E.164, accepting any *possible* number (fictional ranges too). */
 export function normalizePhone(raw: string): string {
   if (!/^\+[1-9]\d{5,15}$/.test(raw)) throw new RejectedRequest('recipient.phone', 'phone must be in E.164 form, like +819012345678');
@@ -111,7 +116,7 @@ export async function acceptNotice(
       return earlier.bodyHash === bodyHash ? { kind: 'replayed', id: earlier.noticeId } : { kind: 'conflict', id: earlier.noticeId };
   }
   const phone = request.recipient.phone === undefined ? undefined : normalizePhone(request.recipient.phone);
-  const email = request.recipient.email.toLowerCase();
+  const email = normalizeEmail(request.recipient.email);
   if (request.content.text === undefined && request.content.html === undefined) {
     throw new RejectedRequest('content', 'content needs text or html');
   }

@@ -190,6 +190,19 @@ describe('a finished notice leaves Redis for the archive', () => {
     }
   });
 
+  it('has an audit timeline that answers 503 unavailable, not 500, while the archive cannot be reached', async () => {
+    const blind = await startWebUnderTest(
+      testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive', HERALD_ADMIN_TOKEN: ADMIN_TOKEN }),
+    );
+    try {
+      const res = await blind.call('GET', `/admin/notices/${id}`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('cannot be reached') });
+    } finally {
+      await blind.close();
+    }
+  });
+
   it('is gone once the audit retention deletes its record: 404', async () => {
     const archive = new Archive(createFileStore(dir.path), stack.config.prefix);
     const { objects } = await archive.deleteOlderThan(Date.now() + 3_600_000);
