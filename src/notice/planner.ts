@@ -3,6 +3,7 @@
  * is the deadline itself; before it, checks spaced by the minimum interval, and a first check
  * shortly after sending. A plan that breaks the floor or the budget is refused, never bent.
  */
+import { DAY } from '../clock.js';
 
 export interface PollPolicy {
   /** Delay of the first status check after acceptance, in seconds. */
@@ -19,13 +20,12 @@ export interface PlanLimits {
 export type PlanResult =
   { ok: true; checks: number[]; firstCheckAfterMs: number; minCheckIntervalMs: number } | { ok: false; field: string; message: string };
 
-const DAY_MS = 86_400_000;
 /**
  * How far ahead a deadline, a compliance deadline or a poll-policy delay may reach (SPEC §4).
  * Beyond it a request is refused: it bounds every plan, job delay and content expiry Herald
  * derives from those times.
  */
-export const MAX_HORIZON_MS = 366 * DAY_MS;
+export const MAX_HORIZON_MS = 366 * DAY;
 /** No plan is ever laid out with more checks than this (the highest HERALD_MAX_CHECKS_PER_NOTICE). */
 export const MAX_LAID_OUT_CHECKS = 1000;
 
@@ -111,7 +111,7 @@ export function planSmsChecks(acceptedAt: number, limits: PlanLimits): number[] 
 }
 
 /** The longest an SMS may wait for the end of quiet hours once the fallback is decided (a window is shorter than a day). */
-const QUIET_HOURS_MAX_WAIT_MS = DAY_MS;
+const QUIET_HOURS_MAX_WAIT_MS = DAY;
 /** Room for a fallback decided late (a backlog behind the deadline) and for SMS sends retried after provider errors. */
 const SMS_SEND_SLACK_MS = 60 * 60_000;
 

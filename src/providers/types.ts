@@ -78,7 +78,6 @@ export interface EmailMessage {
   idempotencyKey: string;
   /** Extra provider metadata (≤ 9 more fields for Postmark; names ≤ 20 chars, values ≤ 80). */
   metadata?: Record<string, string>;
-  tag?: string;
 }
 
 export interface SendResult {
