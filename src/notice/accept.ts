@@ -37,7 +37,7 @@ export interface AcceptSettings {
   encryptionKeys: readonly EncryptionKey[];
 }
 
-/** `metadata` names (SPEC §4); anchored at both ends, and JS `$` never matches before a line terminator. */
+/** `metadata` names (the API's request limits); anchored at both ends, and JS `$` never matches before a line terminator. */
 export const METADATA_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
 export const METADATA_LIMITS = { fields: 20, valueLength: 256 } as const;
 
@@ -141,7 +141,7 @@ export async function acceptNotice(
   const limits = { minPollIntervalMs: settings.minPollIntervalMs, maxChecks: settings.maxChecksPerNotice };
   const plan = planChecks(now, deadline, request.policy, limits);
   if (!plan.ok) throw new RejectedRequest(plan.field, plan.message);
-  // The content must outlive every step that may still send it (SPEC §4), whatever the TTL says.
+  // The content must outlive every step that may still send it, whatever the TTL says.
   const contentKeepMs = Math.max(
     settings.contentTtlMs,
     lastSmsCheckBy(deadline, complianceDeadline, limits, { quietHours: settings.quietHours }) - now,

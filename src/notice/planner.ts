@@ -1,5 +1,5 @@
 /**
- * The poll planner (SPEC §2): plans status checks from the deadline backwards. The last check
+ * The poll planner: plans status checks from the deadline backwards. The last check
  * is the deadline itself; before it, checks spaced by the minimum interval, and a first check
  * shortly after sending. A plan that breaks the floor or the budget is refused, never bent.
  */
@@ -21,7 +21,7 @@ export type PlanResult =
   { ok: true; checks: number[]; firstCheckAfterMs: number; minCheckIntervalMs: number } | { ok: false; field: string; message: string };
 
 /**
- * How far ahead a deadline, a compliance deadline or a poll-policy delay may reach (SPEC §4).
+ * How far ahead a deadline, a compliance deadline or a poll-policy delay may reach.
  * Beyond it a request is refused: it bounds every plan, job delay and content expiry Herald
  * derives from those times.
  */
@@ -118,7 +118,7 @@ const SMS_SEND_SLACK_MS = 60 * 60_000;
 /**
  * The latest time the last planned SMS check of a notice can come: the deadline, the longest
  * wait for quiet hours when the rules have any (never past the compliance deadline), some
- * slack, then the SMS plan. Content is kept until then at least (SPEC §4): the SMS send needs
+ * slack, then the SMS plan. Content is kept until then at least: the SMS send needs
  * it, and an SMS sent in doubt is looked for by its body.
  */
 export function lastSmsCheckBy(
