@@ -90,12 +90,20 @@ export interface WebParts {
   close(): Promise<void>;
 }
 
-/** What the web process's app runs on: one fail-fast connection, its stores and queues, one lazy archive. */
-export function composeWeb(config: Config, opts: { clock: Clock; logger: Logger; connectionName?: string }): WebParts {
+/**
+ * What the web process's app runs on: one fail-fast connection, its stores and queues, one lazy
+ * archive — or, when the worker runs in the same process (`npm start`), the worker's archive,
+ * which its owner closes.
+ */
+export function composeWeb(
+  config: Config,
+  opts: { clock: Clock; logger: Logger; connectionName?: string; archive?: Archive },
+): WebParts {
   const redis = openRedis(config, 'web', opts.connectionName ?? 'herald-web', opts.logger);
   const stores = openStores(redis, config);
   const { queues, scheduler } = openScheduling(redis, stores.store, opts.clock);
-  const archive = lazyArchive(config, redis);
+  const shared = opts.archive;
+  const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
   const trails = trailReader({ store: stores.store, redis, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
   const deps: AppDeps = { config, redis, ...stores, scheduler, queues, trails, clock: opts.clock, logger: opts.logger };
   return {

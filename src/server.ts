@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
 import { buildApp, buildMetricsApp } from './app.js';
+import type { Archive } from './archive/archive.js';
 import { composeWeb } from './compose.js';
 import { createLogger } from './logger.js';
 import { exitOnSignals, once } from './signals.js';
@@ -15,13 +16,13 @@ export interface WebHandle {
   close(): Promise<void>;
 }
 
-/** Starts the web process: the HTTP API on config.host:config.port. */
-export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Promise<WebHandle> {
+/** Starts the web process: the HTTP API on config.host:config.port (on `archive`, when a worker in the same process opened one). */
+export async function startWeb(config: Config, opts: { clock?: Clock; archive?: Archive } = {}): Promise<WebHandle> {
   // Without a key every request would be refused; only `npm start` invents one, and prints it.
   if (config.apiKeys.length === 0) throw new ConfigError(['HERALD_API_KEYS must list at least one API key (`npm start` makes a dev key and prints it)']);
   const clock = opts.clock ?? systemClock;
   const logger = createLogger('herald-web');
-  const parts = composeWeb(config, { clock, logger });
+  const parts = composeWeb(config, { clock, logger, archive: opts.archive });
   const { deps } = parts;
   const app = await buildApp(deps);
   const address = await app.listen({ port: config.port, host: config.host });

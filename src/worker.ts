@@ -21,6 +21,7 @@ import { pollSmsProcessor } from '../queues/sms-poll.js';
 import { reconcileProcessor } from '../queues/reconcile.js';
 import { logMirrorProcessor } from '../queues/log-mirror.js';
 import { contentPurgeProcessor } from '../queues/content-purge.js';
+import type { Archive } from './archive/archive.js';
 import type { LogMirror } from './archive/mirror.js';
 import { backfillStatsOnce } from './notice/stats.js';
 
@@ -34,6 +35,8 @@ export interface WorkerHandle {
   sandbox: Sandbox | undefined;
   /** The decision-log mirror this worker runs on the `log-mirror` schedule. */
   mirror: LogMirror;
+  /** The process's archive, closed by `close`; a web app in the same process reads through it. */
+  archive: Archive;
   close(): Promise<void>;
 }
 
@@ -163,7 +166,7 @@ export async function startWorker(
     await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));
     await made.sandbox?.close();
   });
-  return { engine, reconciler, sandbox: made.sandbox, mirror, close };
+  return { engine, reconciler, sandbox: made.sandbox, mirror, archive, close };
 }
 
 /** Waits for `work` at most `ms`; resolves to its value, or undefined when the time ran out first. */
