@@ -12,7 +12,6 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY queues ./queues
-COPY bench ./bench
 RUN npm run build
 
 FROM node:20-bookworm-slim

@@ -4,10 +4,9 @@
  * ran, with one worker process. The baseline is a raw BullMQ job added and worked the same way.
  */
 import pino from 'pino';
-import { Archive } from '../src/archive/archive.js';
-import { createFileStore } from '../src/archive/file-store.js';
+import { openArchive } from '../src/archive/open.js';
 import { indexUnretired, retireNoticesOnce } from '../src/archive/retire.js';
-import { systemClock } from '../src/clock.js';
+import { DAY, systemClock } from '../src/clock.js';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { until } from './processes.js';
 import { RawDeployment } from './raw.js';
@@ -94,7 +93,7 @@ async function retirementMemory(ctx: BenchContext, herald: HeraldDeployment, not
     return { noticeBytes: NOTICE_KINDS.reduce((sum, kind) => sum + (byKind[kind] ?? 0), 0), byKind };
   };
   const hot = await reading();
-  const archive = new Archive(createFileStore(herald.archiveDir), herald.prefix);
+  const archive = openArchive(herald.config, ctx.redis);
   const keys = herald.store.keys;
   try {
     // Due now rather than HERALD_NOTICE_KEEP_HOT (a day) after each notice finished, once the
@@ -115,7 +114,7 @@ async function retirementMemory(ctx: BenchContext, herald: HeraldDeployment, not
       clock: systemClock,
       log: pino({ level: 'warn' }),
       retryMs: 0,
-      statsRetentionMs: 31 * 86_400_000,
+      statsRetentionMs: 31 * DAY,
     };
     await until(
       async () => {

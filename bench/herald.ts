@@ -9,8 +9,11 @@ import { pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
 import type { Queue } from 'bullmq';
 import autocannon from 'autocannon';
-import { NoticeStore } from '../src/store/notices.js';
-import { closeQueues, openQueues, QUEUE_NAMES, type HeraldQueues } from '../queues/index.js';
+import { systemClock } from '../src/clock.js';
+import { openScheduling, openStores } from '../src/compose.js';
+import { loadConfig, type Config } from '../src/config.js';
+import type { NoticeStore } from '../src/store/notices.js';
+import { closeQueues, QUEUE_NAMES, type HeraldQueues } from '../queues/index.js';
 import { freePort, httpReady, NodeProcess, until } from './processes.js';
 import { deleteKeys } from './redis-stats.js';
 import type { BenchSandbox } from './sandbox.js';
@@ -61,9 +64,11 @@ export function heraldEnv(ctx: BenchContext, prefix: string, archiveDir: string)
 
 /** One Herald deployment under its own prefix: a web process and `workers` worker processes. */
 export class HeraldDeployment {
+  readonly archiveDir = mkdtempSync(join(tmpdir(), 'herald-bench-archive-'));
+  /** The configuration Herald's processes load from `env`; the benchmark reads through it too. */
+  readonly config: Config;
   readonly store: NoticeStore;
   readonly queues: HeraldQueues;
-  readonly archiveDir = mkdtempSync(join(tmpdir(), 'herald-bench-archive-'));
   web: NodeProcess | undefined;
   workers: NodeProcess[] = [];
   url = '';
@@ -72,8 +77,9 @@ export class HeraldDeployment {
     private readonly ctx: BenchContext,
     readonly prefix: string,
   ) {
-    this.store = new NoticeStore(ctx.redis, prefix);
-    this.queues = openQueues(ctx.redis, this.store.keys.queuePrefix);
+    this.config = loadConfig(this.env);
+    this.store = openStores(ctx.redis, this.config).store;
+    this.queues = openScheduling(ctx.redis, this.store, systemClock).queues;
   }
 
   get env(): Record<string, string> {

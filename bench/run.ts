@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: measures Herald against baselines measured in the same run, prints one
- * table and writes bench/results.json. It starts what it needs (the sandbox emulators with no
+ * table and writes bench/results.json and, after a full run, the last-run section of
+ * docs/BENCHMARKS.md. It starts what it needs (the sandbox emulators with no
  * added latency, in this process; web, worker and baseline processes) on the Redis at
  * REDIS_URL under a key prefix of its own, and deletes those keys at the end. It asserts
  * nothing: figures are reported, targets marked met or missed. For a quick look, BENCH_SCALE
@@ -10,7 +11,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -28,7 +29,10 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const scale = Number(process.env.BENCH_SCALE ?? 1);
 if (!(scale > 0)) throw new Error(`BENCH_SCALE="${process.env.BENCH_SCALE}" must be a positive number`);
 const n = (count: number) => Math.max(100, Math.round(count * scale));
-const PENDING = Number(process.env.BENCH_PENDING ?? 10_000);
+const DEFAULT_PENDING = 10_000;
+const PENDING = Number(process.env.BENCH_PENDING ?? DEFAULT_PENDING);
+/** The committed record of the last full run: its section between the markers is rewritten. */
+const RESULTS_FILE = 'docs/BENCHMARKS.md';
 const PENDING_WORKERS = Number(process.env.BENCH_PENDING_WORKERS ?? 1);
 const PARTS = ['accept', 'lifecycle', 'cost', 'pending'] as const;
 const only = (process.env.BENCH_ONLY ?? PARTS.join(',')).split(',').map((part) => part.trim());
@@ -258,20 +262,20 @@ try {
     );
   }
 
-  const printed = table(rows);
   // Other work on the machine shows in every figure: the load averages say how much there was.
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
-  console.log(
-    `\nHerald benchmark — ${new Date().toISOString()}, ${cpus().length} cores, Node ${process.version}, load average ${load(loadAtStart)} at the start, ${load(loadavg())} at the end\n`,
-  );
-  console.log(printed);
+  const report = [
+    `Herald benchmark — ${new Date().toISOString()}, ${cpus().length} cores, Node ${process.version}, Redis ${await redisVersion(redis)}, load average ${load(loadAtStart)} at the start, ${load(loadavg())} at the end`,
+    table(rows),
+  ];
   if (pending && lightPending) {
-    console.log(`\nMemory per pending notice by kind of key (MEMORY USAGE, B): ${JSON.stringify(pending.herald.keyBytesByKind)}`);
-    console.log(
-      `\nDeadline lateness max: Herald ${pending.herald.lateness.max} ms, raw ${pending.raw.lateness.max} ms (${lightPending.herald.lateness.max} ms and ${lightPending.raw.lateness.max} ms at a tenth of the load); ` +
+    report.push(
+      `Memory per pending notice by kind of key (MEMORY USAGE, B): ${JSON.stringify(pending.herald.keyBytesByKind)}`,
+      `Deadline lateness max: Herald ${pending.herald.lateness.max} ms, raw ${pending.raw.lateness.max} ms (${lightPending.herald.lateness.max} ms and ${lightPending.raw.lateness.max} ms at a tenth of the load); ` +
         `memory by MEMORY USAGE of own keys: Herald ${pending.herald.keyBytesPerItem.toFixed(0)} B, raw ${pending.raw.keyBytesPerItem.toFixed(0)} B per item.`,
     );
   }
+  console.log(`\n${report.join('\n\n')}`);
 
   const results = {
     date: new Date().toISOString(),
@@ -303,10 +307,26 @@ try {
   };
   writeFileSync(`${ROOT}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\nwrote bench/results.json (${results.durationSeconds.toFixed(0)} s)`);
+  // Only a full run is a record: a scaled or partial one would pass smaller figures off as it.
+  const full = only.length === PARTS.length && scale === 1 && PENDING === DEFAULT_PENDING && PENDING_WORKERS === 1;
+  if (full) {
+    writeLastRun(`${ROOT}${RESULTS_FILE}`, `${report.join('\n\n')}\n\nCommit ${results.commit ?? 'unknown'}; the whole run is in \`bench/results.json\`.`);
+    console.log(`wrote the last-run section of ${RESULTS_FILE}`);
+  } else console.log(`not a full run (BENCH_ONLY, BENCH_SCALE, BENCH_PENDING or BENCH_PENDING_WORKERS set): ${RESULTS_FILE} left as it is`);
 } finally {
   await cleanUp();
   await sandbox.close();
   await redis.quit();
+}
+
+/** Replaces the last-run section of the results file (between its markers) with `section`. */
+function writeLastRun(file: string, section: string): void {
+  const [start, end] = ['<!-- bench:last-run:start -->', '<!-- bench:last-run:end -->'];
+  const text = readFileSync(file, 'utf8');
+  const from = text.indexOf(start);
+  const to = text.indexOf(end);
+  if (from < 0 || to < from) throw new Error(`${file} has no ${start} … ${end} section to write the run into`);
+  writeFileSync(file, `${text.slice(0, from + start.length)}\n${section}\n${text.slice(to)}`);
 }
 
 function gitCommit(): string | null {

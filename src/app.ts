@@ -9,6 +9,8 @@ import type { Config } from './config.js';
 import type { Scheduler } from './notice/outcome.js';
 import type { NoticeStore } from './store/notices.js';
 import type { PolicyStore } from './store/policies.js';
+import type { SuppressionStore } from './store/suppressions.js';
+import type { TrailReader } from './archive/trail.js';
 import type { HeraldQueues } from '../queues/index.js';
 import { adminRoutes } from './http/admin.js';
 import { metricsRoutes } from './http/metrics.js';
@@ -28,13 +30,17 @@ declare module 'fastify' {
   }
 }
 
+/** What the routes run on, built once per process (src/compose.ts): no route opens a store or an archive. */
 export interface AppDeps {
   config: Config;
   redis: Redis;
   store: NoticeStore;
   policies: PolicyStore;
+  suppressions: SuppressionStore;
   scheduler: Scheduler;
   queues: HeraldQueues;
+  /** Views and trails, from Redis or the process's one archive. */
+  trails: TrailReader;
   clock: Clock;
   logger: Logger;
 }

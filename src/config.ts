@@ -183,7 +183,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   const production = nodeEnv === 'production';
   if (production) {
-    // The operator must decide retention before launch (SPEC §5).
+    // The operator must decide retention before launch: no default may silently keep or drop data.
     const missing = ['HERALD_CONTENT_TTL', 'HERALD_AUDIT_RETENTION', 'HERALD_ARCHIVE_URL'].filter((n) => !read(n));
     for (const name of missing) problems.push(`${name} must be set explicitly when NODE_ENV=production`);
     // The emulators answer "delivered": in production they would log deliveries that never happened.

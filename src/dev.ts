@@ -24,7 +24,8 @@ async function main(): Promise<void> {
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;
   const config = loadConfig(env);
   const worker = await startWorker(config, { logger: log });
-  const web = await startWeb(config);
+  // One archive for the process: the web reads through the worker's.
+  const web = await startWeb(config, { archive: worker.archive });
   const lines = [
     '',
     `  Herald is running (${config.providers} providers) at ${web.url}`,

@@ -1,4 +1,6 @@
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+import { DAY, HOUR, MINUTE, SECOND } from './clock.js';
+
+const UNITS: Record<string, number> = { ms: 1, s: SECOND, m: MINUTE, h: HOUR, d: DAY };
 
 /** Parses a duration written like `30s`, `15m`, `12h`, `7d`, `400d` or `250ms` into milliseconds. */
 export function parseDuration(text: string): number {

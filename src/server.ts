@@ -2,13 +2,11 @@ import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
-import { buildApp, buildMetricsApp, type AppDeps } from './app.js';
+import { buildApp, buildMetricsApp } from './app.js';
+import type { Archive } from './archive/archive.js';
+import { composeWeb } from './compose.js';
 import { createLogger } from './logger.js';
 import { exitOnSignals, once } from './signals.js';
-import { connectRedis } from './store/redis.js';
-import { NoticeStore } from './store/notices.js';
-import { PolicyStore } from './store/policies.js';
-import { closeQueues, openQueues, QueueScheduler } from '../queues/index.js';
 
 export interface WebHandle {
   app: FastifyInstance;
@@ -18,18 +16,14 @@ export interface WebHandle {
   close(): Promise<void>;
 }
 
-/** Starts the web process: the HTTP API on config.host:config.port. */
-export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Promise<WebHandle> {
+/** Starts the web process: the HTTP API on config.host:config.port (on `archive`, when a worker in the same process opened one). */
+export async function startWeb(config: Config, opts: { clock?: Clock; archive?: Archive } = {}): Promise<WebHandle> {
   // Without a key every request would be refused; only `npm start` invents one, and prints it.
   if (config.apiKeys.length === 0) throw new ConfigError(['HERALD_API_KEYS must list at least one API key (`npm start` makes a dev key and prints it)']);
   const clock = opts.clock ?? systemClock;
   const logger = createLogger('herald-web');
-  const redis = connectRedis(config.redisUrl, 'web', 'herald-web');
-  redis.on('error', (error) => logger.warn({ err: error }, 'redis connection error'));
-  const queues = openQueues(redis, new NoticeStore(redis, config.prefix).keys.queuePrefix);
-  const store = new NoticeStore(redis, config.prefix);
-  const policies = new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept });
-  const deps: AppDeps = { config, redis, store, policies, scheduler: new QueueScheduler(queues, clock), queues, clock, logger };
+  const parts = composeWeb(config, { clock, logger, archive: opts.archive });
+  const { deps } = parts;
   const app = await buildApp(deps);
   const address = await app.listen({ port: config.port, host: config.host });
   // A scrape-only listener, so /metrics can stay off the port the API is published on.
@@ -39,8 +33,7 @@ export async function startWeb(config: Config, opts: { clock?: Clock } = {}): Pr
     // Stop taking requests and let running ones finish, then close what this process opened.
     await app.close().catch((error) => logger.error({ err: error }, 'closing the HTTP server failed'));
     await metricsApp?.close().catch((error) => logger.error({ err: error }, 'closing the metrics listener failed'));
-    await closeQueues(queues);
-    await redis.quit().catch(() => redis.disconnect());
+    await parts.close();
   });
   return { app, url: address, metricsUrl, close };
 }

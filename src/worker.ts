@@ -1,23 +1,18 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Worker, type Processor } from 'bullmq';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
+import { composeWorker } from './compose.js';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
-import { NoticeEngine } from './notice/engine.js';
+import type { NoticeEngine } from './notice/engine.js';
 import type { ReconcilerDeps } from './notice/reconciler.js';
 import { createPostmarkProvider } from './providers/postmark.js';
 import { createTwilioProvider } from './providers/twilio.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
-import { NoticeStore } from './store/notices.js';
-import { PolicyStore } from './store/policies.js';
-import { SuppressionStore } from './store/suppressions.js';
-import { connectRedis } from './store/redis.js';
-import { closeQueues, KEEP_JOBS, openQueues, QUEUE_NAMES, QueueScheduler, type NoticeJob } from '../queues/index.js';
+import { closeQueues, KEEP_JOBS, QUEUE_NAMES, type NoticeJob } from '../queues/index.js';
 import { sendEmailProcessor } from '../queues/email-send.js';
 import { pollEmailProcessor } from '../queues/email-poll.js';
 import { runDeadlineProcessor } from '../queues/deadline.js';
@@ -26,9 +21,8 @@ import { pollSmsProcessor } from '../queues/sms-poll.js';
 import { reconcileProcessor } from '../queues/reconcile.js';
 import { logMirrorProcessor } from '../queues/log-mirror.js';
 import { contentPurgeProcessor } from '../queues/content-purge.js';
-import { LogMirror } from './archive/mirror.js';
-import { openArchive } from './archive/open.js';
-import { keyringOf } from './crypto.js';
+import type { Archive } from './archive/archive.js';
+import type { LogMirror } from './archive/mirror.js';
 import { backfillStatsOnce } from './notice/stats.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
@@ -41,14 +35,10 @@ export interface WorkerHandle {
   sandbox: Sandbox | undefined;
   /** The decision-log mirror this worker runs on the `log-mirror` schedule. */
   mirror: LogMirror;
+  /** The process's archive, closed by `close`; a web app in the same process reads through it. */
+  archive: Archive;
   close(): Promise<void>;
 }
-
-/**
- * Longest a log-mirror sweep keeps reading new batches: long enough to drain a burst, short
- * enough that a shutdown waiting for the running sweep stays within its bound.
- */
-const MIRROR_SWEEP_BUDGET_MS = 10_000;
 
 /**
  * The provider adapters for this configuration; sandbox mode without URLs starts the emulators.
@@ -93,40 +83,9 @@ export async function startWorker(
 ): Promise<WorkerHandle> {
   const clock = opts.clock ?? systemClock;
   const log = opts.logger ?? createLogger('herald-worker');
-  const redis = connectRedis(config.redisUrl, 'worker', 'herald-worker');
-  // The engine's reads and transitions go on a pipelining connection of their own; BullMQ keeps `redis`.
-  const stepRedis = connectRedis(config.redisUrl, 'worker-steps', 'herald-worker-steps');
-  for (const connection of [redis, stepRedis]) connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
-  const store = new NoticeStore(stepRedis, config.prefix, { keyring: keyringOf(config.encryptionKeys) });
-  const queues = openQueues(redis, store.keys.queuePrefix);
   const made = opts.providers ? { ...opts.providers, sandbox: undefined } : await createProviders(config, log);
-  const engine = new NoticeEngine({
-    store,
-    policies: new PolicyStore(stepRedis, config.prefix),
-    suppressions: new SuppressionStore(stepRedis, config.prefix),
-    email: made.email,
-    sms: made.sms,
-    clock,
-    log,
-    schedule: new QueueScheduler(queues, clock),
-    settings: {
-      providerTimeoutMs: config.providerTimeoutMs,
-      minPollIntervalMs: config.minPollIntervalMs,
-      maxChecksPerNotice: config.maxChecksPerNotice,
-      prices: config.prices,
-      rules: config.rules,
-      maxRetryAfterMs: config.maxRetryAfterMs,
-    },
-  });
-  const reconciler: ReconcilerDeps = {
-    store,
-    engine,
-    clock,
-    log,
-    graceMs: config.reconcileGraceMs,
-    leaseMs: 3 * config.providerTimeoutMs + 10_000,
-    owner: `${hostname()}:${process.pid}`,
-  };
+  const parts = composeWorker(config, { clock, log, providers: made });
+  const { redis, stepRedis, store, queues, engine, reconciler, archive, mirror } = parts;
 
   const prefix = store.keys.queuePrefix;
   // Status calls are limited per provider for all workers together (BullMQ's limiter is global
@@ -165,24 +124,6 @@ export async function startWorker(
     return worker;
   });
   workers.push(new Worker(QUEUE_NAMES.reconcile, reconcileProcessor(reconciler), { connection: redis, prefix, concurrency: 1 }));
-  const archive = openArchive(config, redis);
-  const mirror = new LogMirror({
-    redis,
-    keys: store.keys,
-    archive,
-    clock,
-    log,
-    // Unique per process and per start: a restarted worker's old batches are claimed like a dead one's.
-    consumer: `${reconciler.owner}:${randomBytes(3).toString('hex')}`,
-    settings: {
-      batchSize: config.mirror.batchSize,
-      reclaimAfterMs: config.mirror.reclaimAfterMs,
-      keepHotMs: config.mirror.keepHotMs,
-      sweepBudgetMs: MIRROR_SWEEP_BUDGET_MS,
-    },
-    contentTtlMs: config.contentTtlMs,
-    noticeKeepHotMs: config.noticeKeepHotMs,
-  });
   workers.push(new Worker(QUEUE_NAMES.logMirror, logMirrorProcessor(mirror), { connection: redis, prefix, concurrency: 1 }));
   workers.push(
     new Worker(
@@ -225,7 +166,7 @@ export async function startWorker(
     await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));
     await made.sandbox?.close();
   });
-  return { engine, reconciler, sandbox: made.sandbox, mirror, close };
+  return { engine, reconciler, sandbox: made.sandbox, mirror, archive, close };
 }
 
 /** Waits for `work` at most `ms`; resolves to its value, or undefined when the time ran out first. */

@@ -1,4 +1,4 @@
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gunzipSync } from 'node:zlib';
 import type { StoredEntry } from '../store/notices.js';
 import { noticeCreatedAt, SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
 import {
@@ -14,7 +14,8 @@ import {
   type ObjectRef,
 } from './names.js';
 import { checkRecord, encodeRecord, parseRecordKey, recordKey, recordsDir, type NoticeRecord } from './records.js';
-import { ArchiveKeyring, formatSeal, parseSeal, sha256Hex, type ChainLink, type Seal } from './seal.js';
+import { gzipStable, sha256Hex } from '../digest.js';
+import { ArchiveKeyring, formatSeal, parseSeal, type ChainLink, type Seal } from './seal.js';
 import type { ArchiveStore, StoredObject } from './store.js';
 import { DEV_ARCHIVE_KEY } from '../config.js';
 
@@ -90,8 +91,6 @@ export const MAX_OBJECT_BYTES = 128 * 1024 * 1024;
 /** A record holds a view and its entry IDs: a few KiB, a few hundred KiB for the longest trail. */
 export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
 
-const GZIP_OS_BYTE = 9;
-const GZIP_OS_UNKNOWN = 0xff;
 const DELETE_BATCH = 1000;
 const STREAM_ID = /^\d+-\d+$/;
 /** Entry types are dotted lower-case names (`notice.accepted`, `sms.observed`). */
@@ -107,8 +106,7 @@ const ndjsonOf = (entries: readonly StoredEntry[]) => entries.map((entry) => `${
  */
 export function encodeObject(entries: readonly StoredEntry[]): { body: Buffer; sha256: string; digest: string } {
   const ndjson = ndjsonOf(entries);
-  const body = gzipSync(ndjson, { level: 6 });
-  body[GZIP_OS_BYTE] = GZIP_OS_UNKNOWN;
+  const body = gzipStable(ndjson);
   return { body, sha256: sha256Hex(body), digest: sha256Hex(ndjson) };
 }
 

@@ -1,7 +1,6 @@
-import { gzipSync } from 'node:zlib';
 import type { NoticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
-import { sha256Hex } from './seal.js';
+import { gzipStable, sha256Hex } from '../digest.js';
 
 /**
  * A retired notice as the archive keeps it, once Redis has let go of it (src/archive/retire.ts):
@@ -29,8 +28,6 @@ export interface RetiredStats {
 
 const RECORDS_DIR = 'notices';
 const RECORD_NAME = /^(ntc_[0-9a-z]+)\.json\.gz$/;
-const GZIP_OS_BYTE = 9;
-const GZIP_OS_UNKNOWN = 0xff;
 
 const pad = (n: number) => String(n).padStart(2, '0');
 
@@ -56,8 +53,7 @@ export function parseRecordKey(key: string): string | undefined {
  */
 export function encodeRecord(record: NoticeRecord): { body: Buffer; sha256: string; digest: string } {
   const json = JSON.stringify(record);
-  const body = gzipSync(json, { level: 6 });
-  body[GZIP_OS_BYTE] = GZIP_OS_UNKNOWN;
+  const body = gzipStable(json);
   return { body, sha256: sha256Hex(body), digest: sha256Hex(json) };
 }
 

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { EncryptionKey } from '../crypto.js';
 
 /**
@@ -38,8 +38,6 @@ export interface Seal {
   prev: ChainLink | null;
   mac: string;
 }
-
-export const sha256Hex = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
 /** Parses a stored seal; undefined when it is not one (a damaged or forged seal is treated as none). */
 export function parseSeal(text: string | undefined): Seal | undefined {

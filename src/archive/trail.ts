@@ -1,13 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { Keys } from '../store/keys.js';
 import { decodeEntry, type NoticeStore, type StoredEntry } from '../store/notices.js';
 import { noticeView, type NoticeView } from '../notice/view.js';
 import type { Archive } from './archive.js';
 import { idTime } from './names.js';
-import { openArchive } from './open.js';
 
 /** Entries of a notice's trail that neither Redis nor the archive holds, though both should. */
 export class TrailGapError extends Error {
@@ -89,27 +87,31 @@ export async function readView(store: NoticeStore, archive: () => Archive, notic
   return (await archive().readRecord(noticeId))?.view ?? null;
 }
 
-/** Reads trails and views for a process that serves them: the archive is opened on first need and closed by `close`. */
+/** Reads trails and views for a process that serves them. */
+export interface TrailReader {
+  read(noticeId: string): Promise<Trail>;
+  view(noticeId: string): Promise<NoticeView | null>;
+}
+
+/** A TrailReader over the process's archive, which `archive` opens on first need (its owner closes it). */
 export function trailReader(opts: {
   store: NoticeStore;
   redis: Redis;
-  config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'auditRetentionMs' | 'archiveKeys'>;
+  archive: () => Archive;
+  auditRetentionMs: number;
   clock: Clock;
-}): { read(noticeId: string): Promise<Trail>; view(noticeId: string): Promise<NoticeView | null>; close(): Promise<void> } {
-  let archive: Archive | undefined;
-  const opened = () => (archive ??= openArchive(opts.config, opts.redis));
+}): TrailReader {
   return {
     read: (noticeId) =>
       readTrail(
         {
           redis: opts.redis,
           keys: opts.store.keys,
-          archive: opened,
-          retainedSince: opts.clock.now() - opts.config.auditRetentionMs,
+          archive: opts.archive,
+          retainedSince: opts.clock.now() - opts.auditRetentionMs,
         },
         noticeId,
       ),
-    view: (noticeId) => (shardOfNoticeId(noticeId) === undefined ? Promise.resolve(null) : readView(opts.store, opened, noticeId)),
-    close: async () => archive?.close(),
+    view: (noticeId) => (shardOfNoticeId(noticeId) === undefined ? Promise.resolve(null) : readView(opts.store, opts.archive, noticeId)),
   };
 }

@@ -1,4 +1,5 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256 as digest } from '../digest.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../store/keys.js';
@@ -9,7 +10,6 @@ export const ADMIN_COOKIE = 'herald_admin';
 /** A session ID as Herald issues it: 32 random bytes, base64url. Anything else is not one. */
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
-const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /** Compares in constant time (over digests, so lengths leak nothing either). */
 export function sameSecret(a: string, b: string): boolean {

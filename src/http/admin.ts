@@ -9,7 +9,7 @@ import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { HttpError } from './errors.js';
 import { markup, sendPage, styleBlock, type Html } from './html.js';
 import { renderTimeline, TIMELINE_CSS } from './timeline.js';
-import { trailReader } from '../archive/trail.js';
+import { fromArchive } from './archive-reads.js';
 
 const FORM_CSS =
   'body{font:14px system-ui,sans-serif;margin:15vh auto;max-width:320px}input,button{font:inherit;padding:6px;width:100%;margin-top:8px;box-sizing:border-box}.error{color:#cf222e}';
@@ -81,13 +81,11 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps, failures:
   });
 
   // The timeline reads the whole trail, from the archive where the log mirror trimmed Redis.
-  const trails = trailReader({ store: deps.store, redis: deps.redis, config: deps.config, clock: deps.clock });
-  app.addHook('onClose', async () => trails.close());
   app.get<{ Params: { id: string } }>('/admin/notices/:id', { schema: { hide: true } }, async (request, reply) => {
     const id = request.params.id;
-    const view = await trails.view(id);
+    const view = await fromArchive(() => deps.trails.view(id), request.log, 'This notice');
     if (!view) throw new HttpError('not_found', `No notice ${id}.`);
-    const trail = await trails.read(id);
+    const trail = await fromArchive(() => deps.trails.read(id), request.log, 'Part of this trail');
     return sendPage(reply, renderTimeline(view, trail.entries), TIMELINE_CSS);
   });
 

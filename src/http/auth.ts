@@ -1,8 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { sha256 as digest } from '../digest.js';
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from './errors.js';
 
-const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /** Verifies `Authorization: Bearer <key>` in constant time; returns a stable ID of the key. */
 export function apiKeyVerifier(keys: readonly string[]) {

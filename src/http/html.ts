@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '../digest.js';
 import type { FastifyReply } from 'fastify';
 
 /** Markup that is already safe: the result of `markup` or `styleBlock`. */
@@ -42,7 +42,7 @@ export function markup(strings: TemplateStringsArray, ...values: unknown[]): Htm
 export const styleBlock = (css: string): Html => new Html(`<style>${css}</style>`);
 
 /** The CSP source of an inline `<style>` block, so pages need no `'unsafe-inline'`. */
-export const styleHash = (css: string): string => `'sha256-${createHash('sha256').update(css).digest('base64')}'`;
+export const styleHash = (css: string): string => `'sha256-${sha256(css).toString('base64')}'`;
 
 /**
  * The Content-Security-Policy of a page Herald renders itself: no scripts at all, only its own

@@ -1,14 +1,12 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
-import { acceptNotice, RejectedRequest } from '../notice/accept.js';
+import { acceptNotice, normalizeEmail, RejectedRequest } from '../notice/accept.js';
 import { cancelNotice } from '../notice/cancel.js';
 import { noticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { AppDeps } from '../app.js';
 import { HttpError } from './errors.js';
-import { ArchiveIntegrityError, ArchiveUnavailableError } from '../archive/archive.js';
-import { trailReader } from '../archive/trail.js';
-import { SuppressionStore } from '../store/suppressions.js';
+import { fromArchive } from './archive-reads.js';
 import { AcceptedResponse, CreateNoticeBody, ErrorResponse, EventsResponse, NoticeParams, NoticeViewSchema } from './schemas.js';
 
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse };
@@ -18,35 +16,10 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** `/v1/notices`: create, read, read the decision log, cancel. */
 export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  const { store, policies, scheduler, clock, config } = deps;
-  const suppressions = new SuppressionStore(deps.redis, config.prefix);
+  const { store, policies, suppressions, scheduler, trails, clock, config } = deps;
   // Whether a fallback SMS may wait for quiet hours, which keeps its content longer (acceptNotice).
   const quietHours = Object.values(config.rules?.regions ?? {}).some((rule) => rule.quietHours !== undefined);
 
-  // A retired notice (src/archive/retire.ts) and the entries the log mirror trimmed from Redis
-  // are read back from the archive.
-  const trails = trailReader({ store, redis: deps.redis, config, clock });
-  app.addHook('onClose', async () => trails.close());
-  /** Runs a read that may need the archive: out of reach or failing its checks, it is a 503 saying what is there. */
-  const fromArchive = async <T>(read: () => Promise<T>, log: FastifyBaseLogger, what: string): Promise<T> => {
-    try {
-      return await read();
-    } catch (error) {
-      if (error instanceof ArchiveUnavailableError) {
-        log.warn({ err: error }, 'audit archive unreachable');
-        throw new HttpError('unavailable', `${what} is in the audit archive, which cannot be reached; retry later.`);
-      }
-      if (error instanceof ArchiveIntegrityError) {
-        // Never served: an object or record that fails its checks may have been forged.
-        log.error({ err: error }, 'audit archive object fails its integrity check');
-        throw new HttpError(
-          'unavailable',
-          `${what} is in the audit archive, where it fails its integrity check; see herald audit --verify.`,
-        );
-      }
-      throw error;
-    }
-  };
   /** The notice's view, from Redis or, once it is retired, from the archive. */
   const load = async (id: string, log: FastifyBaseLogger) => {
     const view = await fromArchive(() => trails.view(id), log, 'This notice');
@@ -77,7 +50,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       // Independent reads, one round trip.
       const [policy, emailSuppressed] = await Promise.all([
         policies.get(request.body.recipient.id),
-        suppressions.has('email', request.body.recipient.email.toLowerCase()),
+        suppressions.has('email', normalizeEmail(request.body.recipient.email)),
       ]);
       const now = clock.now();
       let result;

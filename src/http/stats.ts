@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
+import { DAY } from '../clock.js';
 import { formatDuration } from '../durations.js';
 import { noticeStats, STATS_HOUR_MS } from '../notice/stats.js';
 import { HttpError } from './errors.js';
@@ -33,7 +34,6 @@ export const StatsResponse = Type.Object({
   estimatedSpend: Spend,
 });
 
-const DAY = 86_400_000;
 const MAX_SPAN = 31 * DAY;
 
 /** `GET /v1/stats?from=&to=`: outcomes, fallback rate, checks per notice and spend of a period. */

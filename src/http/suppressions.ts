@@ -2,8 +2,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import type { AppDeps } from '../app.js';
-import { normalizePhone, RejectedRequest } from '../notice/accept.js';
-import { SuppressionListFullError, SuppressionStore } from '../store/suppressions.js';
+import { normalizeEmail, normalizePhone, RejectedRequest } from '../notice/accept.js';
+import { SuppressionListFullError } from '../store/suppressions.js';
 import type { Channel } from '../providers/types.js';
 import { HttpError } from './errors.js';
 import { ErrorResponse } from './schemas.js';
@@ -37,7 +37,7 @@ function normalize(channel: Channel, address: string): string {
   if (channel === 'email') {
     if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(address))
       throw new HttpError('validation_failed', 'address is not an email address', [{ path: 'address', message: 'not an email address' }]);
-    return address.toLowerCase();
+    return normalizeEmail(address);
   }
   try {
     return normalizePhone(address);
@@ -50,7 +50,7 @@ function normalize(channel: Channel, address: string): string {
 
 /** `/v1/suppressions`: the per-channel suppression list (manual entries; providers add their own). */
 export async function suppressionRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  const suppressions = new SuppressionStore(deps.redis, deps.config.prefix, { max: deps.config.suppressionsMax });
+  const { suppressions } = deps;
 
   app.post<{ Body: Static<typeof SuppressionBody> }>(
     '/v1/suppressions',

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { iso } from '../clock.js';
@@ -10,6 +9,7 @@ import type { PolicyOutcome } from './states.js';
 import type { Prices } from '../config.js';
 import { keyringOf, type EncryptionKey } from '../crypto.js';
 import { sealContent } from '../store/content.js';
+import { sha256Hex } from '../digest.js';
 import { costOf, smsSegments } from './cost.js';
 
 export interface AcceptRequest {
@@ -37,7 +37,7 @@ export interface AcceptSettings {
   encryptionKeys: readonly EncryptionKey[];
 }
 
-/** `metadata` names (SPEC §4); anchored at both ends, and JS `$` never matches before a line terminator. */
+/** `metadata` names (the API's request limits); anchored at both ends, and JS `$` never matches before a line terminator. */
 export const METADATA_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
 export const METADATA_LIMITS = { fields: 20, valueLength: 256 } as const;
 
@@ -60,7 +60,11 @@ export type AcceptResult =
 /** RFC 8785 canonical JSON: bodies compare as JSON values, whatever their key order. */
 // The package is CommonJS whose typings claim an ES default export; at run time the default is the function.
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** An email address as Herald keeps it (the suppression list, the notice): lower-case. */
+export function normalizeEmail(address: string): string {
+  return address.toLowerCase();
+}
 
 /** Normalizes a phone number to E.164, accepting any *possible* number (fictional ranges too). */
 export function normalizePhone(raw: string): string {
@@ -101,8 +105,8 @@ export async function acceptNotice(
 ): Promise<AcceptResult> {
   const { now, settings } = ctx;
   // Only a request with an Idempotency-Key is compared with another, so only then is its body hashed.
-  const bodyHash = ctx.idempotencyKey === undefined ? '' : sha256(canonicalize(request) ?? '');
-  const idemHash = ctx.idempotencyKey === undefined ? undefined : sha256(`${ctx.apiKeyId}:${ctx.idempotencyKey}`);
+  const bodyHash = ctx.idempotencyKey === undefined ? '' : sha256Hex(canonicalize(request) ?? '');
+  const idemHash = ctx.idempotencyKey === undefined ? undefined : sha256Hex(`${ctx.apiKeyId}:${ctx.idempotencyKey}`);
   if (idemHash !== undefined) {
     // A replay answers with the original notice even when its body would no longer be accepted
     // (a deadline now past); the script checks again atomically when creating.
@@ -111,7 +115,7 @@ export async function acceptNotice(
       return earlier.bodyHash === bodyHash ? { kind: 'replayed', id: earlier.noticeId } : { kind: 'conflict', id: earlier.noticeId };
   }
   const phone = request.recipient.phone === undefined ? undefined : normalizePhone(request.recipient.phone);
-  const email = request.recipient.email.toLowerCase();
+  const email = normalizeEmail(request.recipient.email);
   if (request.content.text === undefined && request.content.html === undefined) {
     throw new RejectedRequest('content', 'content needs text or html');
   }
@@ -137,7 +141,7 @@ export async function acceptNotice(
   const limits = { minPollIntervalMs: settings.minPollIntervalMs, maxChecks: settings.maxChecksPerNotice };
   const plan = planChecks(now, deadline, request.policy, limits);
   if (!plan.ok) throw new RejectedRequest(plan.field, plan.message);
-  // The content must outlive every step that may still send it (SPEC §4), whatever the TTL says.
+  // The content must outlive every step that may still send it, whatever the TTL says.
   const contentKeepMs = Math.max(
     settings.contentTtlMs,
     lastSmsCheckBy(deadline, complianceDeadline, limits, { quietHours: settings.quietHours }) - now,
@@ -145,7 +149,7 @@ export async function acceptNotice(
 
   const shard = idemHash === undefined ? randomShard() : shardOfKey(idemHash);
   const id = newNoticeId(shard, now);
-  const contentSha256 = sha256(canonicalize(request.content) ?? '');
+  const contentSha256 = sha256Hex(canonicalize(request.content) ?? '');
   const emailPolicy: PolicyOutcome = !policy.consent.email ? 'no_consent' : ctx.emailSuppressed ? 'suppressed' : 'allowed';
   // Only the notice's own region is kept: the policy's region is read when the fallback is decided.
   const region = request.recipient.region;

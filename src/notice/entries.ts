@@ -178,7 +178,7 @@ export interface NoticeCompleted {
   checks?: { email: number; sms: number };
 }
 
-/** One decision-log entry as Herald writes it: a type and flat fields (SPEC §5). */
+/** One decision-log entry as Herald writes it: a type and flat fields, never nested. */
 export type LogEntry =
   | NoticeAccepted
   | PolicyChecked

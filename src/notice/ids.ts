@@ -1,4 +1,5 @@
-import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
+import { sha256 } from '../digest.js';
 
 /**
  * Notices are spread over a fixed number of shards. Every key of one notice carries its shard's
@@ -35,7 +36,7 @@ export function noticeCreatedAt(noticeId: string): number | undefined {
 
 /** A stable shard for any string (an idempotency key), so a replay lands where the original did. */
 export function shardOfKey(key: string): number {
-  return createHash('sha256').update(key).digest().readUInt32BE(0) % SHARD_COUNT;
+  return sha256(key).readUInt32BE(0) % SHARD_COUNT;
 }
 
 export function randomShard(): number {

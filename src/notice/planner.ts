@@ -1,8 +1,9 @@
 /**
- * The poll planner (SPEC §2): plans status checks from the deadline backwards. The last check
+ * The poll planner: plans status checks from the deadline backwards. The last check
  * is the deadline itself; before it, checks spaced by the minimum interval, and a first check
  * shortly after sending. A plan that breaks the floor or the budget is refused, never bent.
  */
+import { DAY } from '../clock.js';
 
 export interface PollPolicy {
   /** Delay of the first status check after acceptance, in seconds. */
@@ -19,13 +20,12 @@ export interface PlanLimits {
 export type PlanResult =
   { ok: true; checks: number[]; firstCheckAfterMs: number; minCheckIntervalMs: number } | { ok: false; field: string; message: string };
 
-const DAY_MS = 86_400_000;
 /**
- * How far ahead a deadline, a compliance deadline or a poll-policy delay may reach (SPEC §4).
+ * How far ahead a deadline, a compliance deadline or a poll-policy delay may reach.
  * Beyond it a request is refused: it bounds every plan, job delay and content expiry Herald
  * derives from those times.
  */
-export const MAX_HORIZON_MS = 366 * DAY_MS;
+export const MAX_HORIZON_MS = 366 * DAY;
 /** No plan is ever laid out with more checks than this (the highest HERALD_MAX_CHECKS_PER_NOTICE). */
 export const MAX_LAID_OUT_CHECKS = 1000;
 
@@ -111,14 +111,14 @@ export function planSmsChecks(acceptedAt: number, limits: PlanLimits): number[] 
 }
 
 /** The longest an SMS may wait for the end of quiet hours once the fallback is decided (a window is shorter than a day). */
-const QUIET_HOURS_MAX_WAIT_MS = DAY_MS;
+const QUIET_HOURS_MAX_WAIT_MS = DAY;
 /** Room for a fallback decided late (a backlog behind the deadline) and for SMS sends retried after provider errors. */
 const SMS_SEND_SLACK_MS = 60 * 60_000;
 
 /**
  * The latest time the last planned SMS check of a notice can come: the deadline, the longest
  * wait for quiet hours when the rules have any (never past the compliance deadline), some
- * slack, then the SMS plan. Content is kept until then at least (SPEC §4): the SMS send needs
+ * slack, then the SMS plan. Content is kept until then at least: the SMS send needs
  * it, and an SMS sent in doubt is looked for by its body.
  */
 export function lastSmsCheckBy(

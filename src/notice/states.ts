@@ -1,4 +1,4 @@
-/** The notice state machine's states (SPEC §2), exactly as the API and the log spell them. */
+/** The notice state machine's states, exactly as the API and the log spell them. */
 export const STATES = [
   'accepted',
   'email_sending',
@@ -25,14 +25,14 @@ export function isTerminal(state: NoticeState): boolean {
   return TERMINAL_STATES.includes(state);
 }
 
-/** Why the fallback to SMS was decided (SPEC §2). */
+/** Why the fallback to SMS was decided. */
 export type FallbackReason = 'email_deadline_elapsed' | 'email_bounced' | 'email_rejected' | 'email_suppressed' | 'email_consent_missing';
 
-/** Why a decided fallback could not use SMS (SPEC §5 `fallback.blocked`). */
+/** Why a decided fallback could not use SMS (`fallback.blocked`). */
 export type BlockReason = 'no_phone' | 'sms_consent_missing' | 'sms_suppressed' | 'region_blocked';
 
-/** Why Herald could not go on with a notice (SPEC §5 `notice.failed`): its content is gone or cannot be opened. */
+/** Why Herald could not go on with a notice (`notice.failed`): its content is gone or cannot be opened. */
 export type FailureReason = 'content_unavailable';
 
-/** Outcome of a policy check (SPEC §5 `policy.checked`). */
+/** Outcome of a policy check (`policy.checked`). */
 export type PolicyOutcome = 'allowed' | 'no_consent' | 'suppressed' | 'region_blocked' | 'no_address';

@@ -3,7 +3,7 @@ import type { Notice } from '../store/notices.js';
 
 const time = (ms: number | undefined) => (ms === undefined ? null : iso(ms));
 
-/** The public view of a notice (SPEC §4 `GET /v1/notices/:id`). */
+/** The public view of a notice (`GET /v1/notices/:id`). */
 export type NoticeView = ReturnType<typeof noticeView>;
 
 export function noticeView(notice: Notice) {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { LineCounter, parseDocument } from 'yaml';
 
-/** One region's rule (SPEC §6 regional rules file). */
+/** One region's rule in the regional rules file (HERALD_RULES_FILE). */
 export interface RegionRule {
   sms: boolean;
   timezone?: string;

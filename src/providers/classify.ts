@@ -1,5 +1,5 @@
 /**
- * Turns whatever a provider SDK throws into a ProviderError (SPEC §5 `provider.error.kind`).
+ * Turns whatever a provider SDK throws into a ProviderError (the `kind` of a `provider.error` entry).
  *
  * The line that matters: `rejected` means "this message will never be accepted as it is" and
  * may trigger a fallback; everything that says nothing about the message (timeouts, outages,

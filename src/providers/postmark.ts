@@ -8,8 +8,8 @@
  * - it drops response headers and reduces network failures to a message; the fetch records the
  *   `Retry-After` header and the original error on the call's trace (see http-trace.ts).
  */
-import { createHash } from 'node:crypto';
 import { ServerClient } from 'postmark';
+import { sha256Hex } from '../digest.js';
 import { classifyPostmarkError } from './classify.js';
 import { recordResponse, recordTransportError, traced } from './http-trace.js';
 import {
@@ -85,7 +85,6 @@ export function createPostmarkProvider(opts: PostmarkProviderOptions): EmailProv
           Subject: message.subject,
           TextBody: message.text,
           HtmlBody: message.html,
-          Tag: message.tag,
           MessageStream: opts.messageStream,
           Metadata: postmarkMetadata(message.idempotencyKey, message.metadata),
         }),
@@ -148,7 +147,7 @@ export function createPostmarkProvider(opts: PostmarkProviderOptions): EmailProv
  */
 export function idempotencyMetadataValue(idempotencyKey: string): string {
   if (idempotencyKey.length <= POSTMARK_METADATA_LIMITS.valueLength) return idempotencyKey;
-  return `sha256:${createHash('sha256').update(idempotencyKey).digest('hex')}`;
+  return `sha256:${sha256Hex(idempotencyKey)}`;
 }
 
 /**

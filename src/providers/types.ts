@@ -3,10 +3,10 @@
  * with the official SDKs; the domain imports only these types.
  */
 
-/** Normalized delivery status (SPEC §5). */
+/** Normalized delivery status, as `*.observed` entries record it. */
 export type NormalizedStatus = 'pending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'unknown';
 
-/** How a failed provider call is classified (SPEC §5 `provider.error.kind`). */
+/** How a failed provider call is classified (the `kind` of a `provider.error` entry). */
 export type ProviderErrorKind = 'timeout' | 'rate_limited' | 'server_error' | 'rejected';
 
 export type Channel = 'email' | 'sms';
@@ -78,7 +78,6 @@ export interface EmailMessage {
   idempotencyKey: string;
   /** Extra provider metadata (≤ 9 more fields for Postmark; names ≤ 20 chars, values ≤ 80). */
   metadata?: Record<string, string>;
-  tag?: string;
 }
 
 export interface SendResult {

@@ -1,5 +1,5 @@
 /**
- * Herald's sandbox providers (SPEC §7): HTTP emulators of the Postmark and Twilio APIs on one
+ * Herald's sandbox providers (README, Sandbox providers): HTTP emulators of the Postmark and Twilio APIs on one
  * port, driven by the recipient address and by injected faults. See docs/SANDBOX.md.
  */
 import type { AddressInfo } from 'node:net';

@@ -12,7 +12,9 @@ import { runCli } from '../../src/cli.js';
 import { iso, systemClock } from '../../src/clock.js';
 import { newNoticeId, noticeCreatedAt } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
-import { deleteKeys, plainRedis, testConfig, testPrefix, waitFor } from '../helpers/env.js';
+import { openArchive } from '../../src/archive/open.js';
+import { startWeb } from '../../src/server.js';
+import { deleteKeys, plainRedis, TEST_API_KEY, testConfig, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody, startWebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { finishedNotice as finishedNoticeIn, mirrorFor, silent, tempDir } from './support.js';
@@ -188,6 +190,34 @@ describe('a finished notice leaves Redis for the archive', () => {
     } finally {
       await blind.close();
     }
+  });
+
+  it('has an audit timeline that answers 503 unavailable, not 500, while the archive cannot be reached', async () => {
+    const blind = await startWebUnderTest(
+      testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive', HERALD_ADMIN_TOKEN: ADMIN_TOKEN }),
+    );
+    try {
+      const res = await blind.call('GET', `/admin/notices/${id}`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('cannot be reached') });
+    } finally {
+      await blind.close();
+    }
+  });
+
+  it('is read through the archive a worker in the same process opened, which the web leaves open (npm start)', async () => {
+    const shared = openArchive(stack.config, redis);
+    // Its own archive URL leads nowhere: only the archive handed to it can answer.
+    const web = await startWeb(testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive' }), { archive: shared });
+    try {
+      const res = await fetch(`${web.url}/v1/notices/${id}`, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual(viewBefore);
+    } finally {
+      await web.close();
+    }
+    expect((await shared.readRecord(id))?.view).toEqual(viewBefore);
+    await shared.close();
   });
 
   it('is gone once the audit retention deletes its record: 404', async () => {

@@ -10,7 +10,8 @@ import { objectKey } from '../../src/archive/names.js';
 import { openArchive, openArchiveStore } from '../../src/archive/open.js';
 import { encodeRecord, recordKey, type NoticeRecord } from '../../src/archive/records.js';
 import { indexRetirement, retireNoticesOnce } from '../../src/archive/retire.js';
-import { ArchiveKeyring, formatSeal, parseSeal, sha256Hex } from '../../src/archive/seal.js';
+import { ArchiveKeyring, formatSeal, parseSeal } from '../../src/archive/seal.js';
+import { sha256Hex } from '../../src/digest.js';
 import type { ArchiveStore } from '../../src/archive/store.js';
 import { DAY, systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
@@ -36,6 +37,7 @@ let redis: Redis;
 let s3: S3UnderTest;
 let dir: Awaited<ReturnType<typeof tempDir>>;
 const prefixes: string[] = [];
+const ADMIN_TOKEN = 'tamper-admin-token-0123';
 const opened: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
@@ -240,7 +242,7 @@ describe.each(['file', 's3'] as const)('the archive chain on the %s store', (kin
 
 describe('entries read from the archive', () => {
   it('are refused when a signed object holds an entry of another notice under the ID asked for', async () => {
-    const { config, store, archive, raw } = setUp('file');
+    const { config, store, archive, raw } = setUp('file', { HERALD_ADMIN_TOKEN: ADMIN_TOKEN });
     const shard = 6;
     const written = await writeNotices(store, redis, shard, 2);
     await mirrorFor({ redis, store, archive, consumer: 'w', settings: { batchSize: 3 } }).mirrorOnce([shard]);
@@ -259,6 +261,10 @@ describe('entries read from the archive', () => {
     const web = await startWebUnderTest(config);
     try {
       expect((await web.call('GET', `/v1/notices/${mine}/events`)).statusCode).toBe(503);
+      // The audit timeline reads the same trail: 503 too, never a 500 or the forged entry.
+      const timeline = await web.call('GET', `/admin/notices/${mine}`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` });
+      expect(timeline.statusCode).toBe(503);
+      expect(timeline.json().error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('integrity check') });
     } finally {
       await web.close();
     }
@@ -287,7 +293,7 @@ describe('entries read from the archive', () => {
 
 describe('notice records', () => {
   it('are refused when copied to another notice, even signed again with the key; the API answers 503', async () => {
-    const { prefix, env, config, store, archive, raw } = setUp('file');
+    const { prefix, env, config, store, archive, raw } = setUp('file', { HERALD_ADMIN_TOKEN: ADMIN_TOKEN });
     const shard = 2;
     const now = Date.now();
     const [a, b] = [await finishedNotice(store, shard, now), await finishedNotice(store, shard, now + 1)];
@@ -313,6 +319,9 @@ describe('notice records', () => {
       const res = await web.call('GET', `/v1/notices/${b}`);
       expect(res.statusCode).toBe(503);
       expect(res.json().error.code).toBe('unavailable');
+      const timeline = await web.call('GET', `/admin/notices/${b}`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` });
+      expect(timeline.statusCode).toBe(503);
+      expect(timeline.json().error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('integrity check') });
     } finally {
       await web.close();
     }

@@ -13,7 +13,7 @@ import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../he
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
 
 /**
- * SPEC §2 `failed`: a notice whose content is gone or cannot be opened when a step needs it
+ * The `failed` state: a notice whose content is gone or cannot be opened when a step needs it
  * ends there, with `notice.failed` and `notice.completed`, instead of failing its job forever.
  */
 const key = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;

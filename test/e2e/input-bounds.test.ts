@@ -7,7 +7,7 @@ import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../he
 import { freePort } from '../helpers/redis-server.js';
 
 /**
- * SPEC §4's bounds on a notice request, through the HTTP API: every field that would break
+ * The bounds on a notice request (README, The API), through the HTTP API: every field that would break
  * them is a 400 `validation_failed` that stores nothing, whatever its nesting or its numbers.
  */
 const DAY_S = 86_400;

@@ -4,11 +4,8 @@ import { freePort } from '../helpers/redis-server.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { buildApp } from '../../src/app.js';
 import { systemClock } from '../../src/clock.js';
+import { composeWeb } from '../../src/compose.js';
 import { createLogger } from '../../src/logger.js';
-import { NoticeStore } from '../../src/store/notices.js';
-import { PolicyStore } from '../../src/store/policies.js';
-import { connectRedis } from '../../src/store/redis.js';
-import { closeQueues, openQueues, QueueScheduler } from '../../queues/index.js';
 
 describe('the web side when Redis is unreachable', () => {
   let app: Awaited<ReturnType<typeof buildApp>>;
@@ -16,25 +13,12 @@ describe('the web side when Redis is unreachable', () => {
 
   beforeAll(async () => {
     const config = testConfig(testPrefix('down'), { REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
-    const redis = connectRedis(config.redisUrl, 'web', 'test');
-    redis.on('error', () => undefined);
-    const store = new NoticeStore(redis, config.prefix);
-    const queues = openQueues(redis, store.keys.queuePrefix);
-    for (const q of Object.values(queues)) q.on('error', () => undefined);
-    app = await buildApp({
-      config,
-      redis,
-      store,
-      policies: new PolicyStore(redis, config.prefix),
-      scheduler: new QueueScheduler(queues, systemClock),
-      queues,
-      clock: systemClock,
-      logger: createLogger('test', 'silent'),
-    });
+    const parts = composeWeb(config, { clock: systemClock, logger: createLogger('test', 'silent'), connectionName: 'test' });
+    for (const q of Object.values(parts.deps.queues)) q.on('error', () => undefined);
+    app = await buildApp(parts.deps);
     close = async () => {
       await app.close();
-      await closeQueues(queues);
-      redis.disconnect();
+      await parts.close();
     };
   });
   afterAll(async () => close());

@@ -5,8 +5,6 @@ import { NoticeEngine, type EngineSettings } from '../../src/notice/engine.js';
 import { createPostmarkProvider } from '../../src/providers/postmark.js';
 import { createTwilioProvider } from '../../src/providers/twilio.js';
 import type { Sandbox } from '../../src/sandbox/index.js';
-import { PolicyStore } from '../../src/store/policies.js';
-import { SuppressionStore } from '../../src/store/suppressions.js';
 import { QueueScheduler } from '../../queues/index.js';
 import type { WebUnderTest } from './herald.js';
 
@@ -15,11 +13,11 @@ import type { WebUnderTest } from './herald.js';
  * provider adapters talking to the sandbox.
  */
 export function engineUnderTest(web: WebUnderTest, sandbox: Sandbox, clock: Clock, settings: Partial<EngineSettings> = {}): NoticeEngine {
-  const prefix = web.store.keys.prefix;
+  const { store, policies, suppressions } = web.deps;
   return new NoticeEngine({
-    store: web.store,
-    policies: new PolicyStore(web.redis, prefix),
-    suppressions: new SuppressionStore(web.redis, prefix),
+    store,
+    policies,
+    suppressions,
     email: createPostmarkProvider({
       serverToken: 't',
       from: 'herald@example.com',
@@ -36,6 +34,7 @@ export function engineUnderTest(web: WebUnderTest, sandbox: Sandbox, clock: Cloc
     }),
     clock,
     log: createLogger('test', 'silent'),
+    // On the engine's clock, which may be another than the web's.
     schedule: new QueueScheduler(web.queues, clock),
     settings: {
       providerTimeoutMs: 1000,

@@ -1,14 +1,14 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { buildApp } from '../../src/app.js';
+import { buildApp, type AppDeps } from '../../src/app.js';
 import { systemClock, type Clock } from '../../src/clock.js';
+import { composeWeb } from '../../src/compose.js';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { NoticeStore } from '../../src/store/notices.js';
-import { PolicyStore } from '../../src/store/policies.js';
-import { connectRedis, waitReady } from '../../src/store/redis.js';
-import { closeQueues, openQueues, QueueScheduler, type HeraldQueues } from '../../queues/index.js';
+import type { NoticeStore } from '../../src/store/notices.js';
+import { waitReady } from '../../src/store/redis.js';
+import type { HeraldQueues } from '../../queues/index.js';
 import { deleteKeys, plainRedis, TEST_API_KEY } from './env.js';
 
 export interface WebUnderTest {
@@ -16,6 +16,8 @@ export interface WebUnderTest {
   store: NoticeStore;
   queues: HeraldQueues;
   redis: Redis;
+  /** What the app runs on, as the web process composes it. */
+  deps: AppDeps;
   /** Sends a request with the test API key unless headers say otherwise. */
   call(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
@@ -32,26 +34,17 @@ export async function startWebUnderTest(
   clock: Clock = systemClock,
   logger: Logger = createLogger('herald-test', 'silent'),
 ): Promise<WebUnderTest> {
-  const redis = connectRedis(config.redisUrl, 'web', 'herald-test-web');
-  redis.on('error', () => undefined);
+  const parts = composeWeb(config, { clock, logger, connectionName: 'herald-test-web' });
+  const { deps } = parts;
+  const { redis, store, queues } = deps;
   await waitReady(redis);
-  const store = new NoticeStore(redis, config.prefix);
-  const queues = openQueues(redis, store.keys.queuePrefix);
-  const app = await buildApp({
-    config,
-    redis,
-    store,
-    policies: new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept }),
-    scheduler: new QueueScheduler(queues, clock),
-    queues,
-    clock,
-    logger,
-  });
+  const app = await buildApp(deps);
   return {
     app,
     store,
     queues,
     redis,
+    deps,
     call: (method, url, body, headers = {}) =>
       app.inject({
         method,
@@ -65,8 +58,7 @@ export async function startWebUnderTest(
       }),
     close: async () => {
       await app.close();
-      await closeQueues(queues);
-      await redis.quit();
+      await parts.close();
     },
   };
 }

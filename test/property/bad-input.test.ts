@@ -83,7 +83,7 @@ describe('POST /v1/notices with random and hostile requests', () => {
         if (res.statusCode >= 400) expect(await footprint()).toBe(before);
         else {
           expect([200, 202]).toContain(res.statusCode);
-          // Whatever got in has only the metadata names SPEC §4 allows: no line terminator slipped past the pattern.
+          // Whatever got in has only the metadata names the API allows: no line terminator slipped past the pattern.
           const metadata = (JSON.parse(req.body.toString()) as { metadata?: Record<string, unknown> }).metadata ?? {};
           for (const name of Object.keys(metadata)) expect(name).toMatch(/^[A-Za-z0-9_.:-]{1,64}$/);
         }

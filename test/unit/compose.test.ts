@@ -96,6 +96,17 @@ describe('the Dockerfile', () => {
     expect(stages[1]).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
   });
 
+  it('builds only what production runs: src/ and queues/, not the benchmark', () => {
+    expect(stages[0]).toMatch(/^COPY src \.\/src$/m);
+    expect(stages[0]).toMatch(/^COPY queues \.\/queues$/m);
+    expect(stages[0]).not.toMatch(/^COPY bench\b/m);
+    expect(read('.dockerignore').split('\n')).toContain('bench');
+    // `npm run build` compiles tsconfig.json; the benchmark has a tsconfig of its own (npm run bench).
+    const include = (JSON.parse(read('tsconfig.json')) as { include: string[] }).include;
+    expect(include).toEqual(['src/**/*.ts', 'queues/**/*.ts']);
+    expect((JSON.parse(read('tsconfig.bench.json')) as { include: string[] }).include).toContain('bench/**/*.ts');
+  });
+
   it('leaves secrets, dependencies and build output of the host out of the build context', () => {
     const ignored = read('.dockerignore').split('\n');
     for (const entry of ['.env', 'node_modules', 'dist', '.git', 'data']) expect(ignored).toContain(entry);
