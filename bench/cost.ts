@@ -5,8 +5,8 @@
  */
 import pino from 'pino';
 import { Archive } from '../src/archive/archive.js';
-import { createFileStore } from '../src/archive/file-store.js';
-import { indexUnretired, retireNoticesOnce } from '../src/archive/retire.js';
+import { createFileStorage } from '../src/archive/file-storage.js';
+import { indexUnretired, retireNoticesOnce } from '../src/retention/retire.js';
 import { systemClock } from '../src/clock.js';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { until } from './processes.js';
@@ -94,7 +94,7 @@ async function retirementMemory(ctx: BenchContext, herald: HeraldDeployment, not
     return { noticeBytes: NOTICE_KINDS.reduce((sum, kind) => sum + (byKind[kind] ?? 0), 0), byKind };
   };
   const hot = await reading();
-  const archive = new Archive(createFileStore(herald.archiveDir), herald.prefix);
+  const archive = new Archive(createFileStorage(herald.archiveDir), herald.prefix);
   const keys = herald.store.keys;
   try {
     // Due now rather than HERALD_NOTICE_KEEP_HOT (a day) after each notice finished, once the

@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Archive } from '../src/archive/archive.js';
-import { createFileStore } from '../src/archive/file-store.js';
-import { LogMirror } from '../src/archive/mirror.js';
+import { createFileStorage } from '../src/archive/file-storage.js';
+import { LogMirror } from '../src/retention/mirror.js';
 import { idTime } from '../src/archive/names.js';
-import type { ArchiveStore } from '../src/archive/store.js';
+import type { ObjectStorage } from '../src/archive/object-storage.js';
 import { systemClock } from '../src/clock.js';
 import { Keys } from '../src/store/keys.js';
 import type { BenchContext } from './herald.js';
@@ -34,7 +34,7 @@ const SWEEP_EVERY_MS = 1000;
 
 export async function measureMirror(
   ctx: BenchContext,
-  opts: { perSecond: number; seconds: number; store?: ArchiveStore },
+  opts: { perSecond: number; seconds: number; store?: ObjectStorage },
 ): Promise<MirrorRun> {
   const prefix = `${ctx.runPrefix}-mirror`;
   const dir = mkdtempSync(join(tmpdir(), 'herald-bench-archive-'));
@@ -44,7 +44,7 @@ export async function measureMirror(
   const mirror = new LogMirror({
     redis: ctx.redis,
     keys,
-    archive: new Archive(opts.store ?? createFileStore(dir), prefix),
+    archive: new Archive(opts.store ?? createFileStorage(dir), prefix),
     clock: systemClock,
     log: pino({ level: 'warn' }),
     consumer: 'bench',

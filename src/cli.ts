@@ -10,9 +10,9 @@ import { idTime } from './archive/names.js';
 import { openArchive } from './archive/open.js';
 import { readTrail } from './archive/trail.js';
 import type { NoticeRecord } from './archive/records.js';
-import { indexUnretired } from './archive/retire.js';
+import { indexUnretired } from './retention/retire.js';
 import { verifyShard, type ShardVerdict } from './archive/verify.js';
-import { MirrorLog } from './archive/mirror-log.js';
+import { LogMirrorStore } from './store/log-mirror.js';
 import { backfillStats } from './notice/stats.js';
 import { Keys } from './store/keys.js';
 import { iso } from './clock.js';
@@ -175,7 +175,7 @@ async function verify(config: Config, shardOption: string | undefined, io: CliIo
   }
   const { redis, reachable } = await openCliRedis(config);
   const archive = openArchive(config, reachable ? redis : undefined);
-  const chains = reachable ? new MirrorLog(redis, keys) : undefined;
+  const chains = reachable ? new LogMirrorStore(redis, keys) : undefined;
   const pad = (n: number) => `s${String(n).padStart(2, '0')}`;
   try {
     const lines = [

@@ -15,7 +15,7 @@ import {
 } from './names.js';
 import { checkRecord, encodeRecord, parseRecordKey, recordKey, recordsDir, type NoticeRecord } from './records.js';
 import { ArchiveKeyring, formatSeal, parseSeal, sha256Hex, type ChainLink, type Seal } from './seal.js';
-import type { ArchiveStore, StoredObject } from './store.js';
+import type { ObjectStorage, StoredObject } from './object-storage.js';
 import { DEV_ARCHIVE_KEY } from '../config.js';
 
 /**
@@ -201,7 +201,7 @@ export type PutOutcome = 'written' | 'existed';
 
 /**
  * Herald's decision-log archive: immutable batch objects of each shard's log under
- * `<herald prefix>/s<NN>/<day>/<hour>/`, and retired notices' records, on any ArchiveStore. Every
+ * `<herald prefix>/s<NN>/<day>/<hour>/`, and retired notices' records, on any ObjectStorage. Every
  * object and record is sealed with HERALD_ARCHIVE_KEY and checked on every read (seal.ts).
  */
 export class Archive {
@@ -210,7 +210,7 @@ export class Archive {
   private readonly maxRecordBytes: number;
 
   constructor(
-    readonly store: ArchiveStore,
+    readonly store: ObjectStorage,
     readonly heraldPrefix: string,
     private readonly options: ArchiveOptions = {},
   ) {

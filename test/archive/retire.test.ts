@@ -5,8 +5,8 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, ArchiveIntegrityError } from '../../src/archive/archive.js';
-import { createFileStore } from '../../src/archive/file-store.js';
-import { retireNoticesOnce, indexRetirement } from '../../src/archive/retire.js';
+import { createFileStorage } from '../../src/archive/file-storage.js';
+import { retireNoticesOnce, indexRetirement } from '../../src/retention/retire.js';
 import { recordKey } from '../../src/archive/records.js';
 import { runCli } from '../../src/cli.js';
 import { iso, systemClock } from '../../src/clock.js';
@@ -191,7 +191,7 @@ describe('a finished notice leaves Redis for the archive', () => {
   });
 
   it('is gone once the audit retention deletes its record: 404', async () => {
-    const archive = new Archive(createFileStore(dir.path), stack.config.prefix);
+    const archive = new Archive(createFileStorage(dir.path), stack.config.prefix);
     const { objects } = await archive.deleteOlderThan(Date.now() + 3_600_000);
     expect(objects).toBeGreaterThan(1); // the record and the log's batch objects
     const res = await stack.web.call('GET', `/v1/notices/${id}`);
@@ -208,7 +208,7 @@ describe('the retire sweep', () => {
 
   beforeAll(async () => {
     dir = await tempDir('retire-sweep');
-    archive = new Archive(createFileStore(dir.path), prefix);
+    archive = new Archive(createFileStorage(dir.path), prefix);
   });
   afterAll(async () => {
     await archive.close();
@@ -237,7 +237,7 @@ describe('the retire sweep', () => {
 
     await mirrorFor({ redis, store, archive, consumer: 'retire-test' }).mirrorOnce([shard]);
     // An archive out of reach keeps everything in Redis.
-    const blind = new Archive(createFileStore('/dev/null/herald-archive'), prefix);
+    const blind = new Archive(createFileStorage('/dev/null/herald-archive'), prefix);
     expect(
       await retireNoticesOnce({ redis, store, archive: blind, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs }),
     ).toEqual({

@@ -3,11 +3,11 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Keys } from '../store/keys.js';
-import { batchDigest, type Archive, type PutOutcome } from './archive.js';
+import { batchDigest, type Archive, type PutOutcome } from '../archive/archive.js';
 import { ContentExpiryIndex } from './content-purge.js';
-import { MirrorLog, type MirrorBatch } from './mirror-log.js';
-import { idTime } from './names.js';
-import { linkIds, type ChainLink } from './seal.js';
+import { LogMirrorStore, type MirrorBatch } from '../store/log-mirror.js';
+import { idTime } from '../archive/names.js';
+import { linkIds, type ChainLink } from '../archive/seal.js';
 import { indexRetirement } from './retire.js';
 
 const FAILURE_WARN_EVERY_MS = 60_000;
@@ -71,14 +71,14 @@ export interface MirrorReport {
  */
 export class LogMirror {
   /** The Redis side: consumer group, batch records, trimming. */
-  readonly stream: MirrorLog;
+  readonly stream: LogMirrorStore;
   private readonly expiry: ContentExpiryIndex;
   private stopping = false;
   /** When each shard last warned that the archive failed, so that an outage logs once a minute per shard. */
   private readonly warnedAt = new Map<number, number>();
 
   constructor(private readonly deps: MirrorDeps) {
-    this.stream = new MirrorLog(deps.redis, deps.keys);
+    this.stream = new LogMirrorStore(deps.redis, deps.keys);
     this.expiry = new ContentExpiryIndex(deps.redis, deps.keys);
   }
 

@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
-import { decodeEntry, type StoredEntry } from '../store/notices.js';
-import type { Keys } from '../store/keys.js';
-import { loadScript } from '../store/scripts.js';
-import type { ChainStart } from './archive.js';
-import { PARTITION_MS } from './names.js';
-import type { ChainLink } from './seal.js';
+import { decodeEntry, type StoredEntry } from './notices.js';
+import type { Keys } from './keys.js';
+import { loadScript } from './scripts.js';
+import type { ChainStart } from '../archive/archive.js';
+import { PARTITION_MS } from '../archive/names.js';
+import type { ChainLink } from '../archive/seal.js';
 
 /** The consumer group the log mirror reads every shard's log through. */
 export const MIRROR_GROUP = 'mirror';
@@ -63,7 +63,7 @@ function parseTip(text: string | null | undefined): ChainLink | undefined {
  * (`<prefix>:{s<N>}:mirror-batches`), acknowledgement and trimming. Every script touches the
  * keys of one shard only, passed through KEYS.
  */
-export class MirrorLog {
+export class LogMirrorStore {
   private readonly redis: Redis & MirrorScripts;
   private readonly groupsReady = new Set<number>();
 

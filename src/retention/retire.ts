@@ -6,12 +6,12 @@ import { isTerminal, type NoticeState } from '../notice/states.js';
 import { noticeView } from '../notice/view.js';
 import type { Keys } from '../store/keys.js';
 import type { Notice, NoticeStore } from '../store/notices.js';
-import { ArchiveUnavailableError, type Archive } from './archive.js';
+import { ArchiveUnavailableError, type Archive } from '../archive/archive.js';
 import { purgeContent } from './content-purge.js';
-import { MirrorLog } from './mirror-log.js';
-import { compareIds } from './names.js';
+import { LogMirrorStore } from '../store/log-mirror.js';
+import { compareIds } from '../archive/names.js';
 import { pruneStats } from '../notice/stats.js';
-import { statsMember, type NoticeRecord, type RetiredStats } from './records.js';
+import { statsMember, type NoticeRecord, type RetiredStats } from '../archive/records.js';
 
 export interface RetireDeps {
   redis: Redis;
@@ -94,7 +94,7 @@ export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts
  */
 export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport> {
   const { redis, store, archive, clock, log } = deps;
-  const mirror = new MirrorLog(redis, store.keys);
+  const mirror = new LogMirrorStore(redis, store.keys);
   const report: RetireReport = { retired: 0, waiting: 0 };
   for (const shard of store.keys.allShards()) {
     const now = clock.now();

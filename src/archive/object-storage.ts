@@ -12,7 +12,7 @@ export interface StoredObject {
  * each object carries its SHA-256 and its seal (object metadata on S3, a `.sha256` file beside it
  * on disk), written with it, never after it.
  */
-export interface ArchiveStore {
+export interface ObjectStorage {
   /** Where the store writes, for logs and messages (no credentials). */
   readonly location: string;
   /** Writes an object with its checksum and seal; resolves once the store holds it durably. */

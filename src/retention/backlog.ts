@@ -2,8 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { formatDuration } from '../durations.js';
 import type { Keys } from '../store/keys.js';
-import { MirrorLog, type ShardBacklog } from './mirror-log.js';
-import { idTime } from './names.js';
+import { LogMirrorStore, type ShardBacklog } from '../store/log-mirror.js';
+import { idTime } from '../archive/names.js';
 
 /** What the log mirror has not archived yet, over every shard. */
 export interface BacklogSummary {
@@ -25,7 +25,7 @@ export interface ReadinessWarning {
 const MEMORY_WARN_RATIO = 0.8;
 
 export async function readBacklog(redis: Redis, keys: Keys, now: number): Promise<BacklogSummary> {
-  const shards = await new MirrorLog(redis, keys).backlog(keys.allShards());
+  const shards = await new LogMirrorStore(redis, keys).backlog(keys.allShards());
   const oldest = Math.min(...shards.map((s) => (s.oldestUnarchivedId ? idTime(s.oldestUnarchivedId) : Number.POSITIVE_INFINITY)));
   return {
     unarchivedEntries: shards.reduce((sum, s) => sum + s.unarchived, 0),
