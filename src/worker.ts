@@ -29,7 +29,7 @@ import { retentionSweepProcessor } from '../queues/content-purge.js';
 import { LogMirror } from './retention/mirror.js';
 import { openArchive } from './archive/open.js';
 import { keyringOf } from './crypto.js';
-import { backfillStatsOnce } from './notice/stats.js';
+import { backfillStatsOnce } from './store/stats.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;

@@ -210,7 +210,7 @@ export class Archive {
   private readonly maxRecordBytes: number;
 
   constructor(
-    readonly store: ObjectStorage,
+    readonly storage: ObjectStorage,
     readonly heraldPrefix: string,
     private readonly options: ArchiveOptions = {},
   ) {
@@ -236,7 +236,7 @@ export class Archive {
     const prev = opts.prev ?? null;
     const { body, sha256: checksum, digest } = encodeObject(entries);
     const seal = formatSeal(this.keys.sealObject(key, digest, prev));
-    const existing = opts.firstAttempt ? null : await this.io(() => this.store.get(key));
+    const existing = opts.firstAttempt ? null : await this.io(() => this.storage.get(key));
     if (existing) {
       if (existing.sha256 === checksum && existing.seal === seal && existing.body.equals(body))
         return { key, outcome: 'existed', bytes: body.length, digest };
@@ -252,7 +252,7 @@ export class Archive {
         if (held.seal && sameLink(held.seal.prev, prev)) return { key, outcome: 'existed', bytes: existing.body.length, digest };
       }
     }
-    await this.io(() => this.store.put(key, body, checksum, seal));
+    await this.io(() => this.storage.put(key, body, checksum, seal));
     return { key, outcome: 'written', bytes: body.length, digest };
   }
 
@@ -266,7 +266,7 @@ export class Archive {
    * the shard's chain had not begun yet. Null when it is gone.
    */
   async inspect(key: string): Promise<OpenedObject | null> {
-    const stored = await this.io(() => this.store.get(key));
+    const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
     const opened = openObject(key, stored, this.keys, this.maxObjectBytes);
     if (!opened.seal) {
@@ -284,7 +284,7 @@ export class Archive {
    */
   async linkTo(shard: number, firstId: string, lastId: string): Promise<ChainLink | null> {
     const key = objectKey(this.heraldPrefix, shard, firstId, lastId);
-    const stored = await this.io(() => this.store.get(key));
+    const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
     const opened = openObject(key, stored, this.keys, this.maxObjectBytes);
     return { range: rangeOf(opened.ref), digest: opened.digest };
@@ -295,7 +295,7 @@ export class Archive {
     const key = recordKey(this.heraldPrefix, record.id);
     const { body, sha256: checksum, digest } = encodeRecord(record);
     const seal = formatSeal(this.keys.sealRecord(key, digest));
-    await this.io(() => this.store.put(key, body, checksum, seal));
+    await this.io(() => this.storage.put(key, body, checksum, seal));
   }
 
   /** A retired notice's verified record, or null when the notice was never retired (or is past retention). */
@@ -310,7 +310,7 @@ export class Archive {
   async inspectRecord(key: string): Promise<{ record: NoticeRecord; sealed: boolean } | null> {
     const noticeId = parseRecordKey(key);
     if (noticeId === undefined) throw new ArchiveIntegrityError(key, 'it is not named as a notice record');
-    const stored = await this.io(() => this.store.get(key));
+    const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
     const json = inflate(key, verified(key, stored), this.maxRecordBytes);
     const digest = sha256Hex(json);
@@ -337,7 +337,7 @@ export class Archive {
 
   /** The record keys of one shard, in key order (= by the notices' creation time). */
   async *recordKeys(shard: number): AsyncGenerator<string> {
-    const keys = this.store.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
+    const keys = this.storage.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
     for (;;) {
       const next = await this.io(() => keys.next());
       if (next.done) return;
@@ -434,7 +434,7 @@ export class Archive {
     let objects = 0;
     const drop = async (keys: string[]) => {
       if (keys.length === 0) return;
-      if (!opts.dryRun) await this.io(() => this.store.delete(keys));
+      if (!opts.dryRun) await this.io(() => this.storage.delete(keys));
       objects += keys.length;
       opts.onDelete?.(keys);
     };
@@ -451,7 +451,7 @@ export class Archive {
       }
       await drop(batch);
       batch = [];
-      const keys = this.store.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
+      const keys = this.storage.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
       for (;;) {
         const next = await this.io(() => keys.next());
         if (next.done) break;
@@ -470,12 +470,12 @@ export class Archive {
   }
 
   async close(): Promise<void> {
-    await this.store.close();
+    await this.storage.close();
   }
 
   /** The batch objects under a key prefix, in key order; listing failures mean the archive is out of reach. */
   private async *objects(prefix: string, startAfter?: string): AsyncGenerator<ObjectRef> {
-    const keys = this.store.list(prefix, startAfter)[Symbol.asyncIterator]();
+    const keys = this.storage.list(prefix, startAfter)[Symbol.asyncIterator]();
     for (;;) {
       const next = await this.io(() => keys.next());
       if (next.done) return;
@@ -493,7 +493,7 @@ export class Archive {
     try {
       return await call();
     } catch (error) {
-      throw new ArchiveUnavailableError(this.store.location, error);
+      throw new ArchiveUnavailableError(this.storage.location, error);
     }
   }
 }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { formatDuration } from '../durations.js';
 import type { Keys } from '../store/keys.js';
+import { memoryUse } from '../store/redis.js';
 import { LogMirrorStore, type ShardBacklog } from '../store/log-mirror.js';
 import { idTime } from '../archive/names.js';
 
@@ -57,9 +58,7 @@ export async function readinessWarnings(
         `${formatDuration(thresholds.warnLagMs)}): check the archive and the worker's log mirror before Redis memory runs out.`,
     });
   }
-  const memory = await redis.info('memory');
-  const used = Number(/^used_memory:(\d+)/m.exec(memory)?.[1] ?? 0);
-  const max = Number(/^maxmemory:(\d+)/m.exec(memory)?.[1] ?? 0);
+  const { used, max } = await memoryUse(redis);
   if (max > 0 && used >= MEMORY_WARN_RATIO * max) {
     warnings.push({
       code: 'redis_memory_high',

@@ -251,24 +251,44 @@ export class NoticeStore {
     }
   }
 
+  /** Ms the content has left: -2 when it is gone, -1 when it has no expiry (Redis's PTTL). */
+  contentTtlMs(id: string): Promise<number> {
+    return this.redis.pttl(this.keys.content(id));
+  }
+
   async deleteContent(id: string): Promise<void> {
     await this.redis.del(this.keys.content(id));
   }
 
   /** The notice's decision log, in order, as far as Redis still holds it. */
   async events(id: string): Promise<StoredEntry[]> {
-    const ids = await this.redis.lrange(this.keys.events(id), 0, -1);
-    if (ids.length === 0) return [];
-    const log = this.keys.noticeKeysFor(id).log;
+    const ids = await this.eventIds(id);
+    const found = await this.logEntries(shardFor(id), ids);
+    return ids.flatMap((entryId) => found.get(entryId) ?? []);
+  }
+
+  /** The IDs of the notice's decision-log entries, in order (its events list); none once it is retired. */
+  eventIds(id: string): Promise<string[]> {
+    return this.redis.lrange(this.keys.events(id), 0, -1);
+  }
+
+  /** Those of the given entries the shard's log stream still holds, by ID, in one round trip. */
+  async logEntries(shard: number, ids: readonly string[]): Promise<Map<string, StoredEntry>> {
+    const found = new Map<string, StoredEntry>();
+    if (ids.length === 0) return found;
     const pipeline = this.redis.pipeline();
-    for (const entryId of ids) pipeline.xrange(log, entryId, entryId);
-    const replies = (await pipeline.exec()) ?? [];
-    const entries: StoredEntry[] = [];
-    for (const [error, rows] of replies) {
+    for (const entryId of ids) pipeline.xrange(this.keys.log(shard), entryId, entryId);
+    for (const [error, rows] of (await pipeline.exec()) ?? []) {
       if (error) throw error;
-      for (const [entryId, fields] of rows as [string, string[]][]) entries.push(decodeEntry(entryId, fields));
+      for (const [entryId, fields] of rows as [string, string[]][]) found.set(entryId, decodeEntry(entryId, fields));
     }
-    return entries;
+    return found;
+  }
+
+  /** The shard's log entries from `start` (a stream ID, `(` for after it) up to `end`, at most `count`. */
+  async logRange(shard: number, start: string, end: string, count: number): Promise<StoredEntry[]> {
+    const rows = await this.redis.xrange(this.keys.log(shard), start, end, 'COUNT', count);
+    return rows.map(([entryId, fields]) => decodeEntry(entryId, fields));
   }
 
   /**
@@ -294,6 +314,20 @@ export class NoticeStore {
   /** Notices of one shard whose due time is at or before `upTo`, oldest first. */
   async dueNotices(shard: number, upTo: number, limit: number): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.due(shard), '-inf', upTo, 'LIMIT', 0, limit);
+  }
+
+  /** Whether the notice is in its shard's due index: something is still to be done for it. */
+  async isDue(id: string): Promise<boolean> {
+    return (await this.redis.zscore(this.keys.noticeKeysFor(id).due, id)) !== null;
+  }
+
+  /** The state of each notice (undefined for one Redis no longer holds), in one round trip. */
+  async statesOf(ids: readonly string[]): Promise<(NoticeState | undefined)[]> {
+    const replies = (await this.redis.pipeline(ids.map((id) => ['hget', this.keys.notice(id), 'state'])).exec()) ?? [];
+    return ids.map((_, i) => {
+      const state = replies[i]?.[1];
+      return typeof state === 'string' ? (state as NoticeState) : undefined;
+    });
   }
 
   /** Moves a live notice's due time (only when it is still in the due index). */
@@ -367,6 +401,12 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
     else entry[field] = JSON.parse(raw);
   }
   return entry as unknown as StoredEntry;
+}
+
+function shardFor(id: string): number {
+  const shard = shardOfNoticeId(id);
+  if (shard === undefined) throw new Error(`not a notice ID: ${id}`);
+  return shard;
 }
 
 function parseNotice(hash: Record<string, string>): Notice {

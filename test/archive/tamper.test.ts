@@ -377,7 +377,7 @@ describe('an archive an earlier version began', () => {
     await redis.xack(store.keys.log(shard), MIRROR_GROUP, ...written.slice(0, 3).map((e) => e.id));
     // ... and read its second (recorded as it recorded batches) but stopped before storing it.
     await readAsOld();
-    await redis.hset(log.batchesKey(shard), written[3]!.id, `${written[5]!.id} 3`);
+    await redis.hset(store.keys.mirrorBatches(shard), written[3]!.id, `${written[5]!.id} 3`);
 
     const report = await mirrorFor({
       redis,

@@ -517,7 +517,7 @@ class ChaosRun {
     };
     outcome.hash = Object.fromEntries(Object.entries(fields).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
     outcome.retired = true;
-    const trail = await readTrail({ redis: this.web.redis, keys: this.web.store.keys, archive: () => this.archive, retainedSince: 0 }, id);
+    const trail = await readTrail({ store: this.web.store, archive: () => this.archive, retainedSince: 0 }, id);
     outcome.events = trail.entries;
   }
 
