@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { NoticeStore, StoredEntry } from '../store/notices.js';
+import { readNotice } from '../notice/notice.js';
 import { noticeView, type NoticeView } from '../notice/view.js';
 import type { Archive } from './archive.js';
 import { idTime } from './names.js';
@@ -76,7 +77,7 @@ export async function readTrail(sources: TrailSources, noticeId: string): Promis
  * notice's archive record once it is retired; null when neither has it.
  */
 export async function readView(store: NoticeStore, archive: () => Archive, noticeId: string): Promise<NoticeView | null> {
-  const notice = await store.get(noticeId);
+  const notice = await readNotice(store, noticeId);
   if (notice) return noticeView(notice);
   return (await archive().readRecord(noticeId))?.view ?? null;
 }

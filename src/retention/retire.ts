@@ -5,7 +5,8 @@ import { shardOfNoticeId } from '../notice/ids.js';
 import { isTerminal, type NoticeState } from '../notice/states.js';
 import { noticeView } from '../notice/view.js';
 import type { Keys } from '../store/keys.js';
-import { NoticeStore, type Notice } from '../store/notices.js';
+import { NoticeStore } from '../store/notices.js';
+import { readNotice, type Notice } from '../notice/notice.js';
 import { RetireIndex } from '../store/retention-indexes.js';
 import { CreatedIndex, pruneStats } from '../store/stats.js';
 import { ArchiveUnavailableError, type Archive } from '../archive/archive.js';
@@ -116,7 +117,7 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
     };
     const [backlog] = await mirror.backlog([shard]);
     for (const { noticeId } of due) {
-      const notice = shardOfNoticeId(noticeId) === shard ? await store.get(noticeId) : null;
+      const notice = shardOfNoticeId(noticeId) === shard ? await readNotice(store, noticeId) : null;
       if (!notice || !(await isSettled(store, notice))) {
         if (notice) log.warn({ noticeId, state: notice.state }, 'a notice indexed for retirement is not finished; left in Redis');
         await retirement.remove(shard, noticeId);
