@@ -40,7 +40,7 @@ export class ArchiveConflictError extends Error {
   }
 }
 
-/** The archive store could not be read or written (network, permissions, disk). */
+/** The archive's object storage could not be read or written (network, permissions, disk). */
 export class ArchiveUnavailableError extends Error {
   constructor(
     readonly location: string,

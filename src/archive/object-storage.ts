@@ -13,9 +13,9 @@ export interface StoredObject {
  * on disk), written with it, never after it.
  */
 export interface ObjectStorage {
-  /** Where the store writes, for logs and messages (no credentials). */
+  /** Where the storage writes, for logs and messages (no credentials). */
   readonly location: string;
-  /** Writes an object with its checksum and seal; resolves once the store holds it durably. */
+  /** Writes an object with its checksum and seal; resolves once the storage holds it durably. */
   put(key: string, body: Buffer, sha256: string, seal: string): Promise<void>;
   /** The object, or null when there is none. */
   get(key: string): Promise<StoredObject | null>;

@@ -19,7 +19,7 @@ export function s3ArchiveLocation(url: string): { bucket: string; prefix: string
   return { bucket: parsed.hostname, prefix: decodeURIComponent(parsed.pathname).replace(/^\/+|\/+$/g, '') };
 }
 
-/** The archive store `HERALD_ARCHIVE_URL` names. Whoever opens it closes it. */
+/** The object storage `HERALD_ARCHIVE_URL` names. Whoever opens it closes it. */
 export function openObjectStorage(config: Pick<Config, 'archiveUrl' | 's3'>): ObjectStorage {
   if (config.archiveUrl.startsWith('file://')) return createFileStorage(fileArchivePath(config.archiveUrl));
   const { bucket, prefix } = s3ArchiveLocation(config.archiveUrl);

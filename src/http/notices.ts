@@ -24,7 +24,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
   // Whether a fallback SMS may wait for quiet hours, which keeps its content longer (acceptNotice).
   const quietHours = Object.values(config.rules?.regions ?? {}).some((rule) => rule.quietHours !== undefined);
 
-  // A retired notice (src/archive/retire.ts) and the entries the log mirror trimmed from Redis
+  // A retired notice (src/retention/retire.ts) and the entries the log mirror trimmed from Redis
   // are read back from the archive.
   const trails = trailReader({ store, redis: deps.redis, config, clock });
   app.addHook('onClose', async () => trails.close());

@@ -119,7 +119,8 @@ export class Keys {
   }
 }
 
-function shardFor(id: string): number {
+/** The shard of a notice ID; throws for anything else. */
+export function shardFor(id: string): number {
   const shard = shardOfNoticeId(id);
   if (shard === undefined) throw new Error(`not a notice ID: ${id}`);
   return shard;

@@ -6,7 +6,7 @@ import type { LogEntry, StoredEntry } from '../notice/entries.js';
 import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
 import type { Keyring } from '../crypto.js';
 import { openContent, type StoredContent } from './content.js';
-import { Keys } from './keys.js';
+import { Keys, shardFor } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 import { metricIncrements } from './metrics.js';
 
@@ -449,12 +449,6 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
     else entry[field] = JSON.parse(raw);
   }
   return entry as unknown as StoredEntry;
-}
-
-function shardFor(id: string): number {
-  const shard = shardOfNoticeId(id);
-  if (shard === undefined) throw new Error(`not a notice ID: ${id}`);
-  return shard;
 }
 
 function parseNotice(hash: Partial<Record<NoticeField, string>>): StoredNotice {
