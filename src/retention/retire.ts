@@ -36,19 +36,6 @@ export interface RetireReport {
   archiveUnreachable?: boolean;
 }
 
-/** Remembers when each finished notice may leave Redis; a notice already indexed keeps its time. */
-export async function indexRetirement(
-  redis: Redis,
-  keys: Keys,
-  shard: number,
-  items: readonly { noticeId: string; retireAt: number }[],
-): Promise<void> {
-  await new RetireIndex(redis, keys).add(
-    shard,
-    items.map((item) => ({ noticeId: item.noticeId, at: item.retireAt })),
-  );
-}
-
 /**
  * Indexes for retirement the finished notices that no `retire` entry names: those an earlier
  * Herald version finished (or whose SMS checks ran out) before it retired notices. Walks each

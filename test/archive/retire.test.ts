@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, ArchiveIntegrityError } from '../../src/archive/archive.js';
 import { createFileStorage } from '../../src/archive/file-storage.js';
-import { retireNoticesOnce, indexRetirement } from '../../src/retention/retire.js';
+import { retireNoticesOnce } from '../../src/retention/retire.js';
+import { RetireIndex } from '../../src/store/retention-indexes.js';
 import { recordKey } from '../../src/archive/records.js';
 import { runCli } from '../../src/cli.js';
 import { iso, systemClock } from '../../src/clock.js';
@@ -222,7 +223,7 @@ describe('the retire sweep', () => {
     const now = Date.now();
     const shard = 3;
     const id = await finishedNotice(shard, now);
-    await indexRetirement(redis, store.keys, shard, [{ noticeId: id, retireAt: now }]);
+    await new RetireIndex(redis, store.keys).add(shard, [{ noticeId: id, at: now }]);
     const statsRetentionMs = 31 * 86_400_000;
     const sweep = () => retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs });
     // A `created` member older than the stats retention, which the sweep drops.
@@ -255,7 +256,7 @@ describe('the retire sweep', () => {
     expect(record!.entryIds.map((entryId) => found.get(entryId)?.type)).toEqual(['notice.accepted', 'notice.completed', 'content.purged']);
 
     // Once more (a crash before the index was cleared): nothing left to do.
-    await indexRetirement(redis, store.keys, shard, [{ noticeId: id, retireAt: now }]);
+    await new RetireIndex(redis, store.keys).add(shard, [{ noticeId: id, at: now }]);
     expect(await sweep()).toEqual({ retired: 0, waiting: 0 });
     expect(await redis.zcard(store.keys.retire(shard))).toBe(0);
     expect(await redis.zrange(store.keys.created(shard), 0, -1)).toEqual([]);
@@ -268,7 +269,7 @@ describe('the retire sweep', () => {
   it('replaces a record written before a crash or a late entry with the notice as it is when it leaves', async () => {
     const now = Date.now();
     const id = await finishedNotice(9, now);
-    await indexRetirement(redis, store.keys, 9, [{ noticeId: id, retireAt: now }]);
+    await new RetireIndex(redis, store.keys).add(9, [{ noticeId: id, at: now }]);
     const sweep = () =>
       retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * 86_400_000 });
     expect(await sweep()).toEqual({ retired: 0, waiting: 1 }); // content purged

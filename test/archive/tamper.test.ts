@@ -9,7 +9,8 @@ import { MIRROR_GROUP, LogMirrorStore } from '../../src/store/log-mirror.js';
 import { objectKey } from '../../src/archive/names.js';
 import { openArchive, openObjectStorage } from '../../src/archive/open.js';
 import { encodeRecord, recordKey, type NoticeRecord } from '../../src/archive/records.js';
-import { indexRetirement, retireNoticesOnce } from '../../src/retention/retire.js';
+import { retireNoticesOnce } from '../../src/retention/retire.js';
+import { RetireIndex } from '../../src/store/retention-indexes.js';
 import { ArchiveKeyring, formatSeal, parseSeal, sha256Hex } from '../../src/archive/seal.js';
 import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { DAY, systemClock } from '../../src/clock.js';
@@ -291,11 +292,9 @@ describe('notice records', () => {
     const shard = 2;
     const now = Date.now();
     const [a, b] = [await finishedNotice(store, shard, now), await finishedNotice(store, shard, now + 1)];
-    await indexRetirement(
-      redis,
-      store.keys,
+    await new RetireIndex(redis, store.keys).add(
       shard,
-      [a, b].map((noticeId) => ({ noticeId, retireAt: now })),
+      [a, b].map((noticeId) => ({ noticeId, at: now })),
     );
     const sweep = () =>
       retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * DAY });
