@@ -5,7 +5,7 @@
  */
 import pino from 'pino';
 import { openArchive } from '../src/archive/open.js';
-import { indexUnretired, retireNoticesOnce } from '../src/archive/retire.js';
+import { indexUnretired, retireNoticesOnce } from '../src/retention/retire.js';
 import { DAY, systemClock } from '../src/clock.js';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { until } from './processes.js';

@@ -1,11 +1,12 @@
 import type { Processor } from 'bullmq';
-import { purgeContentOnce, type ContentPurgeDeps } from '../src/archive/content-purge.js';
-import { retireNoticesOnce, type RetireDeps } from '../src/archive/retire.js';
+import type { ContentPurgeDeps } from '../src/retention/content-purge.js';
+import type { RetireDeps } from '../src/retention/retire.js';
+import { retentionSweepOnce } from '../src/retention/sweep.js';
 
 /**
- * The `content-purge` queue: a scheduled job that records `content.purged` for expired content,
- * then lets Redis go of finished notices the archive holds whole (src/archive/retire.ts).
+ * The `content-purge` queue (its persisted name: it began as the content purge) runs the
+ * retention sweep: purge expired content, then retire finished notices (src/retention/).
  */
-export function contentPurgeProcessor(purge: ContentPurgeDeps, retire: RetireDeps): Processor {
-  return async () => ({ ...(await purgeContentOnce(purge)), ...(await retireNoticesOnce(retire)) });
+export function retentionSweepProcessor(purge: ContentPurgeDeps, retire: RetireDeps): Processor {
+  return async () => retentionSweepOnce(purge, retire);
 }

@@ -12,7 +12,8 @@ export const QUEUE_NAMES = {
   smsPoll: 'sms-poll',
   reconcile: 'reconcile',
   logMirror: 'log-mirror',
-  contentPurge: 'content-purge',
+  // Runs the retention sweep; the name is persisted (job scheduler, Redis keys).
+  retentionSweep: 'content-purge',
 } as const;
 
 export type QueueKey = keyof typeof QUEUE_NAMES;
@@ -51,7 +52,7 @@ export const KEEP_JOBS = { removeOnComplete: { count: 1000 }, removeOnFail: { co
 const STREAMS = { events: { maxLen: 1000 } };
 
 /** Queues of scheduled sweeps, whose jobs carry no notice. */
-type SweepQueueKey = 'reconcile' | 'logMirror' | 'contentPurge';
+type SweepQueueKey = 'reconcile' | 'logMirror' | 'retentionSweep';
 
 export type HeraldQueues = Record<Exclude<QueueKey, SweepQueueKey>, Queue<NoticeJob>> & Record<SweepQueueKey, Queue>;
 
@@ -69,7 +70,7 @@ export function openQueues(connection: ConnectionOptions, prefix: string): Heral
     smsPoll: open(QUEUE_NAMES.smsPoll),
     reconcile: sweep(QUEUE_NAMES.reconcile),
     logMirror: sweep(QUEUE_NAMES.logMirror),
-    contentPurge: sweep(QUEUE_NAMES.contentPurge),
+    retentionSweep: sweep(QUEUE_NAMES.retentionSweep),
   };
 }
 

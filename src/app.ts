@@ -138,7 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         timeWindow: 60_000,
         keyGenerator: (request) => request.apiKeyId,
         redis: deps.redis,
-        nameSpace: `${deps.config.prefix}:{rl}:`,
+        nameSpace: deps.store.keys.rateLimitNamespace,
         skipOnError: true,
         errorResponseBuilder: (_request, context) =>
           Object.assign(new Error(`Rate limit of ${context.max} requests per minute reached; retry in ${context.after}.`), {

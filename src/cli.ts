@@ -10,10 +10,10 @@ import { idTime } from './archive/names.js';
 import { openArchive } from './archive/open.js';
 import { readTrail } from './archive/trail.js';
 import type { NoticeRecord } from './archive/records.js';
-import { indexUnretired } from './archive/retire.js';
+import { indexUnretired } from './retention/retire.js';
 import { verifyShard, type ShardVerdict } from './archive/verify.js';
-import { MirrorLog } from './archive/mirror-log.js';
-import { backfillStats } from './notice/stats.js';
+import { LogMirrorStore } from './store/log-mirror.js';
+import { backfillStats, markStatsBackfilled } from './store/stats.js';
 import { Keys } from './store/keys.js';
 import { iso } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -24,7 +24,7 @@ import { noticeCreatedAt, SHARD_COUNT, shardOfNoticeId } from './notice/ids.js';
 import type { Redis } from 'ioredis';
 import { collectDecisions, replayDecisions } from './policy/replay.js';
 import { loadRules, RulesError, type Rules } from './policy/rules.js';
-import { decodeEntry, NoticeStore, type StoredEntry } from './store/notices.js';
+import { NoticeStore, type StoredEntry } from './store/notices.js';
 import { PolicyStore } from './store/policies.js';
 import { connectRedis, waitReady } from './store/redis.js';
 
@@ -139,7 +139,7 @@ async function audit(config: Config, args: string[], io: CliIo): Promise<number>
     let record: NoticeRecord | null;
     if (notice) {
       const trail = await readTrail(
-        { redis, keys: store.keys, archive: () => archive, retainedSince: io.now() - config.auditRetentionMs },
+        { store, archive: () => archive, retainedSince: io.now() - config.auditRetentionMs },
         id,
       );
       entries = trail.entries;
@@ -191,11 +191,11 @@ async function verify(config: Config, shardOption: string | undefined, io: CliIo
   }
   const { redis, reachable } = await openCliRedis(config);
   const archive = openArchive(config, reachable ? redis : undefined);
-  const chains = reachable ? new MirrorLog(redis, keys) : undefined;
+  const chains = reachable ? new LogMirrorStore(redis, keys) : undefined;
   const pad = (n: number) => `s${String(n).padStart(2, '0')}`;
   try {
     const lines = [
-      `Verifying ${archive.store.location} (HERALD_PREFIX=${config.prefix}) with archive keys ${config.archiveKeys.map((k) => `"${k.id}"`).join(', ')}.`,
+      `Verifying ${archive.storage.location} (HERALD_PREFIX=${config.prefix}) with archive keys ${config.archiveKeys.map((k) => `"${k.id}"`).join(', ')}.`,
     ];
     if (!reachable) lines.push('Redis cannot be reached: where each chain began and its newest object are not checked.');
     await writeLines(io.stdout, lines);
@@ -270,7 +270,7 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
     const policies = new PolicyStore(redis, config.prefix);
     const bar = progress(io.stderr, { quiet: values.json === true && !io.stderr.isTTY });
     const records = await collectDecisions(
-      withProgress(periodEntries(archive, redis, store, from, to), (entry, read) =>
+      withProgress(periodEntries(archive, store, from, to), (entry, read) =>
         bar.update((idTime(entry.id) - from) / (to - from), `${read} entries read, at ${iso(idTime(entry.id))}`),
       ),
     );
@@ -303,15 +303,15 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
 }
 
 /** The decision log of [from, to): the archive, then what only Redis holds yet (overlap is harmless to a replay). */
-async function* periodEntries(archive: Archive, redis: Redis, store: NoticeStore, from: number, to: number): AsyncGenerator<StoredEntry> {
+async function* periodEntries(archive: Archive, store: NoticeStore, from: number, to: number): AsyncGenerator<StoredEntry> {
   yield* exportEntries(archive, from, to);
   for (const shard of store.keys.allShards()) {
     let start = `${from}-0`;
     for (;;) {
-      const rows = await redis.xrange(store.keys.log(shard), start, `${to - 1}-18446744073709551615`, 'COUNT', 1000);
-      for (const [id, fields] of rows) yield decodeEntry(id, fields);
-      if (rows.length < 1000) break;
-      start = `(${rows.at(-1)![0]}`;
+      const entries = await store.logRange(shard, start, `${to - 1}-18446744073709551615`, 1000);
+      yield* entries;
+      if (entries.length < 1000) break;
+      start = `(${entries.at(-1)!.id}`;
     }
   }
 }
@@ -394,7 +394,7 @@ async function retention(config: Config, args: string[], io: CliIo): Promise<num
   try {
     io.stderr.write(
       `${dryRun ? 'Would delete' : 'Deleting'} archive objects whose entries are all older than ${iso(cutoff)} ` +
-        `(HERALD_AUDIT_RETENTION=${formatDuration(config.auditRetentionMs)}) from ${archive.store.location}.\n`,
+        `(HERALD_AUDIT_RETENTION=${formatDuration(config.auditRetentionMs)}) from ${archive.storage.location}.\n`,
     );
     const bar = progress(io.stderr);
     let seen = 0;
@@ -434,7 +434,7 @@ async function indexFinishedNotices(config: Config, io: CliIo, dryRun: boolean):
     if (dryRun) return;
     // After indexUnretired, which reads the same index: the backfill removes retired notices' members.
     const stats = await backfillStats(redis, keys);
-    await redis.set(keys.statsBackfilled, iso(io.now()));
+    await markStatsBackfilled(redis, keys, io.now());
     io.stderr.write(
       `Counted ${stats.counted} notices of earlier versions in the /v1/stats counters (${stats.skipped} counted before` +
         `${stats.gone ? `, ${stats.gone} no longer in Redis and without counts` : ''}).\n`,

@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app.js';
 import type { Archive } from './archive/archive.js';
-import { LogMirror } from './archive/mirror.js';
+import { LogMirror } from './retention/mirror.js';
 import { openArchive } from './archive/open.js';
 import { trailReader, type TrailReader } from './archive/trail.js';
 import type { Clock } from './clock.js';
@@ -104,7 +104,7 @@ export function composeWeb(
   const { queues, scheduler } = openScheduling(redis, stores.store, opts.clock);
   const shared = opts.archive;
   const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
-  const trails = trailReader({ store: stores.store, redis, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
+  const trails = trailReader({ store: stores.store, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
   const deps: AppDeps = { config, redis, ...stores, scheduler, queues, trails, clock: opts.clock, logger: opts.logger };
   return {
     deps,

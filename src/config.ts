@@ -61,7 +61,7 @@ export interface Config {
   };
   /** How often the worker records `content.purged` for content past its TTL and retires finished notices. */
   readonly contentPurgeIntervalMs: number;
-  /** How long a finished notice stays in Redis before only the archive holds it (src/archive/retire.ts). */
+  /** How long a finished notice stays in Redis before only the archive holds it (src/retention/retire.ts). */
   readonly noticeKeepHotMs: number;
   /** How far back /v1/stats reaches: counters of older hours are dropped. */
   readonly statsRetentionMs: number;

@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ConfigError, loadConfig, withoutCredentials, type Config } from './config.js';
-import { openArchiveStore } from './archive/open.js';
+import { openObjectStorage } from './archive/open.js';
 import { createPostmarkProvider } from './providers/postmark.js';
 import { createTwilioProvider } from './providers/twilio.js';
 import { ProviderError } from './providers/types.js';
@@ -117,17 +117,17 @@ async function checkClock(redis: Redis, now: () => number): Promise<Finding> {
 
 async function checkArchive(config: Config): Promise<Finding> {
   const where = withoutCredentials(config.archiveUrl);
-  const store = openArchiveStore(config);
+  const storage = openObjectStorage(config);
   const key = `${config.prefix}/doctor/probe-${randomBytes(6).toString('hex')}`;
   const body = Buffer.from(`herald doctor ${new Date().toISOString()}\n`);
   const sha = createHash('sha256').update(body).digest('hex');
   try {
     await bounded(
       (async () => {
-        await store.put(key, body, sha, 'doctor-probe');
-        const read = await store.get(key);
+        await storage.put(key, body, sha, 'doctor-probe');
+        const read = await storage.get(key);
         if (!read || !read.body.equals(body)) throw new Error('the object read back differs from the one written');
-        await store.delete([key]);
+        await storage.delete([key]);
       })(),
       ARCHIVE_WAIT_MS,
       `no answer within ${ARCHIVE_WAIT_MS / 1000} s`,
@@ -141,7 +141,7 @@ async function checkArchive(config: Config): Promise<Finding> {
       fix: 'check HERALD_ARCHIVE_URL (a writable directory, or an existing bucket), S3_ENDPOINT and the AWS credentials',
     };
   } finally {
-    await store.close().catch(() => undefined);
+    await storage.close().catch(() => undefined);
   }
 }
 

@@ -20,10 +20,10 @@ import { sendSmsProcessor } from '../queues/sms-send.js';
 import { pollSmsProcessor } from '../queues/sms-poll.js';
 import { reconcileProcessor } from '../queues/reconcile.js';
 import { logMirrorProcessor } from '../queues/log-mirror.js';
-import { contentPurgeProcessor } from '../queues/content-purge.js';
+import { retentionSweepProcessor } from '../queues/content-purge.js';
 import type { Archive } from './archive/archive.js';
-import type { LogMirror } from './archive/mirror.js';
-import { backfillStatsOnce } from './notice/stats.js';
+import type { LogMirror } from './retention/mirror.js';
+import { backfillStatsOnce } from './store/stats.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
@@ -127,8 +127,8 @@ export async function startWorker(
   workers.push(new Worker(QUEUE_NAMES.logMirror, logMirrorProcessor(mirror), { connection: redis, prefix, concurrency: 1 }));
   workers.push(
     new Worker(
-      QUEUE_NAMES.contentPurge,
-      contentPurgeProcessor(
+      QUEUE_NAMES.retentionSweep,
+      retentionSweepProcessor(
         { redis, store, clock, log },
         // Looked at again once the mirror has had time to archive the notice's last entries.
         { redis, store, archive, clock, log, retryMs: 2 * config.mirror.intervalMs, statsRetentionMs: config.statsRetentionMs },
@@ -142,7 +142,7 @@ export async function startWorker(
   }
   await queues.reconcile.upsertJobScheduler('reconcile-sweep', { every: config.reconcileIntervalMs }, { name: 'reconcile' });
   await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
-  await queues.contentPurge.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
+  await queues.retentionSweep.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
   // Notices created by versions before the stats counters are counted once; start-up does not wait.
   const backfill = backfillStatsOnce(redis, store.keys, clock.now()).then(
     (report) => report && log.info(report, 'stats counters backfilled from the created indexes of earlier versions'),

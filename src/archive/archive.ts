@@ -16,7 +16,7 @@ import {
 import { checkRecord, encodeRecord, parseRecordKey, recordKey, recordsDir, type NoticeRecord } from './records.js';
 import { gzipStable, sha256Hex } from '../digest.js';
 import { ArchiveKeyring, formatSeal, parseSeal, type ChainLink, type Seal } from './seal.js';
-import type { ArchiveStore, StoredObject } from './store.js';
+import type { ObjectStorage, StoredObject } from './object-storage.js';
 import { DEV_ARCHIVE_KEY } from '../config.js';
 
 /**
@@ -41,7 +41,7 @@ export class ArchiveConflictError extends Error {
   }
 }
 
-/** The archive store could not be read or written (network, permissions, disk). */
+/** The archive's object storage could not be read or written (network, permissions, disk). */
 export class ArchiveUnavailableError extends Error {
   constructor(
     readonly location: string,
@@ -199,7 +199,7 @@ export type PutOutcome = 'written' | 'existed';
 
 /**
  * Herald's decision-log archive: immutable batch objects of each shard's log under
- * `<herald prefix>/s<NN>/<day>/<hour>/`, and retired notices' records, on any ArchiveStore. Every
+ * `<herald prefix>/s<NN>/<day>/<hour>/`, and retired notices' records, on any ObjectStorage. Every
  * object and record is sealed with HERALD_ARCHIVE_KEY and checked on every read (seal.ts).
  */
 export class Archive {
@@ -208,7 +208,7 @@ export class Archive {
   private readonly maxRecordBytes: number;
 
   constructor(
-    readonly store: ArchiveStore,
+    readonly storage: ObjectStorage,
     readonly heraldPrefix: string,
     private readonly options: ArchiveOptions = {},
   ) {
@@ -234,7 +234,7 @@ export class Archive {
     const prev = opts.prev ?? null;
     const { body, sha256: checksum, digest } = encodeObject(entries);
     const seal = formatSeal(this.keys.sealObject(key, digest, prev));
-    const existing = opts.firstAttempt ? null : await this.io(() => this.store.get(key));
+    const existing = opts.firstAttempt ? null : await this.io(() => this.storage.get(key));
     if (existing) {
       if (existing.sha256 === checksum && existing.seal === seal && existing.body.equals(body))
         return { key, outcome: 'existed', bytes: body.length, digest };
@@ -250,7 +250,7 @@ export class Archive {
         if (held.seal && sameLink(held.seal.prev, prev)) return { key, outcome: 'existed', bytes: existing.body.length, digest };
       }
     }
-    await this.io(() => this.store.put(key, body, checksum, seal));
+    await this.io(() => this.storage.put(key, body, checksum, seal));
     return { key, outcome: 'written', bytes: body.length, digest };
   }
 
@@ -264,7 +264,7 @@ export class Archive {
    * the shard's chain had not begun yet. Null when it is gone.
    */
   async inspect(key: string): Promise<OpenedObject | null> {
-    const stored = await this.io(() => this.store.get(key));
+    const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
     const opened = openObject(key, stored, this.keys, this.maxObjectBytes);
     if (!opened.seal) {
@@ -282,7 +282,7 @@ export class Archive {
    */
   async linkTo(shard: number, firstId: string, lastId: string): Promise<ChainLink | null> {
     const key = objectKey(this.heraldPrefix, shard, firstId, lastId);
-    const stored = await this.io(() => this.store.get(key));
+    const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
     const opened = openObject(key, stored, this.keys, this.maxObjectBytes);
     return { range: rangeOf(opened.ref), digest: opened.digest };
@@ -293,7 +293,7 @@ export class Archive {
     const key = recordKey(this.heraldPrefix, record.id);
     const { body, sha256: checksum, digest } = encodeRecord(record);
     const seal = formatSeal(this.keys.sealRecord(key, digest));
-    await this.io(() => this.store.put(key, body, checksum, seal));
+    await this.io(() => this.storage.put(key, body, checksum, seal));
   }
 
   /** A retired notice's verified record, or null when the notice was never retired (or is past retention). */
@@ -308,7 +308,7 @@ export class Archive {
   async inspectRecord(key: string): Promise<{ record: NoticeRecord; sealed: boolean } | null> {
     const noticeId = parseRecordKey(key);
     if (noticeId === undefined) throw new ArchiveIntegrityError(key, 'it is not named as a notice record');
-    const stored = await this.io(() => this.store.get(key));
+    const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
     const json = inflate(key, verified(key, stored), this.maxRecordBytes);
     const digest = sha256Hex(json);
@@ -335,7 +335,7 @@ export class Archive {
 
   /** The record keys of one shard, in key order (= by the notices' creation time). */
   async *recordKeys(shard: number): AsyncGenerator<string> {
-    const keys = this.store.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
+    const keys = this.storage.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
     for (;;) {
       const next = await this.io(() => keys.next());
       if (next.done) return;
@@ -432,7 +432,7 @@ export class Archive {
     let objects = 0;
     const drop = async (keys: string[]) => {
       if (keys.length === 0) return;
-      if (!opts.dryRun) await this.io(() => this.store.delete(keys));
+      if (!opts.dryRun) await this.io(() => this.storage.delete(keys));
       objects += keys.length;
       opts.onDelete?.(keys);
     };
@@ -449,7 +449,7 @@ export class Archive {
       }
       await drop(batch);
       batch = [];
-      const keys = this.store.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
+      const keys = this.storage.list(recordsDir(this.heraldPrefix, shard))[Symbol.asyncIterator]();
       for (;;) {
         const next = await this.io(() => keys.next());
         if (next.done) break;
@@ -468,12 +468,12 @@ export class Archive {
   }
 
   async close(): Promise<void> {
-    await this.store.close();
+    await this.storage.close();
   }
 
   /** The batch objects under a key prefix, in key order; listing failures mean the archive is out of reach. */
   private async *objects(prefix: string, startAfter?: string): AsyncGenerator<ObjectRef> {
-    const keys = this.store.list(prefix, startAfter)[Symbol.asyncIterator]();
+    const keys = this.storage.list(prefix, startAfter)[Symbol.asyncIterator]();
     for (;;) {
       const next = await this.io(() => keys.next());
       if (next.done) return;
@@ -491,7 +491,7 @@ export class Archive {
     try {
       return await call();
     } catch (error) {
-      throw new ArchiveUnavailableError(this.store.location, error);
+      throw new ArchiveUnavailableError(this.storage.location, error);
     }
   }
 }

@@ -2,11 +2,11 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { Keys } from '../store/keys.js';
 import { Archive } from './archive.js';
-import { createFileStore } from './file-store.js';
-import { MirrorLog } from './mirror-log.js';
-import { createS3Store } from './s3-store.js';
+import { createFileStorage } from './file-storage.js';
+import { LogMirrorStore } from '../store/log-mirror.js';
+import { createS3Storage } from './s3-storage.js';
 import { ArchiveKeyring } from './seal.js';
-import type { ArchiveStore } from './store.js';
+import type { ObjectStorage } from './object-storage.js';
 
 /** The directory of a `file://` archive URL: `file:///abs/path`, or `file://./rel` from the working directory. */
 export function fileArchivePath(url: string): string {
@@ -19,11 +19,11 @@ export function s3ArchiveLocation(url: string): { bucket: string; prefix: string
   return { bucket: parsed.hostname, prefix: decodeURIComponent(parsed.pathname).replace(/^\/+|\/+$/g, '') };
 }
 
-/** The archive store `HERALD_ARCHIVE_URL` names. Whoever opens it closes it. */
-export function openArchiveStore(config: Pick<Config, 'archiveUrl' | 's3'>): ArchiveStore {
-  if (config.archiveUrl.startsWith('file://')) return createFileStore(fileArchivePath(config.archiveUrl));
+/** The object storage `HERALD_ARCHIVE_URL` names. Whoever opens it closes it. */
+export function openObjectStorage(config: Pick<Config, 'archiveUrl' | 's3'>): ObjectStorage {
+  if (config.archiveUrl.startsWith('file://')) return createFileStorage(fileArchivePath(config.archiveUrl));
   const { bucket, prefix } = s3ArchiveLocation(config.archiveUrl);
-  return createS3Store({ bucket, prefix, ...config.s3 });
+  return createS3Storage({ bucket, prefix, ...config.s3 });
 }
 
 /**
@@ -32,8 +32,8 @@ export function openArchiveStore(config: Pick<Config, 'archiveUrl' | 's3'>): Arc
  * stripped of its seal is not taken for a legacy one.
  */
 export function openArchive(config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'archiveKeys'>, redis?: Redis): Archive {
-  const chain = redis && new MirrorLog(redis, new Keys(config.prefix));
-  return new Archive(openArchiveStore(config), config.prefix, {
+  const chain = redis && new LogMirrorStore(redis, new Keys(config.prefix));
+  return new Archive(openObjectStorage(config), config.prefix, {
     keys: new ArchiveKeyring(config.archiveKeys),
     chainStart: chain && ((shard) => chain.chain(shard)),
   });

@@ -3,7 +3,7 @@ import { shardOfNoticeId } from '../notice/ids.js';
 import { gzipStable, sha256Hex } from '../digest.js';
 
 /**
- * A retired notice as the archive keeps it, once Redis has let go of it (src/archive/retire.ts):
+ * A retired notice as the archive keeps it, once Redis has let go of it (src/retention/retire.ts):
  * its last view (what `GET /v1/notices/:id` answered), the IDs of its decision-log entries in
  * order (the entries themselves are in the log's batch objects), and the counts `/v1/stats`
  * needs. Stored as gzip JSON under `<herald prefix>/notices/s<NN>/<noticeId>.json.gz`, with

@@ -1,8 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Clock } from '../clock.js';
 import { shardOfNoticeId } from '../notice/ids.js';
-import type { Keys } from '../store/keys.js';
-import { decodeEntry, type NoticeStore, type StoredEntry } from '../store/notices.js';
+import type { NoticeStore, StoredEntry } from '../store/notices.js';
+import { readNotice } from '../notice/notice.js';
 import { noticeView, type NoticeView } from '../notice/view.js';
 import type { Archive } from './archive.js';
 import { idTime } from './names.js';
@@ -19,8 +18,7 @@ export class TrailGapError extends Error {
 }
 
 export interface TrailSources {
-  redis: Redis;
-  keys: Keys;
+  store: NoticeStore;
   /** Opened only when an entry is no longer in Redis. */
   archive: () => Archive;
   /** Entries older than this (ms) may have left the archive too (HERALD_AUDIT_RETENTION). */
@@ -44,19 +42,13 @@ export interface Trail {
 export async function readTrail(sources: TrailSources, noticeId: string): Promise<Trail> {
   const shard = shardOfNoticeId(noticeId);
   if (shard === undefined) throw new Error(`not a notice ID: ${noticeId}`);
-  let ids = [...new Set(await sources.redis.lrange(sources.keys.events(noticeId), 0, -1))];
-  // Redis let go of a retired notice (src/archive/retire.ts): its record names its entries.
+  let ids = [...new Set(await sources.store.eventIds(noticeId))];
+  // Redis let go of a retired notice (src/retention/retire.ts): its record names its entries.
   if (ids.length === 0) ids = (await sources.archive().readRecord(noticeId))?.entryIds ?? [];
   const trail: Trail = { entries: [], fromRedis: 0, fromArchive: 0, expired: 0 };
   if (ids.length === 0) return trail;
 
-  const pipeline = sources.redis.pipeline();
-  for (const id of ids) pipeline.xrange(sources.keys.log(shard), id, id);
-  const found = new Map<string, StoredEntry>();
-  for (const [error, rows] of (await pipeline.exec()) ?? []) {
-    if (error) throw error;
-    for (const [id, fields] of rows as [string, string[]][]) found.set(id, decodeEntry(id, fields));
-  }
+  const found = await sources.store.logEntries(shard, ids);
   trail.fromRedis = found.size;
 
   const missing = ids.filter((id) => !found.has(id));
@@ -82,7 +74,7 @@ export async function readTrail(sources: TrailSources, noticeId: string): Promis
  * notice's archive record once it is retired; null when neither has it.
  */
 export async function readView(store: NoticeStore, archive: () => Archive, noticeId: string): Promise<NoticeView | null> {
-  const notice = await store.get(noticeId);
+  const notice = await readNotice(store, noticeId);
   if (notice) return noticeView(notice);
   return (await archive().readRecord(noticeId))?.view ?? null;
 }
@@ -96,7 +88,6 @@ export interface TrailReader {
 /** A TrailReader over the process's archive, which `archive` opens on first need (its owner closes it). */
 export function trailReader(opts: {
   store: NoticeStore;
-  redis: Redis;
   archive: () => Archive;
   auditRetentionMs: number;
   clock: Clock;
@@ -105,8 +96,7 @@ export function trailReader(opts: {
     read: (noticeId) =>
       readTrail(
         {
-          redis: opts.redis,
-          keys: opts.store.keys,
+          store: opts.store,
           archive: opts.archive,
           retainedSince: opts.clock.now() - opts.auditRetentionMs,
         },

@@ -1,5 +1,5 @@
 import { ArchiveIntegrityError, type Archive } from './archive.js';
-import type { ChainState } from './mirror-log.js';
+import type { ChainState } from '../store/log-mirror.js';
 import { compareIds, idTime, objectKey, rangeOf, type ObjectRef } from './names.js';
 import { linkIds } from './seal.js';
 

@@ -2,6 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sha256 as digest } from '../digest.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
+import { AdminSessionStore } from '../store/admin.js';
 import type { Keys } from '../store/keys.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { errorBody } from './errors.js';
@@ -35,35 +36,37 @@ export function readCookie(header: string | undefined, name: string): string | u
  */
 export class AdminSessions {
   private readonly tokenTag: string;
+  private readonly store: AdminSessionStore;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly keys: Keys,
+    redis: Redis,
+    keys: Keys,
     readonly ttlMs: number,
     token: string,
   ) {
+    this.store = new AdminSessionStore(redis, keys);
     this.tokenTag = createHmac('sha256', token).update('herald-admin-session-v2').digest('base64url');
   }
 
   private key(id: string): string {
-    return this.keys.adminSession(digest(id).toString('hex'));
+    return digest(id).toString('hex');
   }
 
   /** Opens a session and returns its ID (the cookie value). */
   async open(): Promise<string> {
     const id = randomBytes(32).toString('base64url');
-    await this.redis.set(this.key(id), this.tokenTag, 'PX', this.ttlMs);
+    await this.store.put(this.key(id), this.tokenTag, this.ttlMs);
     return id;
   }
 
   async valid(id: string): Promise<boolean> {
     if (!SESSION_ID.test(id)) return false;
-    const tag = await this.redis.get(this.key(id));
+    const tag = await this.store.get(this.key(id));
     return tag !== null && sameSecret(tag, this.tokenTag);
   }
 
   async end(id: string): Promise<void> {
-    if (SESSION_ID.test(id)) await this.redis.del(this.key(id));
+    if (SESSION_ID.test(id)) await this.store.delete(this.key(id));
   }
 
   /** The Set-Cookie of a new session: `Secure` when the browser reached Herald over TLS. */

@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Clock } from '../clock.js';
+import { AuthFailureStore } from '../store/admin.js';
 import type { Keys } from '../store/keys.js';
 import { errorBody } from './errors.js';
 
@@ -18,13 +19,16 @@ const MAX_BLOCKED = 10_000;
  */
 export class AuthFailures {
   private readonly blocked = new Map<string, number>();
+  private readonly store: AuthFailureStore;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly keys: Keys,
+    redis: Redis,
+    keys: Keys,
     private readonly limitPerMinute: number,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.store = new AuthFailureStore(redis, keys);
+  }
 
   /** Seconds until `ip` may try again, or undefined when it is not blocked. */
   retryAfter(ip: string): number | undefined {
@@ -41,13 +45,10 @@ export class AuthFailures {
   /** Counts a failure of `ip`; returns the seconds to wait when this one went over the limit. */
   async record(ip: string): Promise<number | undefined> {
     if (this.limitPerMinute <= 0) return undefined;
-    const key = this.keys.authFailures(ip);
     let count: number;
     let ttlMs: number;
     try {
-      const replies = await this.redis.multi().set(key, 0, 'PX', WINDOW_MS, 'NX').incr(key).pttl(key).exec();
-      count = Number(replies?.[1]?.[1]);
-      ttlMs = Number(replies?.[2]?.[1]);
+      ({ count, ttlMs } = await this.store.count(ip, WINDOW_MS));
     } catch {
       // Without Redis the request fails on its own (401/403); the count is not worth a 503.
       return undefined;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
-import { readinessWarnings } from '../archive/backlog.js';
+import { readinessWarnings } from '../retention/backlog.js';
 import { errorBody } from './errors.js';
 
 /**

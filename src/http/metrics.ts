@@ -2,10 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { AppDeps } from '../app.js';
 import type { Clock } from '../clock.js';
-import { readBacklog, type BacklogSummary } from '../archive/backlog.js';
-import { logMirrorBacklogGauges } from '../archive/metrics.js';
-import { SHARD_COUNT } from '../notice/ids.js';
-import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, expandCounters, SPEND_SCALE } from '../store/metrics.js';
+import { readBacklog, type BacklogSummary } from '../retention/backlog.js';
+import { logMirrorBacklogGauges } from '../retention/metrics.js';
+import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, readMetricCounters, SPEND_SCALE } from '../store/metrics.js';
 import { sameSecret } from './admin-auth.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { errorBody } from './errors.js';
@@ -152,14 +151,7 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failure
 
 /** One reading of everything /metrics reports from Redis and BullMQ. */
 async function readSnapshot(deps: AppDeps): Promise<Snapshot> {
-  const pipeline = deps.redis.pipeline();
-  for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.hgetall(deps.store.keys.metrics(shard));
-  const replies = (await pipeline.exec()) ?? [];
-  const counters = new Map<string, number>();
-  for (const [error, hash] of replies) {
-    if (error) throw error;
-    expandCounters(hash as Record<string, string>, counters);
-  }
+  const counters = await readMetricCounters(deps.redis, deps.store.keys);
   const queues: Snapshot['queues'] = {};
   for (const queue of Object.values(deps.queues)) {
     queues[queue.name] = await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed', 'prioritized');

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import { acceptNotice, normalizeEmail, RejectedRequest } from '../notice/accept.js';
 import { cancelNotice } from '../notice/cancel.js';
+import { readNotice } from '../notice/notice.js';
 import { noticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { AppDeps } from '../app.js';
@@ -140,14 +141,14 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
     },
     async (request) => {
       const id = request.params.id;
-      const notice = shardOfNoticeId(id) === undefined ? null : await store.get(id);
+      const notice = shardOfNoticeId(id) === undefined ? null : await readNotice(store, id);
       if (!notice) {
         // Only a finished notice leaves Redis: a retired one can no longer be canceled.
         throw notCancelable((await load(id, request.log)).state);
       }
       const result = await cancelNotice({ store, scheduler, clock, log: request.log }, notice.id);
       if (!result?.canceled) throw notCancelable(result?.state ?? notice.state);
-      return noticeView((await store.get(notice.id))!);
+      return noticeView((await readNotice(store, notice.id))!);
     },
   );
 }

@@ -1,7 +1,7 @@
 import canonicalizeModule from 'canonicalize';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { iso } from '../clock.js';
-import type { NoticeStore, NoticeContent, LogEntry } from '../store/notices.js';
+import type { NoticeStore, NoticeContent, NoticeFields, LogEntry } from '../store/notices.js';
 import type { RecipientPolicy } from '../store/policies.js';
 import { newNoticeId, randomShard, shardOfKey } from './ids.js';
 import { lastSmsCheckBy, MAX_HORIZON_MS, planChecks, type PollPolicy } from './planner.js';
@@ -164,7 +164,7 @@ export async function acceptNotice(
           ),
   };
 
-  const fields: Record<string, string | number> = {
+  const fields: NoticeFields = {
     id,
     state: 'accepted',
     category: request.category,

@@ -4,7 +4,8 @@
  * both channels take a port instead of asking `channel === 'email'` at every turn.
  */
 import type { Channel, EmailProvider, SmsProvider } from '../providers/types.js';
-import { channelField, type ChannelRecord, type Notice } from '../store/notices.js';
+import { channelField, type ChannelField, type ChannelRecord } from '../store/notices.js';
+import type { Notice } from './notice.js';
 import type { SuppressionSource } from '../store/suppressions.js';
 import type { NoticeState } from './states.js';
 import type { TransitionName } from './transitions.js';
@@ -17,7 +18,7 @@ export interface ChannelPort {
   /** The suppression a provider's refusal of the address itself records. */
   readonly refusedAddress: SuppressionSource;
   /** The notice-hash field of this channel's record: `emailAttemptId`, `smsStatus`, ... */
-  field(name: keyof ChannelRecord): string;
+  field(name: keyof ChannelRecord): ChannelField;
   record(notice: Notice): ChannelRecord;
   address(notice: Notice): string;
   providerName(providers: Providers): string;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
-import type { Notice, NoticeStore } from '../store/notices.js';
+import type { NoticeStore } from '../store/notices.js';
+import { readNotice, type Notice } from './notice.js';
 import type { NoticeEngine } from './engine.js';
 
 export interface ReconcilerDeps {
@@ -42,7 +43,7 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<ReconcileRepo
         continue;
       }
       try {
-        const notice = await deps.store.get(id);
+        const notice = await readNotice(deps.store, id);
         if (!notice) continue;
         const outcome = await deps.engine.drive(id);
         if (outcome.kind === 'retry') await deps.store.setDue(id, outcome.at);
@@ -72,7 +73,7 @@ const MAX_RACES = 3;
  */
 async function recordRepair(deps: ReconcilerDeps, before: Notice): Promise<boolean> {
   for (let race = 0; race < MAX_RACES; race += 1) {
-    const after = await deps.store.get(before.id);
+    const after = await readNotice(deps.store, before.id);
     if (!after || after.seq === before.seq) return false;
     const now = deps.clock.now();
     const result = await deps.store.transition(before.id, now, iso(now), {

@@ -1,13 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { Prices } from '../config.js';
 import type { Keys } from '../store/keys.js';
-import { defineScripts } from '../store/scripts.js';
+import { STATS_HOUR_MS, statsField, sumStatsCounters } from '../store/stats.js';
 import { costOf } from './cost.js';
-import { parseStatsMember } from '../archive/records.js';
 import { STATES, type FallbackReason } from './states.js';
 
-/** Stats are counted per UTC hour of creation. */
-export const STATS_HOUR_MS = 3_600_000;
+export { STATS_HOUR_MS } from '../store/stats.js';
 
 export interface NoticeStats {
   from: string;
@@ -62,29 +60,10 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
   for (let h = 0; h < hours; h += 24) {
     const fields: string[] = [];
     for (let hour = firstHour + h; hour < firstHour + Math.min(h + 24, hours); hour += 1)
-      for (const counter of COUNTERS) fields.push(`${hour}|${counter}`);
+      for (const counter of COUNTERS) fields.push(statsField(hour, counter));
     days.push(fields);
   }
-  // One pipeline per shard (one slot each, as Redis Cluster wants), all shards at once.
-  const replies = await Promise.all(
-    keys.allShards().map(async (shard) => {
-      const pipeline = redis.pipeline();
-      for (const fields of days) pipeline.hmget(keys.stats(shard), ...fields);
-      return (await pipeline.exec()) ?? [];
-    }),
-  );
-  const totals = new Map<string, number>();
-  for (const shardReplies of replies) {
-    for (const [i, [error, values]] of shardReplies.entries()) {
-      if (error) throw error;
-      const fields = days[i]!;
-      for (const [j, value] of (values as (string | null)[]).entries()) {
-        if (value === null) continue;
-        const counter = fields[j]!.slice(fields[j]!.indexOf('|') + 1);
-        totals.set(counter, (totals.get(counter) ?? 0) + Number(value));
-      }
-    }
-  }
+  const totals = await sumStatsCounters(redis, keys, days);
 
   const byState: Record<string, number> = {};
   const fallbackByReason: Record<string, number> = {};
@@ -119,100 +98,3 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
     ),
   };
 }
-
-export interface BackfillReport {
-  /** Notices counted by this run. */
-  counted: number;
-  /** Members already counted (by an earlier run, or since). */
-  skipped: number;
-  /** Members naming a notice Redis no longer holds, without its counts: dropped. */
-  gone: number;
-}
-
-/**
- * Counts the notices earlier versions indexed in the shards' `created` zsets (before the stats
- * counters existed) into the counters, once each (backfillStats-3.lua): a retired notice's
- * member carries its counts and is removed; a notice still in Redis is counted as it is and
- * from then on kept by the transition script. Safe to run again, and alongside a running Herald.
- */
-export async function backfillStats(redis: Redis, keys: Keys): Promise<BackfillReport> {
-  const scripts = defineScripts(redis);
-  const report: BackfillReport = { counted: 0, skipped: 0, gone: 0 };
-  for (const shard of keys.allShards()) {
-    const created = keys.created(shard);
-    let cursor = '0';
-    do {
-      const [next, flat] = await scripts.zscan(created, cursor, 'COUNT', 500);
-      cursor = next;
-      const pipeline = scripts.pipeline() as ReturnType<Redis['pipeline']> & {
-        backfillStats(...args: (string | number)[]): unknown;
-      };
-      for (let i = 0; i < flat.length; i += 2) {
-        const member = flat[i]!;
-        const retired = parseStatsMember(member);
-        const id = retired?.id ?? member;
-        // Only members that name one of this shard's notices: anything else is left alone.
-        if (!id.startsWith(`ntc_${shard.toString(16).padStart(2, '0')}`)) continue;
-        const args = retired
-          ? [
-              '1',
-              retired.state,
-              retired.fallbackReason ?? '',
-              retired.emailChecks,
-              retired.smsChecks,
-              retired.emailSent ? '1' : '',
-              retired.smsSegments,
-            ]
-          : ['0'];
-        pipeline.backfillStats(created, keys.notice(id), keys.stats(shard), member, ...args);
-      }
-      for (const [error, reply] of (await pipeline.exec()) ?? []) {
-        if (error) throw error;
-        const code = Number(reply);
-        if (code === 1) report.counted += 1;
-        else if (code === 0) report.skipped += 1;
-        else report.gone += 1;
-      }
-    } while (cursor !== '0');
-  }
-  return report;
-}
-
-/**
- * Runs the backfill unless a run has completed before (the `stats-backfilled` marker holds
- * when); returns its report, or null when it had run. `herald retention apply` runs it always.
- */
-export async function backfillStatsOnce(redis: Redis, keys: Keys, now: number): Promise<BackfillReport | null> {
-  if ((await redis.exists(keys.statsBackfilled)) === 1) return null;
-  const report = await backfillStats(redis, keys);
-  await redis.set(keys.statsBackfilled, new Date(now).toISOString());
-  return report;
-}
-
-/**
- * Drops the counters of the hours wholly older than `retentionMs` from a shard's stats hash, at
- * most once per hour (the hash's `prunedUpTo` field remembers the hour). One HSCAN of the hash,
- * so that counters a long-lived notice adds to an hour already dropped go too.
- */
-export async function pruneStats(redis: Redis, keys: Keys, shard: number, now: number, retentionMs: number): Promise<number> {
-  const key = keys.stats(shard);
-  const keepFrom = Math.floor((now - retentionMs) / STATS_HOUR_MS);
-  const pruned = await redis.hget(key, PRUNED_FIELD);
-  if (pruned !== null && Number(pruned) >= keepFrom) return 0;
-  let dropped = 0;
-  let cursor = '0';
-  do {
-    const [next, flat] = await redis.hscan(key, cursor, 'COUNT', 1000);
-    cursor = next;
-    const old: string[] = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      const hour = Number.parseInt(flat[i]!, 10);
-      if (flat[i] !== PRUNED_FIELD && hour < keepFrom) old.push(flat[i]!);
-    }
-    if (old.length > 0) dropped += await redis.hdel(key, ...old);
-  } while (cursor !== '0');
-  await redis.hset(key, PRUNED_FIELD, keepFrom);
-  return dropped;
-}
-
-const PRUNED_FIELD = 'prunedUpTo';

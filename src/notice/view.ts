@@ -1,5 +1,5 @@
 import { iso } from '../clock.js';
-import type { Notice } from '../store/notices.js';
+import type { Notice } from './notice.js';
 
 const time = (ms: number | undefined) => (ms === undefined ? null : iso(ms));
 

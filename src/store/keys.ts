@@ -1,4 +1,5 @@
 import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
+import type { Channel } from '../providers/types.js';
 
 /**
  * Redis key layout. Every key of a notice carries its shard's hash tag `{sN}`, so that one
@@ -32,6 +33,14 @@ export class Keys {
   log(shard: number): string {
     return `${this.shard(shard)}:log`;
   }
+  /** Log-mirror batches handed out and not yet acknowledged (src/store/log-mirror.ts). */
+  mirrorBatches(shard: number): string {
+    return `${this.shard(shard)}:mirror-batches`;
+  }
+  /** The shard's archive chain: last batch handed out, genesis, since, tip (src/store/log-mirror.ts). */
+  archiveChain(shard: number): string {
+    return `${this.shard(shard)}:archive-chain`;
+  }
   /** Sorted set of the shard's live notices, scored by when each must next be looked at. */
   due(shard: number): string {
     return `${this.shard(shard)}:due`;
@@ -44,11 +53,11 @@ export class Keys {
   created(shard: number): string {
     return `${this.shard(shard)}:created`;
   }
-  /** Sorted set of the shard's finished notices, scored by when Redis may let go of them (src/archive/retire.ts). */
+  /** Sorted set of the shard's finished notices, scored by when Redis may let go of them (src/retention/retire.ts). */
   retire(shard: number): string {
     return `${this.shard(shard)}:retire`;
   }
-  /** Sorted set of the shard's notices by when their content expires (src/archive/content-purge.ts). */
+  /** Sorted set of the shard's notices by when their content expires (src/retention/content-purge.ts). */
   contentExpiry(shard: number): string {
     return `${this.shard(shard)}:content-expiry`;
   }
@@ -76,6 +85,14 @@ export class Keys {
   adminSession(hash: string): string {
     return `${this.prefix}:{adm}:session:${hash}`;
   }
+  /** The suppression list of one channel: normalized address → record (src/store/suppressions.ts). */
+  suppressions(channel: Channel): string {
+    return `${this.prefix}:{sup}:${channel}`;
+  }
+  /** Where the per-key rate limit (`@fastify/rate-limit`) keeps its counters: `<namespace><api key id>`. */
+  get rateLimitNamespace(): string {
+    return `${this.prefix}:{rl}:`;
+  }
   /** Failed authentications of one client IP in the current minute (src/http/auth-failures.ts). */
   authFailures(ip: string): string {
     return `${this.prefix}:{rl}:authfail:${ip}`;
@@ -102,7 +119,8 @@ export class Keys {
   }
 }
 
-function shardFor(id: string): number {
+/** The shard of a notice ID; throws for anything else. */
+export function shardFor(id: string): number {
   const shard = shardOfNoticeId(id);
   if (shard === undefined) throw new Error(`not a notice ID: ${id}`);
   return shard;

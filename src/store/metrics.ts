@@ -1,4 +1,7 @@
+import type { Redis } from 'ioredis';
+import { SHARD_COUNT } from '../notice/ids.js';
 import type { NoticeState } from '../notice/states.js';
+import type { Keys } from './keys.js';
 import type { LogEntry } from './notices.js';
 
 /**
@@ -94,4 +97,16 @@ function countsOf(entries: readonly LogEntry[], newState?: NoticeState): Map<str
     }
   }
   return counts;
+}
+
+/** Every shard's metric counters, summed, joined fields expanded: one round trip. */
+export async function readMetricCounters(redis: Redis, keys: Keys): Promise<Map<string, number>> {
+  const pipeline = redis.pipeline();
+  for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.hgetall(keys.metrics(shard));
+  const counters = new Map<string, number>();
+  for (const [error, hash] of (await pipeline.exec()) ?? []) {
+    if (error) throw error;
+    expandCounters(hash as Record<string, string>, counters);
+  }
+  return counters;
 }

@@ -4,17 +4,17 @@ import type { NoticeState, PolicyOutcome } from '../notice/states.js';
 import { TRANSITIONS, type Transition, type TransitionName } from '../notice/transitions.js';
 import type { LogEntry, StoredEntry } from '../notice/entries.js';
 import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
-import { layoutChecks, planSmsChecks } from '../notice/planner.js';
 import type { Keyring } from '../crypto.js';
 import { openContent, type StoredContent } from './content.js';
-import { Keys } from './keys.js';
+import { Keys, shardFor } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 import { metricIncrements } from './metrics.js';
 
 export type { LogEntry, StoredEntry } from '../notice/entries.js';
 
-/** Per-channel send and observation fields of a notice. */
+/** Per-channel send and observation fields of a notice, as stored. */
 export interface ChannelRecord {
+  /** The key stored for the channel (the SMS's, set with the fallback); the domain derives the email's (src/notice/notice.ts). */
   idempotencyKey: string | undefined;
   attemptId: string | undefined;
   attempts: number;
@@ -31,8 +31,8 @@ export interface ChannelRecord {
   checksDone: number;
 }
 
-/** A notice as stored in its Redis hash. */
-export interface Notice {
+/** A notice as its Redis hash holds it: the stored numbers, from which the domain derives its plans (src/notice/notice.ts). */
+export interface StoredNotice {
   id: string;
   state: NoticeState;
   /** `seq` of its last decision-log entry: it grows with every entry. */
@@ -47,8 +47,13 @@ export interface Notice {
   policyVersion: number;
   emailPolicy: PolicyOutcome;
   providerTimeoutMs: number;
-  pollPlan: number[];
-  smsPlan: number[];
+  /** The email poll plan's two numbers: its first check after creation, and the spacing of the rest. */
+  pollFirstMs: number;
+  pollIntervalMs: number;
+  /** The SMS plan's numbers, stored when the SMS was accepted: when, the poll floor and the budget then. */
+  smsPlanAt: number | undefined;
+  smsPlanFloorMs: number | undefined;
+  smsPlanMax: number | undefined;
   contentSha256: string;
   /** When the content was purged (`content.purged`); undefined while it may still be there. */
   contentPurgedAt: number | undefined;
@@ -72,17 +77,59 @@ export interface NoticeContent {
   sms?: string;
 }
 
+/** A field of a channel's record in the notice hash: `emailAttemptId`, `smsStatus`, ... (`channelField`). */
+export type ChannelField = `${Channel}${Capitalize<keyof ChannelRecord>}`;
+
+/**
+ * Every field of the notice hash, spelled here once: transitions and the creation script write
+ * only these, and `parseNotice` reads them. (`statsHour` is the scripts' own: the stats counters.)
+ */
+export type NoticeField =
+  | 'id'
+  | 'state'
+  | 'seq'
+  | 'category'
+  | 'recipientId'
+  | 'email'
+  | 'phone'
+  | 'region'
+  | 'createdAt'
+  | 'deadline'
+  | 'policyVersion'
+  | 'emailPolicy'
+  | 'providerTimeoutMs'
+  | 'pollFirstMs'
+  | 'pollIntervalMs'
+  | 'contentSha256'
+  | 'contentPurgedAt'
+  | 'idempotencyKey'
+  | 'complianceDeadline'
+  | 'fallbackReason'
+  | 'fallbackDecidedAt'
+  | 'blockReason'
+  | 'smsSendNotBefore'
+  | 'smsFrom'
+  | 'smsSegments'
+  | 'smsPlanAt'
+  | 'smsPlanFloorMs'
+  | 'smsPlanMax'
+  | 'statsHour'
+  | ChannelField;
+
+/** Values to write into notice-hash fields. */
+export type NoticeFields = Partial<Record<NoticeField, string | number>>;
+
 /** What one named transition (src/notice/transitions.ts) asks of the transition script (lua/transition-6.lua). */
 export interface TransitionSpec {
   name: TransitionName;
   /** Narrows the transition's `from` to the states this step read (optimistic steps). */
   onlyFrom?: readonly NoticeState[];
   /** Field equality guards; '' means the field must be absent. */
-  eq?: Record<string, string>;
+  eq?: Partial<Record<NoticeField, string>>;
   /** A field holding a time (ms) that must have been reached. */
-  reached?: string;
-  set?: Record<string, string | number>;
-  unset?: string[];
+  reached?: NoticeField;
+  set?: NoticeFields;
+  unset?: NoticeField[];
   entries: LogEntry[];
   /** '' keep, 'remove', or the time (ms) the reconciler should look at the notice. */
   due?: number | 'remove';
@@ -97,7 +144,7 @@ export type TransitionResult =
 export interface CreateNoticeInput {
   id: string;
   createdAt: number;
-  fields: Record<string, string | number>;
+  fields: NoticeFields;
   /** As stored: sealed (src/store/content.ts) when content encryption is on. */
   content: StoredContent;
   entries: LogEntry[];
@@ -124,8 +171,8 @@ export class ContentUnreadableError extends Error {
 export type CreateNoticeResult = { created: true } | { created: false; existingId: string; bodyHash: string };
 
 /** Field name of a channel's record in the notice hash: `emailAttemptId`, `smsStatus`, ... */
-export function channelField(channel: Channel, name: keyof ChannelRecord): string {
-  return `${channel}${name[0]!.toUpperCase()}${name.slice(1)}`;
+export function channelField(channel: Channel, name: keyof ChannelRecord): ChannelField {
+  return `${channel}${name[0]!.toUpperCase()}${name.slice(1)}` as ChannelField;
 }
 
 /** Typed access to notices, their decision log and the due index. All writes go through scripts. */
@@ -222,8 +269,9 @@ export class NoticeStore {
     }
   }
 
-  async get(id: string): Promise<Notice | null> {
-    const hash = await this.redis.hgetall(this.keys.notice(id));
+  /** The notice as stored; the domain's `readNotice` (src/notice/notice.ts) adds its plans. */
+  async get(id: string): Promise<StoredNotice | null> {
+    const hash: Partial<Record<NoticeField, string>> = await this.redis.hgetall(this.keys.notice(id));
     return hash.state ? parseNotice(hash) : null;
   }
 
@@ -251,24 +299,44 @@ export class NoticeStore {
     }
   }
 
+  /** Ms the content has left: -2 when it is gone, -1 when it has no expiry (Redis's PTTL). */
+  contentTtlMs(id: string): Promise<number> {
+    return this.redis.pttl(this.keys.content(id));
+  }
+
   async deleteContent(id: string): Promise<void> {
     await this.redis.del(this.keys.content(id));
   }
 
   /** The notice's decision log, in order, as far as Redis still holds it. */
   async events(id: string): Promise<StoredEntry[]> {
-    const ids = await this.redis.lrange(this.keys.events(id), 0, -1);
-    if (ids.length === 0) return [];
-    const log = this.keys.noticeKeysFor(id).log;
+    const ids = await this.eventIds(id);
+    const found = await this.logEntries(shardFor(id), ids);
+    return ids.flatMap((entryId) => found.get(entryId) ?? []);
+  }
+
+  /** The IDs of the notice's decision-log entries, in order (its events list); none once it is retired. */
+  eventIds(id: string): Promise<string[]> {
+    return this.redis.lrange(this.keys.events(id), 0, -1);
+  }
+
+  /** Those of the given entries the shard's log stream still holds, by ID, in one round trip. */
+  async logEntries(shard: number, ids: readonly string[]): Promise<Map<string, StoredEntry>> {
+    const found = new Map<string, StoredEntry>();
+    if (ids.length === 0) return found;
     const pipeline = this.redis.pipeline();
-    for (const entryId of ids) pipeline.xrange(log, entryId, entryId);
-    const replies = (await pipeline.exec()) ?? [];
-    const entries: StoredEntry[] = [];
-    for (const [error, rows] of replies) {
+    for (const entryId of ids) pipeline.xrange(this.keys.log(shard), entryId, entryId);
+    for (const [error, rows] of (await pipeline.exec()) ?? []) {
       if (error) throw error;
-      for (const [entryId, fields] of rows as [string, string[]][]) entries.push(decodeEntry(entryId, fields));
+      for (const [entryId, fields] of rows as [string, string[]][]) found.set(entryId, decodeEntry(entryId, fields));
     }
-    return entries;
+    return found;
+  }
+
+  /** The shard's log entries from `start` (a stream ID, `(` for after it) up to `end`, at most `count`. */
+  async logRange(shard: number, start: string, end: string, count: number): Promise<StoredEntry[]> {
+    const rows = await this.redis.xrange(this.keys.log(shard), start, end, 'COUNT', count);
+    return rows.map(([entryId, fields]) => decodeEntry(entryId, fields));
   }
 
   /**
@@ -294,6 +362,20 @@ export class NoticeStore {
   /** Notices of one shard whose due time is at or before `upTo`, oldest first. */
   async dueNotices(shard: number, upTo: number, limit: number): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.due(shard), '-inf', upTo, 'LIMIT', 0, limit);
+  }
+
+  /** Whether the notice is in its shard's due index: something is still to be done for it. */
+  async isDue(id: string): Promise<boolean> {
+    return (await this.redis.zscore(this.keys.noticeKeysFor(id).due, id)) !== null;
+  }
+
+  /** The state of each notice (undefined for one Redis no longer holds), in one round trip. */
+  async statesOf(ids: readonly string[]): Promise<(NoticeState | undefined)[]> {
+    const replies = (await this.redis.pipeline(ids.map((id) => ['hget', this.keys.notice(id), 'state'])).exec()) ?? [];
+    return ids.map((_, i) => {
+      const state = replies[i]?.[1];
+      return typeof state === 'string' ? (state as NoticeState) : undefined;
+    });
   }
 
   /** Moves a live notice's due time (only when it is still in the due index). */
@@ -342,7 +424,7 @@ function movesOf(spec: TransitionSpec): { from: readonly NoticeState[] | '*'; to
 }
 
 /** The notice-hash field that records the content purge (`content.purged`), so that it is recorded once. */
-export const CONTENT_PURGED_FIELD = 'contentPurgedAt';
+export const CONTENT_PURGED_FIELD: NoticeField = 'contentPurgedAt';
 
 const HEADER_FIELDS = new Set(['type', 'noticeId', 'at', 'seq']);
 
@@ -369,10 +451,10 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
   return entry as unknown as StoredEntry;
 }
 
-function parseNotice(hash: Record<string, string>): Notice {
-  const num = (field: string): number | undefined => (hash[field] === undefined ? undefined : Number(hash[field]));
+function parseNotice(hash: Partial<Record<NoticeField, string>>): StoredNotice {
+  const num = (field: NoticeField): number | undefined => (hash[field] === undefined ? undefined : Number(hash[field]));
   const channel = (c: Channel): ChannelRecord => ({
-    idempotencyKey: c === 'email' ? `${hash.id}-email` : hash[channelField(c, 'idempotencyKey')],
+    idempotencyKey: hash[channelField(c, 'idempotencyKey')],
     attemptId: hash[channelField(c, 'attemptId')],
     attempts: num(channelField(c, 'attempts')) ?? 0,
     attemptStartedAt: num(channelField(c, 'attemptStartedAt')),
@@ -400,11 +482,11 @@ function parseNotice(hash: Record<string, string>): Notice {
     emailPolicy: (hash.emailPolicy ?? 'allowed') as PolicyOutcome,
     providerTimeoutMs: Number(hash.providerTimeoutMs),
     // Plans are stored as their few numbers (small values keep the hash a compact listpack).
-    pollPlan: layoutChecks(Number(hash.createdAt), Number(hash.deadline), Number(hash.pollFirstMs), Number(hash.pollIntervalMs)),
-    smsPlan:
-      hash.smsPlanAt === undefined
-        ? []
-        : planSmsChecks(Number(hash.smsPlanAt), { minPollIntervalMs: Number(hash.smsPlanFloorMs), maxChecks: Number(hash.smsPlanMax) }),
+    pollFirstMs: Number(hash.pollFirstMs),
+    pollIntervalMs: Number(hash.pollIntervalMs),
+    smsPlanAt: num('smsPlanAt'),
+    smsPlanFloorMs: num('smsPlanFloorMs'),
+    smsPlanMax: num('smsPlanMax'),
     contentSha256: hash.contentSha256!,
     contentPurgedAt: num(CONTENT_PURGED_FIELD),
     idempotencyKey: hash.idempotencyKey,

@@ -45,3 +45,12 @@ export async function waitReady(redis: Redis, timeoutMs = 10_000): Promise<void>
     redis.on('ready', onReady);
   });
 }
+
+/** Redis's memory in use and its `maxmemory` (0: no limit), in bytes. */
+export async function memoryUse(redis: Redis): Promise<{ used: number; max: number }> {
+  const memory = await redis.info('memory');
+  return {
+    used: Number(/^used_memory:(\d+)/m.exec(memory)?.[1] ?? 0),
+    max: Number(/^maxmemory:(\d+)/m.exec(memory)?.[1] ?? 0),
+  };
+}

@@ -10,7 +10,7 @@ export function loadScript(name: string): string {
   return source.replace(INCLUDE, (_, include: string) => readFileSync(new URL(`includes/${include}.lua`, LUA_DIR), 'utf8'));
 }
 
-/** The scripts Herald defines on a connection, with their key counts from their names. */
+/** Every script Herald defines on a connection (the one registry), with its key count from its name. */
 export const SCRIPTS = [
   'createNotice-8',
   'transition-6',
@@ -18,6 +18,10 @@ export const SCRIPTS = [
   'retireNotice-6',
   'backfillStats-3',
   'addSuppression-1',
+  'nextMirrorBatch-3',
+  'ackMirrorBatch-3',
+  'trimMirroredLog-1',
+  'mirrorBacklog-1',
 ] as const;
 
 export interface HeraldScripts {
@@ -27,7 +31,14 @@ export interface HeraldScripts {
   retireNotice(...args: (string | number)[]): Promise<number>;
   backfillStats(...args: (string | number)[]): Promise<number>;
   addSuppression(...args: (string | number)[]): Promise<number>;
+  nextMirrorBatch(...args: (string | number)[]): Promise<[string, [string, string[] | null][]?, string?, string?]>;
+  ackMirrorBatch(...args: (string | number)[]): Promise<number>;
+  trimMirroredLog(...args: (string | number)[]): Promise<[number, string]>;
+  mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;
 }
+
+/** A pipeline of a connection with Herald's scripts: each script is a command of it too. */
+export type ScriptPipeline = ReturnType<Redis['pipeline']> & { [name in keyof HeraldScripts]: (...args: (string | number)[]) => unknown };
 
 /** Defines Herald's scripts as commands on an ioredis connection (EVALSHA with EVAL fallback). */
 export function defineScripts(redis: Redis): Redis & HeraldScripts {

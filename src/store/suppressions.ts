@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Channel } from '../providers/types.js';
+import { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 
 /** Where a suppression came from: the API, or a provider telling Herald the address is dead. */
@@ -35,18 +36,16 @@ export class SuppressionListFullError extends Error {
 export class SuppressionStore {
   private readonly redis: Redis & HeraldScripts;
   private readonly max: number;
+  private readonly keys: Keys;
 
-  constructor(
-    redis: Redis,
-    private readonly prefix: string,
-    options: { max?: number } = {},
-  ) {
+  constructor(redis: Redis, prefix: string, options: { max?: number } = {}) {
     this.redis = defineScripts(redis);
+    this.keys = new Keys(prefix);
     this.max = options.max ?? 0;
   }
 
   private key(channel: Channel): string {
-    return `${this.prefix}:{sup}:${channel}`;
+    return this.keys.suppressions(channel);
   }
 
   /**

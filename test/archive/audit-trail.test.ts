@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readBacklog } from '../../src/archive/backlog.js';
-import { MirrorLog } from '../../src/archive/mirror-log.js';
+import { readBacklog } from '../../src/retention/backlog.js';
+import { LogMirrorStore } from '../../src/store/log-mirror.js';
 import { idTime } from '../../src/archive/names.js';
 import { shardOfNoticeId } from '../../src/notice/ids.js';
 import type { StoredEntry } from '../../src/store/notices.js';
@@ -55,7 +55,7 @@ describe('GET /v1/notices/:id/events', () => {
     const split = await deliveredNotice('split');
     const gone = await deliveredNotice('gone');
     await allArchived();
-    const log = new MirrorLog(redis, stack.web.store.keys);
+    const log = new LogMirrorStore(redis, stack.web.store.keys);
 
     // Redis forgets the first half of one trail (by time), then everything of the other's shard.
     const middle = split.trail[Math.floor(split.trail.length / 2)]!;
@@ -88,7 +88,7 @@ describe('GET /v1/notices/:id/events', () => {
   it('answers 503 unavailable when part of the trail is in an archive it cannot reach', async () => {
     const { id, shard, trail } = await deliveredNotice('unreachable');
     await allArchived();
-    await new MirrorLog(redis, stack.web.store.keys).trim(shard, Date.now() + 1, 60_000);
+    await new LogMirrorStore(redis, stack.web.store.keys).trim(shard, Date.now() + 1, 60_000);
     expect(await inRedis(shard, trail)).toBe(0);
 
     const blind = await startWebUnderTest(testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive' }));

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, ArchiveIntegrityError } from '../../src/archive/archive.js';
-import { readinessWarnings } from '../../src/archive/backlog.js';
-import { MIRROR_GROUP } from '../../src/archive/mirror-log.js';
+import { readinessWarnings } from '../../src/retention/backlog.js';
+import { MIRROR_GROUP } from '../../src/store/log-mirror.js';
 import { idTime, PARTITION_MS, partitionDir } from '../../src/archive/names.js';
-import type { ArchiveStore } from '../../src/archive/store.js';
+import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
@@ -32,7 +32,7 @@ function setUp(kind: 'file' | 's3') {
   const prefix = testPrefix('mirror');
   prefixes.push(prefix);
   const store = new NoticeStore(redis, prefix);
-  const objects: ArchiveStore = kind === 's3' ? s3.store(`runs/${prefix}`) : fileStore(join(dir.path, prefix));
+  const objects: ObjectStorage = kind === 's3' ? s3.store(`runs/${prefix}`) : fileStore(join(dir.path, prefix));
   return { prefix, store, archive: new Archive(objects, prefix) };
 }
 

@@ -5,8 +5,9 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, ArchiveIntegrityError } from '../../src/archive/archive.js';
-import { createFileStore } from '../../src/archive/file-store.js';
-import { retireNoticesOnce, indexRetirement } from '../../src/archive/retire.js';
+import { createFileStorage } from '../../src/archive/file-storage.js';
+import { retireNoticesOnce } from '../../src/retention/retire.js';
+import { RetireIndex } from '../../src/store/retention-indexes.js';
 import { recordKey } from '../../src/archive/records.js';
 import { runCli } from '../../src/cli.js';
 import { iso, systemClock } from '../../src/clock.js';
@@ -221,7 +222,7 @@ describe('a finished notice leaves Redis for the archive', () => {
   });
 
   it('is gone once the audit retention deletes its record: 404', async () => {
-    const archive = new Archive(createFileStore(dir.path), stack.config.prefix);
+    const archive = new Archive(createFileStorage(dir.path), stack.config.prefix);
     const { objects } = await archive.deleteOlderThan(Date.now() + 3_600_000);
     expect(objects).toBeGreaterThan(1); // the record and the log's batch objects
     const res = await stack.web.call('GET', `/v1/notices/${id}`);
@@ -238,7 +239,7 @@ describe('the retire sweep', () => {
 
   beforeAll(async () => {
     dir = await tempDir('retire-sweep');
-    archive = new Archive(createFileStore(dir.path), prefix);
+    archive = new Archive(createFileStorage(dir.path), prefix);
   });
   afterAll(async () => {
     await archive.close();
@@ -252,7 +253,7 @@ describe('the retire sweep', () => {
     const now = Date.now();
     const shard = 3;
     const id = await finishedNotice(shard, now);
-    await indexRetirement(redis, store.keys, shard, [{ noticeId: id, retireAt: now }]);
+    await new RetireIndex(redis, store.keys).add(shard, [{ noticeId: id, at: now }]);
     const statsRetentionMs = 31 * 86_400_000;
     const sweep = () => retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs });
     // A `created` member older than the stats retention, which the sweep drops.
@@ -267,7 +268,7 @@ describe('the retire sweep', () => {
 
     await mirrorFor({ redis, store, archive, consumer: 'retire-test' }).mirrorOnce([shard]);
     // An archive out of reach keeps everything in Redis.
-    const blind = new Archive(createFileStore('/dev/null/herald-archive'), prefix);
+    const blind = new Archive(createFileStorage('/dev/null/herald-archive'), prefix);
     expect(
       await retireNoticesOnce({ redis, store, archive: blind, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs }),
     ).toEqual({
@@ -285,7 +286,7 @@ describe('the retire sweep', () => {
     expect(record!.entryIds.map((entryId) => found.get(entryId)?.type)).toEqual(['notice.accepted', 'notice.completed', 'content.purged']);
 
     // Once more (a crash before the index was cleared): nothing left to do.
-    await indexRetirement(redis, store.keys, shard, [{ noticeId: id, retireAt: now }]);
+    await new RetireIndex(redis, store.keys).add(shard, [{ noticeId: id, at: now }]);
     expect(await sweep()).toEqual({ retired: 0, waiting: 0 });
     expect(await redis.zcard(store.keys.retire(shard))).toBe(0);
     expect(await redis.zrange(store.keys.created(shard), 0, -1)).toEqual([]);
@@ -298,7 +299,7 @@ describe('the retire sweep', () => {
   it('replaces a record written before a crash or a late entry with the notice as it is when it leaves', async () => {
     const now = Date.now();
     const id = await finishedNotice(9, now);
-    await indexRetirement(redis, store.keys, 9, [{ noticeId: id, retireAt: now }]);
+    await new RetireIndex(redis, store.keys).add(9, [{ noticeId: id, at: now }]);
     const sweep = () =>
       retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * 86_400_000 });
     expect(await sweep()).toEqual({ retired: 0, waiting: 1 }); // content purged

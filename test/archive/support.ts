@@ -5,10 +5,10 @@ import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import S3rver from 's3rver';
 import { Archive } from '../../src/archive/archive.js';
-import { createFileStore } from '../../src/archive/file-store.js';
-import { LogMirror, type MirrorHooks, type MirrorSettings } from '../../src/archive/mirror.js';
-import { createS3Store } from '../../src/archive/s3-store.js';
-import type { ArchiveStore } from '../../src/archive/store.js';
+import { createFileStorage } from '../../src/archive/file-storage.js';
+import { LogMirror, type MirrorHooks, type MirrorSettings } from '../../src/retention/mirror.js';
+import { createS3Storage } from '../../src/archive/s3-storage.js';
+import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { runCli } from '../../src/cli.js';
 import { iso, systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
@@ -28,7 +28,7 @@ export interface S3UnderTest {
   endpoint: string;
   bucket: string;
   /** A store on this server under its own key prefix. */
-  store(prefix: string): ArchiveStore;
+  store(prefix: string): ObjectStorage;
   close(): Promise<void>;
 }
 
@@ -43,7 +43,7 @@ export async function startS3(): Promise<S3UnderTest> {
     endpoint,
     bucket,
     store: (prefix) =>
-      createS3Store({
+      createS3Storage({
         bucket,
         prefix,
         endpoint,
@@ -58,8 +58,8 @@ export async function startS3(): Promise<S3UnderTest> {
   };
 }
 
-export function fileStore(path: string): ArchiveStore {
-  return createFileStore(path);
+export function fileStore(path: string): ObjectStorage {
+  return createFileStorage(path);
 }
 
 /**

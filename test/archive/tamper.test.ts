@@ -5,14 +5,15 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, encodeObject } from '../../src/archive/archive.js';
-import { MIRROR_GROUP, MirrorLog } from '../../src/archive/mirror-log.js';
+import { MIRROR_GROUP, LogMirrorStore } from '../../src/store/log-mirror.js';
 import { objectKey } from '../../src/archive/names.js';
-import { openArchive, openArchiveStore } from '../../src/archive/open.js';
+import { openArchive, openObjectStorage } from '../../src/archive/open.js';
 import { encodeRecord, recordKey, type NoticeRecord } from '../../src/archive/records.js';
-import { indexRetirement, retireNoticesOnce } from '../../src/archive/retire.js';
+import { retireNoticesOnce } from '../../src/retention/retire.js';
+import { RetireIndex } from '../../src/store/retention-indexes.js';
 import { ArchiveKeyring, formatSeal, parseSeal } from '../../src/archive/seal.js';
 import { sha256Hex } from '../../src/digest.js';
-import type { ArchiveStore } from '../../src/archive/store.js';
+import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { DAY, systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { newNoticeId } from '../../src/notice/ids.js';
@@ -69,7 +70,7 @@ function setUp(kind: 'file' | 's3', env: Record<string, string> = {}) {
   const herald = testEnv(prefix, { HERALD_AUDIT_RETENTION: '400d', ...location, ...env });
   const config = loadConfig(herald);
   const archive = openArchive(config, redis);
-  const raw = openArchiveStore(config);
+  const raw = openObjectStorage(config);
   opened.push(archive, raw);
   return { prefix, env: herald, config, store: new NoticeStore(redis, prefix), archive, raw, root: join(dir.path, prefix) };
 }
@@ -87,7 +88,7 @@ const entriesOf = (body: Buffer): StoredEntry[] =>
  * holds it: a bug, or a stolen key), so that only the checks of what the entries say remain.
  */
 async function rewrite(
-  raw: ArchiveStore,
+  raw: ObjectStorage,
   key: string,
   change: (entries: StoredEntry[]) => StoredEntry[],
   resealWith?: ArchiveKeyring,
@@ -297,11 +298,9 @@ describe('notice records', () => {
     const shard = 2;
     const now = Date.now();
     const [a, b] = [await finishedNotice(store, shard, now), await finishedNotice(store, shard, now + 1)];
-    await indexRetirement(
-      redis,
-      store.keys,
+    await new RetireIndex(redis, store.keys).add(
       shard,
-      [a, b].map((noticeId) => ({ noticeId, retireAt: now })),
+      [a, b].map((noticeId) => ({ noticeId, at: now })),
     );
     const sweep = () =>
       retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * DAY });
@@ -375,7 +374,7 @@ describe('an archive an earlier version began', () => {
     const { prefix, env, config, store, archive, raw, root } = setUp('file');
     const shard = 7;
     const written = await writeNotices(store, redis, shard, 3);
-    const log = new MirrorLog(redis, store.keys);
+    const log = new LogMirrorStore(redis, store.keys);
     await log.ensureGroup(shard);
     const readAsOld = () => redis.xreadgroup('GROUP', MIRROR_GROUP, 'old-worker', 'COUNT', 3, 'STREAMS', store.keys.log(shard), '>');
 
@@ -386,7 +385,7 @@ describe('an archive an earlier version began', () => {
     await redis.xack(store.keys.log(shard), MIRROR_GROUP, ...written.slice(0, 3).map((e) => e.id));
     // ... and read its second (recorded as it recorded batches) but stopped before storing it.
     await readAsOld();
-    await redis.hset(log.batchesKey(shard), written[3]!.id, `${written[5]!.id} 3`);
+    await redis.hset(store.keys.mirrorBatches(shard), written[3]!.id, `${written[5]!.id} 3`);
 
     const report = await mirrorFor({
       redis,

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { Archive } from '../../src/archive/archive.js';
-import { createFileStore } from '../../src/archive/file-store.js';
-import { MirrorLog } from '../../src/archive/mirror-log.js';
+import { createFileStorage } from '../../src/archive/file-storage.js';
+import { LogMirrorStore } from '../../src/store/log-mirror.js';
 import { readTrail } from '../../src/archive/trail.js';
 import { verifyShard } from '../../src/archive/verify.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
@@ -143,7 +143,7 @@ class ChaosRun {
     const config = testConfig(prefix, env);
     this.prices = config.prices;
     this.web = await startWebUnderTest(config);
-    this.archive = new Archive(createFileStore(join(this.redis.dir, 'archive')), prefix);
+    this.archive = new Archive(createFileStorage(join(this.redis.dir, 'archive')), prefix);
     for (const queue of Object.values(this.web.queues)) queue.on('error', () => undefined);
     this.workers = Array.from({ length: this.plan.shape.workers }, () => new WorkerProcess(env).start());
 
@@ -468,7 +468,7 @@ class ChaosRun {
 
   /** The archive the workers wrote through kills and Redis restarts: each shard's seals and chain hold, as `herald audit --verify` checks them. */
   private async archiveChains(): Promise<Violation[]> {
-    const chains = new MirrorLog(this.web.redis, this.web.store.keys);
+    const chains = new LogMirrorStore(this.web.redis, this.web.store.keys);
     const violations: Violation[] = [];
     for (const shard of this.web.store.keys.allShards()) {
       const verdict = await verifyShard(this.archive, shard, {
@@ -517,7 +517,7 @@ class ChaosRun {
     };
     outcome.hash = Object.fromEntries(Object.entries(fields).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
     outcome.retired = true;
-    const trail = await readTrail({ redis: this.web.redis, keys: this.web.store.keys, archive: () => this.archive, retainedSince: 0 }, id);
+    const trail = await readTrail({ store: this.web.store, archive: () => this.archive, retainedSince: 0 }, id);
     outcome.events = trail.entries;
   }
 

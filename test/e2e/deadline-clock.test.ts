@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { iso, ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
+import { readNotice } from '../../src/notice/notice.js';
 import { reconcileOnce } from '../../src/notice/reconciler.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
@@ -105,7 +106,7 @@ describe('status checks after an early fallback', () => {
     );
     const id = res.json().id as string;
     expect((await engine.sendEmail(id)).note).toBe('email accepted');
-    const plan = (await web.store.get(id))!.pollPlan;
+    const plan = (await readNotice(web.store, id))!.pollPlan;
     clock.set(plan[0]!);
     expect((await engine.pollEmail(id)).note).toBe('fallback decided: email_bounced');
     expect((await web.store.get(id))!.state).toBe('sms_pending');

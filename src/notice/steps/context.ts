@@ -8,12 +8,13 @@ import { iso, type Clock } from '../../clock.js';
 import type { Prices } from '../../config.js';
 import type { Rules } from '../../policy/rules.js';
 import { ProviderError, type Channel } from '../../providers/types.js';
-import type { Notice, NoticeStore } from '../../store/notices.js';
+import type { NoticeStore } from '../../store/notices.js';
 import type { PolicyStore } from '../../store/policies.js';
 import type { SuppressionSource, SuppressionStore } from '../../store/suppressions.js';
 import type { Providers } from '../channels.js';
 import { costOf } from '../cost.js';
 import type { NoticeCompleted, SmsUnconfirmed } from '../entries.js';
+import { readNotice, type Notice } from '../notice.js';
 import type { Scheduler } from '../outcome.js';
 import type { PlanLimits } from '../planner.js';
 import type { NoticeState } from '../states.js';
@@ -54,6 +55,11 @@ export class StepContext {
 
   now(): number {
     return this.deps.clock.now();
+  }
+
+  /** The notice as it is now, its plans laid out; null when Redis does not hold it. */
+  notice(id: string): Promise<Notice | null> {
+    return readNotice(this.store, id);
   }
 
   /** The SMS plan's limits: the poll floor and the poll budget. */

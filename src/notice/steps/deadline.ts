@@ -10,7 +10,7 @@ import { observeEmail } from './observe.js';
  * records it; then, unless that read proved delivery, decides the fallback.
  */
 export async function runDeadline(ctx: StepContext, id: string): Promise<StepOutcome> {
-  const notice = await ctx.store.get(id);
+  const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   if (!UNDECIDED_STATES.includes(notice.state)) return done(`state is ${notice.state}`);
   const now = ctx.now();

@@ -1,6 +1,9 @@
 import { iso } from '../../clock.js';
 import { decideSms } from '../../policy/decide.js';
+import type { NoticeFields } from '../../store/notices.js';
+import { EMAIL, SMS } from '../channels.js';
 import type { LogEntry } from '../entries.js';
+import { smsIdempotencyKey } from '../notice.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
 import { UNDECIDED_STATES, type FallbackReason } from '../states.js';
 import { MAX_RACES, type StepContext } from './context.js';
@@ -12,7 +15,7 @@ import { MAX_RACES, type StepContext } from './context.js';
 export async function decideFallback(ctx: StepContext, id: string, reason: FallbackReason): Promise<StepOutcome> {
   const { deps, store } = ctx;
   for (let race = 0; race < MAX_RACES; race += 1) {
-    const notice = await store.get(id);
+    const notice = await ctx.notice(id);
     if (!notice) return done('no such notice');
     if (!UNDECIDED_STATES.includes(notice.state)) return done(`already decided: ${notice.state}`);
     const now = ctx.now();
@@ -32,7 +35,7 @@ export async function decideFallback(ctx: StepContext, id: string, reason: Fallb
     const blocked = decision.outcome === 'allowed' ? undefined : decision.block;
     const sendAt = decision.outcome === 'allowed' ? (decision.sendNotBefore ?? now) : now;
 
-    const smsIdempotencyKey = `${id}-sms`;
+    const smsKey = smsIdempotencyKey(id);
     const common = {
       deadline: iso(notice.deadline),
       decidedAt: iso(now),
@@ -59,16 +62,16 @@ export async function decideFallback(ctx: StepContext, id: string, reason: Fallb
         type: 'fallback.decided',
         reason,
         ...common,
-        smsIdempotencyKey,
+        smsIdempotencyKey: smsKey,
         sendNotBefore: decision.sendNotBefore === undefined ? undefined : iso(decision.sendNotBefore),
         timingRule: decision.timingRule,
         complianceDeadline: notice.complianceDeadline === undefined ? undefined : iso(notice.complianceDeadline),
       });
     }
-    const set: Record<string, string | number> = { fallbackReason: reason, fallbackDecidedAt: now };
+    const set: NoticeFields = { fallbackReason: reason, fallbackDecidedAt: now };
     if (blocked) set.blockReason = blocked;
     else {
-      set.smsIdempotencyKey = smsIdempotencyKey;
+      set[SMS.field('idempotencyKey')] = smsKey;
       if (decision.outcome === 'allowed' && decision.sendNotBefore !== undefined) set.smsSendNotBefore = decision.sendNotBefore;
       if (decision.outcome === 'allowed' && decision.from) set.smsFrom = decision.from;
     }
@@ -76,7 +79,7 @@ export async function decideFallback(ctx: StepContext, id: string, reason: Fallb
       name: blocked ? 'blockFallback' : 'decideFallback',
       reached: reason === 'email_deadline_elapsed' ? 'deadline' : undefined,
       set,
-      unset: ['emailNextCheckAt'],
+      unset: [EMAIL.field('nextCheckAt')],
       entries,
       due: blocked ? 'remove' : sendAt,
     });

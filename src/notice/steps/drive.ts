@@ -10,7 +10,7 @@ import { sendEmail, sendSms } from './send.js';
  * reconciler when a job was lost, killed or never enqueued.
  */
 export async function drive(ctx: StepContext, id: string): Promise<StepOutcome> {
-  const notice = await ctx.store.get(id);
+  const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   const now = ctx.now();
   const { schedule, settings } = ctx.deps;

@@ -1,6 +1,7 @@
 import { iso } from '../../clock.js';
 import { ProviderError, type StatusObservation } from '../../providers/types.js';
-import type { Notice, TransitionSpec } from '../../store/notices.js';
+import type { NoticeFields, TransitionSpec } from '../../store/notices.js';
+import type { Notice } from '../notice.js';
 import type { SuppressionSource } from '../../store/suppressions.js';
 import { EMAIL, SMS } from '../channels.js';
 import { providerErrorEntry, type LogEntry } from '../entries.js';
@@ -12,7 +13,7 @@ import { decideFallback } from './decide.js';
 
 /** One planned email status check; asks for the next one. */
 export async function pollEmail(ctx: StepContext, id: string): Promise<StepOutcome> {
-  const notice = await ctx.store.get(id);
+  const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   const observable = notice.state === 'email_sent' || (notice.state === 'sms_pending' && notice.emailChannel.providerMessageId);
   if (!observable) return done(`state is ${notice.state}`);
@@ -63,7 +64,7 @@ export async function observeEmail(
   }
 
   for (let race = 0; race < MAX_RACES; race += 1) {
-    const current = race === 0 ? notice : await store.get(notice.id);
+    const current = race === 0 ? notice : await ctx.notice(notice.id);
     if (!current) return { outcome: done('no such notice') };
     const now = ctx.now();
     const undecided = UNDECIDED_STATES.includes(current.state);
@@ -81,7 +82,7 @@ export async function observeEmail(
       bounceType: observation.bounceType,
       late: late ? true : undefined,
     };
-    const set: Record<string, string | number> = {
+    const set: NoticeFields = {
       [EMAIL.field('status')]: observation.status,
       [EMAIL.field('providerStatus')]: observation.providerStatus,
       [EMAIL.field('lastObservedAt')]: now,
@@ -127,7 +128,7 @@ export async function observeEmail(
 /** One SMS status check; plans the next one from the SMS plan. */
 export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome> {
   const { store } = ctx;
-  const notice = await store.get(id);
+  const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   if (notice.state !== 'sms_sent') return done(`state is ${notice.state}`);
   const record = notice.smsChannel;

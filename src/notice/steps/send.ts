@@ -1,6 +1,7 @@
 import { iso } from '../../clock.js';
 import { ProviderError, type SendResult } from '../../providers/types.js';
-import { ContentUnreadableError, type Notice, type NoticeContent } from '../../store/notices.js';
+import { ContentUnreadableError, type NoticeContent, type NoticeFields } from '../../store/notices.js';
+import type { Notice } from '../notice.js';
 import { EMAIL, SMS, type ChannelPort } from '../channels.js';
 import { smsSegments } from '../cost.js';
 import { providerErrorEntry, type Accepted } from '../entries.js';
@@ -23,7 +24,7 @@ const MAX_RETRY_DELAY_MS = 60_000;
 
 /** Hands the email to the provider once; resolves a send in doubt by searching first. */
 export async function sendEmail(ctx: StepContext, id: string): Promise<StepOutcome> {
-  const notice = await ctx.store.get(id);
+  const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   if (notice.state === 'accepted' && notice.emailPolicy !== 'allowed') {
     const reason: FallbackReason = notice.emailPolicy === 'suppressed' ? 'email_suppressed' : 'email_consent_missing';
@@ -38,13 +39,13 @@ export async function sendEmail(ctx: StepContext, id: string): Promise<StepOutco
  * cancels the SMS that has not left yet.
  */
 export async function sendSms(ctx: StepContext, id: string): Promise<StepOutcome> {
-  let notice = await ctx.store.get(id);
+  let notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   if (notice.state === 'sms_pending' && notice.smsSendNotBefore !== undefined) {
     if (ctx.now() < notice.smsSendNotBefore) return retryAt(notice.smsSendNotBefore, 'waiting for the end of quiet hours');
     if (notice.emailChannel.providerMessageId && notice.smsChannel.attempts === 0) {
       await observeEmail(ctx, notice, true);
-      notice = await ctx.store.get(id);
+      notice = await ctx.notice(id);
       if (!notice) return done('no such notice');
     }
   }
@@ -216,7 +217,7 @@ async function accepted(
     providerStatus: result.providerStatus,
     resolvedBy: resolvedBy === 'send' ? undefined : resolvedBy,
   };
-  const set: Record<string, string | number> = {
+  const set: NoticeFields = {
     [port.field('providerMessageId')]: result.providerMessageId,
     [port.field('attemptSettled')]: 1,
     [port.field('attemptInDoubt')]: 0,
@@ -224,7 +225,9 @@ async function accepted(
   };
   if (port === SMS) {
     const limits = ctx.limits();
-    Object.assign(set, { smsPlanAt: now, smsPlanFloorMs: limits.minPollIntervalMs, smsPlanMax: limits.maxChecks });
+    set.smsPlanAt = now;
+    set.smsPlanFloorMs = limits.minPollIntervalMs;
+    set.smsPlanMax = limits.maxChecks;
     if (smsBody !== undefined) set.smsSegments = smsSegments(smsBody);
   }
   if (nextCheck !== undefined) set[port.field('nextCheckAt')] = nextCheck;

@@ -1,5 +1,5 @@
 --[[
-  Lets go of a finished notice once the archive holds its record (src/archive/retire.ts): deletes
+  Lets go of a finished notice once the archive holds its record (src/retention/retire.ts): deletes
   its hash and events list, drops it from the shard's content-expiry and retire indexes, and
   counts it in the shard's `retired` metric. Only when the notice still has the entries the
   record names. Its /v1/stats counters stay as they are. A notice an earlier version created

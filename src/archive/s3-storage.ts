@@ -6,9 +6,9 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
-import type { ArchiveStore, StoredObject } from './store.js';
+import type { ObjectStorage, StoredObject } from './object-storage.js';
 
-export interface S3StoreOptions {
+export interface S3StorageOptions {
   bucket: string;
   /** Key prefix inside the bucket ('' for the bucket root). */
   prefix: string;
@@ -31,7 +31,7 @@ const DELETE_BATCH = 1000;
  * The SHA-256 and the seal of each object travel as its `x-amz-meta-sha256` and `x-amz-meta-seal`
  * metadata, written in the same PUT as the object.
  */
-export function createS3Store(options: S3StoreOptions): ArchiveStore {
+export function createS3Storage(options: S3StorageOptions): ObjectStorage {
   const client = new S3Client({
     region: options.region,
     endpoint: options.endpoint,

@@ -12,10 +12,10 @@ export interface StoredObject {
  * each object carries its SHA-256 and its seal (object metadata on S3, a `.sha256` file beside it
  * on disk), written with it, never after it.
  */
-export interface ArchiveStore {
-  /** Where the store writes, for logs and messages (no credentials). */
+export interface ObjectStorage {
+  /** Where the storage writes, for logs and messages (no credentials). */
   readonly location: string;
-  /** Writes an object with its checksum and seal; resolves once the store holds it durably. */
+  /** Writes an object with its checksum and seal; resolves once the storage holds it durably. */
   put(key: string, body: Buffer, sha256: string, seal: string): Promise<void>;
   /** The object, or null when there is none. */
   get(key: string): Promise<StoredObject | null>;

@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
-import { decodeEntry, type StoredEntry } from '../store/notices.js';
-import type { Keys } from '../store/keys.js';
-import { loadScript } from '../store/scripts.js';
-import type { ChainStart } from './archive.js';
-import { PARTITION_MS } from './names.js';
-import type { ChainLink } from './seal.js';
+import { decodeEntry, type StoredEntry } from './notices.js';
+import type { Keys } from './keys.js';
+import { defineScripts, type HeraldScripts, type ScriptPipeline } from './scripts.js';
+import type { ChainStart } from '../archive/archive.js';
+import { PARTITION_MS } from '../archive/names.js';
+import type { ChainLink } from '../archive/seal.js';
 
 /** The consumer group the log mirror reads every shard's log through. */
 export const MIRROR_GROUP = 'mirror';
@@ -43,15 +43,6 @@ export interface ShardBacklog {
   oldestUnarchivedId: string | undefined;
 }
 
-interface MirrorScripts {
-  nextMirrorBatch(...args: (string | number)[]): Promise<[string, [string, string[] | null][]?, string?, string?]>;
-  ackMirrorBatch(...args: (string | number)[]): Promise<number>;
-  trimMirroredLog(...args: (string | number)[]): Promise<[number, string]>;
-  mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;
-}
-
-const SCRIPTS = ['nextMirrorBatch-3', 'ackMirrorBatch-3', 'trimMirroredLog-1', 'mirrorBacklog-1'] as const;
-
 /** A chain link as the chain hash writes it: `<firstId>_<lastId> <digest>`. */
 function parseTip(text: string | null | undefined): ChainLink | undefined {
   const [range, digest] = (text ?? '').split(' ');
@@ -63,41 +54,27 @@ function parseTip(text: string | null | undefined): ChainLink | undefined {
  * (`<prefix>:{s<N>}:mirror-batches`), acknowledgement and trimming. Every script touches the
  * keys of one shard only, passed through KEYS.
  */
-export class MirrorLog {
-  private readonly redis: Redis & MirrorScripts;
+export class LogMirrorStore {
+  private readonly redis: Redis & HeraldScripts;
   private readonly groupsReady = new Set<number>();
 
   constructor(
     redis: Redis,
     readonly keys: Keys,
   ) {
-    for (const file of SCRIPTS) {
-      const [name, count] = file.split('-') as [string, string];
-      if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: Number(count), lua: loadScript(file) });
-    }
-    this.redis = redis as Redis & MirrorScripts;
-  }
-
-  batchesKey(shard: number): string {
-    // Derived from the log key so that it carries the shard's hash tag.
-    return this.keys.log(shard).replace(/:log$/, ':mirror-batches');
-  }
-
-  /** The shard's archive chain state (nextMirrorBatch-3.lua), from the log key so that it carries the shard's hash tag. */
-  chainKey(shard: number): string {
-    return this.keys.log(shard).replace(/:log$/, ':archive-chain');
+    this.redis = defineScripts(redis);
   }
 
   /** Where the shard's chain began and its tip; null before the chain began. */
   async chain(shard: number): Promise<ChainState | null> {
-    const [last, genesis, since, tip] = await this.redis.hmget(this.chainKey(shard), 'last', 'genesis', 'since', 'tip');
+    const [last, genesis, since, tip] = await this.redis.hmget(this.keys.archiveChain(shard), 'last', 'genesis', 'since', 'tip');
     if (last === null) return null;
     return { genesisFirstId: genesis ?? undefined, sinceMs: Number(since), tip: parseTip(tip) };
   }
 
   /** The ranges (`firstId_lastId`) of the batches handed out and not yet acknowledged: not in the archive yet, or not confirmed. */
   async pendingBatches(shard: number): Promise<Set<string>> {
-    const records = await this.redis.hgetall(this.batchesKey(shard));
+    const records = await this.redis.hgetall(this.keys.mirrorBatches(shard));
     return new Set(Object.entries(records).map(([firstId, record]) => `${firstId}_${record.split(' ')[0]}`));
   }
 
@@ -119,8 +96,8 @@ export class MirrorLog {
     try {
       reply = await this.redis.nextMirrorBatch(
         this.keys.log(shard),
-        this.batchesKey(shard),
-        this.chainKey(shard),
+        this.keys.mirrorBatches(shard),
+        this.keys.archiveChain(shard),
         MIRROR_GROUP,
         consumer,
         most,
@@ -153,8 +130,8 @@ export class MirrorLog {
   async ack(batch: MirrorBatch, digest: string): Promise<number> {
     return this.redis.ackMirrorBatch(
       this.keys.log(batch.shard),
-      this.batchesKey(batch.shard),
-      this.chainKey(batch.shard),
+      this.keys.mirrorBatches(batch.shard),
+      this.keys.archiveChain(batch.shard),
       MIRROR_GROUP,
       batch.firstId,
       batch.lastId,
@@ -186,10 +163,7 @@ export class MirrorLog {
 
   /** The backlog of every given shard, in one round trip. */
   async backlog(shards: readonly number[]): Promise<ShardBacklog[]> {
-    const pipeline = this.redis.pipeline() as unknown as {
-      mirrorBacklog(...args: (string | number)[]): unknown;
-      exec(): Promise<[Error | null, unknown][] | null>;
-    };
+    const pipeline = this.redis.pipeline() as ScriptPipeline;
     for (const shard of shards) pipeline.mirrorBacklog(this.keys.log(shard), MIRROR_GROUP);
     const replies = (await pipeline.exec()) ?? [];
     return replies.map(([error, reply], i) => {

@@ -2,8 +2,9 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { formatDuration } from '../durations.js';
 import type { Keys } from '../store/keys.js';
-import { MirrorLog, type ShardBacklog } from './mirror-log.js';
-import { idTime } from './names.js';
+import { memoryUse } from '../store/redis.js';
+import { LogMirrorStore, type ShardBacklog } from '../store/log-mirror.js';
+import { idTime } from '../archive/names.js';
 
 /** What the log mirror has not archived yet, over every shard. */
 export interface BacklogSummary {
@@ -25,7 +26,7 @@ export interface ReadinessWarning {
 const MEMORY_WARN_RATIO = 0.8;
 
 export async function readBacklog(redis: Redis, keys: Keys, now: number): Promise<BacklogSummary> {
-  const shards = await new MirrorLog(redis, keys).backlog(keys.allShards());
+  const shards = await new LogMirrorStore(redis, keys).backlog(keys.allShards());
   const oldest = Math.min(...shards.map((s) => (s.oldestUnarchivedId ? idTime(s.oldestUnarchivedId) : Number.POSITIVE_INFINITY)));
   return {
     unarchivedEntries: shards.reduce((sum, s) => sum + s.unarchived, 0),
@@ -57,9 +58,7 @@ export async function readinessWarnings(
         `${formatDuration(thresholds.warnLagMs)}): check the archive and the worker's log mirror before Redis memory runs out.`,
     });
   }
-  const memory = await redis.info('memory');
-  const used = Number(/^used_memory:(\d+)/m.exec(memory)?.[1] ?? 0);
-  const max = Number(/^maxmemory:(\d+)/m.exec(memory)?.[1] ?? 0);
+  const { used, max } = await memoryUse(redis);
   if (max > 0 && used >= MEMORY_WARN_RATIO * max) {
     warnings.push({
       code: 'redis_memory_high',

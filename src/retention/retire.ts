@@ -5,13 +5,15 @@ import { shardOfNoticeId } from '../notice/ids.js';
 import { isTerminal, type NoticeState } from '../notice/states.js';
 import { noticeView } from '../notice/view.js';
 import type { Keys } from '../store/keys.js';
-import type { Notice, NoticeStore } from '../store/notices.js';
-import { ArchiveUnavailableError, type Archive } from './archive.js';
+import { NoticeStore } from '../store/notices.js';
+import { readNotice, type Notice } from '../notice/notice.js';
+import { RetireIndex } from '../store/retention-indexes.js';
+import { CreatedIndex, pruneStats } from '../store/stats.js';
+import { ArchiveUnavailableError, type Archive } from '../archive/archive.js';
 import { purgeContent } from './content-purge.js';
-import { MirrorLog } from './mirror-log.js';
-import { compareIds } from './names.js';
-import { pruneStats } from '../notice/stats.js';
-import { statsMember, type NoticeRecord, type RetiredStats } from './records.js';
+import { LogMirrorStore } from '../store/log-mirror.js';
+import { compareIds } from '../archive/names.js';
+import { statsMember, type NoticeRecord, type RetiredStats } from '../archive/records.js';
 
 export interface RetireDeps {
   redis: Redis;
@@ -34,17 +36,6 @@ export interface RetireReport {
   archiveUnreachable?: boolean;
 }
 
-/** Remembers when each finished notice may leave Redis; a notice already indexed keeps its time. */
-export async function indexRetirement(
-  redis: Redis,
-  keys: Keys,
-  shard: number,
-  items: readonly { noticeId: string; retireAt: number }[],
-): Promise<void> {
-  if (items.length === 0) return;
-  await redis.zadd(keys.retire(shard), 'NX', ...items.flatMap((item) => [item.retireAt, item.noticeId]));
-}
-
 /**
  * Indexes for retirement the finished notices that no `retire` entry names: those an earlier
  * Herald version finished (or whose SMS checks ran out) before it retired notices. Walks each
@@ -52,19 +43,22 @@ export async function indexRetirement(
  * reads states in pipelines. Returns how many it indexed (or, with dryRun, would index).
  */
 export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts: { dryRun?: boolean } = {}): Promise<number> {
+  const store = new NoticeStore(redis, keys.prefix);
+  const created = new CreatedIndex(redis, keys);
+  const retirement = new RetireIndex(redis, keys);
   let indexed = 0;
   for (const shard of keys.allShards()) {
-    const ids = (await redis.zrange(keys.created(shard), 0, -1)).filter((member) => !member.includes(' '));
+    const ids = (await created.members(shard)).filter((member) => !member.includes(' '));
     for (let i = 0; i < ids.length; i += 500) {
       const slice = ids.slice(i, i + 500);
-      const states = await redis.pipeline(slice.map((id) => ['hget', keys.notice(id), 'state'])).exec();
+      const states = await store.statesOf(slice);
       const finished: string[] = [];
       for (const [j, id] of slice.entries()) {
-        const state = states?.[j]?.[1];
-        if (typeof state === 'string' && (await isSettled(redis, keys, { id, state: state as NoticeState }))) finished.push(id);
+        const state = states[j];
+        if (state !== undefined && (await isSettled(store, { id, state }))) finished.push(id);
       }
       if (finished.length === 0) continue;
-      if (!opts.dryRun) await redis.zadd(keys.retire(shard), 'NX', ...finished.flatMap((id) => [now, id]));
+      if (!opts.dryRun) await retirement.add(shard, finished.map((id) => ({ noticeId: id, at: now })));
       indexed += finished.length;
     }
   }
@@ -94,25 +88,26 @@ export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts
  */
 export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport> {
   const { redis, store, archive, clock, log } = deps;
-  const mirror = new MirrorLog(redis, store.keys);
+  const mirror = new LogMirrorStore(redis, store.keys);
+  const created = new CreatedIndex(redis, store.keys);
+  const retirement = new RetireIndex(redis, store.keys);
   const report: RetireReport = { retired: 0, waiting: 0 };
   for (const shard of store.keys.allShards()) {
     const now = clock.now();
-    await redis.zremrangebyscore(store.keys.created(shard), '-inf', `(${now - deps.statsRetentionMs}`);
+    await created.dropBefore(shard, now - deps.statsRetentionMs);
     await pruneStats(redis, store.keys, shard, now, deps.statsRetentionMs);
-    const retireKey = store.keys.retire(shard);
-    const due = await redis.zrangebyscore(retireKey, '-inf', now, 'LIMIT', 0, deps.batchSize ?? 200);
+    const due = await retirement.due(shard, now, deps.batchSize ?? 200);
     if (due.length === 0) continue;
     const later = async (noticeId: string) => {
-      await redis.zadd(retireKey, 'XX', now + deps.retryMs, noticeId);
+      await retirement.reschedule(shard, noticeId, now + deps.retryMs);
       report.waiting += 1;
     };
     const [backlog] = await mirror.backlog([shard]);
-    for (const noticeId of due) {
-      const notice = shardOfNoticeId(noticeId) === shard ? await store.get(noticeId) : null;
-      if (!notice || !(await isSettled(redis, store.keys, notice))) {
+    for (const { noticeId } of due) {
+      const notice = shardOfNoticeId(noticeId) === shard ? await readNotice(store, noticeId) : null;
+      if (!notice || !(await isSettled(store, notice))) {
         if (notice) log.warn({ noticeId, state: notice.state }, 'a notice indexed for retirement is not finished; left in Redis');
-        await redis.zrem(retireKey, noticeId);
+        await retirement.remove(shard, noticeId);
         continue;
       }
       // A finished notice sends nothing more: its content goes now rather than at its TTL.
@@ -121,7 +116,7 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
         await later(noticeId);
         continue;
       }
-      const entryIds = await redis.lrange(store.keys.events(noticeId), 0, -1);
+      const entryIds = await store.eventIds(noticeId);
       const last = entryIds.at(-1);
       const oldestUnarchived = backlog?.oldestUnarchivedId;
       if (last === undefined || (oldestUnarchived !== undefined && compareIds(last, oldestUnarchived) >= 0)) {
@@ -152,9 +147,9 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
  * with its SMS checks run out (`sms.unconfirmed`): out of the due index, so that no job or
  * repair moves it on.
  */
-async function isSettled(redis: Redis, keys: Keys, notice: { id: string; state: NoticeState }): Promise<boolean> {
+async function isSettled(store: NoticeStore, notice: { id: string; state: NoticeState }): Promise<boolean> {
   if (isTerminal(notice.state)) return true;
-  return notice.state === 'sms_sent' && (await redis.zscore(keys.due(shardOfNoticeId(notice.id)!), notice.id)) === null;
+  return notice.state === 'sms_sent' && !(await store.isDue(notice.id));
 }
 
 function retiredStats(notice: Notice): RetiredStats {

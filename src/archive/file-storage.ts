@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rmdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import type { ArchiveStore, StoredObject } from './store.js';
+import type { ObjectStorage, StoredObject } from './object-storage.js';
 
 const CHECKSUM_SUFFIX = '.sha256';
 const TEMP_MARK = '.tmp-';
@@ -13,7 +13,7 @@ const TEMP_MARK = '.tmp-';
  * checksum and seal (one line each in the `.sha256` file) are written the same way *before* it,
  * so an object never exists without them.
  */
-export function createFileStore(root: string): ArchiveStore {
+export function createFileStorage(root: string): ObjectStorage {
   const base = resolve(root);
   const pathOf = (key: string) => {
     const path = resolve(base, key);

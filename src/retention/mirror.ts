@@ -3,12 +3,11 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Keys } from '../store/keys.js';
-import { batchDigest, type Archive, type PutOutcome } from './archive.js';
-import { ContentExpiryIndex } from './content-purge.js';
-import { MirrorLog, type MirrorBatch } from './mirror-log.js';
-import { idTime } from './names.js';
-import { linkIds, type ChainLink } from './seal.js';
-import { indexRetirement } from './retire.js';
+import { batchDigest, type Archive, type PutOutcome } from '../archive/archive.js';
+import { ContentExpiryIndex, RetireIndex } from '../store/retention-indexes.js';
+import { LogMirrorStore, type MirrorBatch } from '../store/log-mirror.js';
+import { idTime } from '../archive/names.js';
+import { linkIds, type ChainLink } from '../archive/seal.js';
 
 const FAILURE_WARN_EVERY_MS = 60_000;
 
@@ -71,15 +70,17 @@ export interface MirrorReport {
  */
 export class LogMirror {
   /** The Redis side: consumer group, batch records, trimming. */
-  readonly stream: MirrorLog;
+  readonly stream: LogMirrorStore;
   private readonly expiry: ContentExpiryIndex;
+  private readonly retirement: RetireIndex;
   private stopping = false;
   /** When each shard last warned that the archive failed, so that an outage logs once a minute per shard. */
   private readonly warnedAt = new Map<number, number>();
 
   constructor(private readonly deps: MirrorDeps) {
-    this.stream = new MirrorLog(deps.redis, deps.keys);
+    this.stream = new LogMirrorStore(deps.redis, deps.keys);
     this.expiry = new ContentExpiryIndex(deps.redis, deps.keys);
+    this.retirement = new RetireIndex(deps.redis, deps.keys);
   }
 
   /** One sweep over the given shards (all by default), in parallel. */
@@ -162,7 +163,7 @@ export class LogMirror {
     const accepted = batch.entries
       .filter((entry) => entry.type === 'notice.accepted')
       // The content's PEXPIRE was set in the same script that wrote this entry, at the entry's Redis time.
-      .map((entry) => ({ noticeId: entry.noticeId, expiresAt: idTime(entry.id) + this.deps.contentTtlMs }));
+      .map((entry) => ({ noticeId: entry.noticeId, at: idTime(entry.id) + this.deps.contentTtlMs }));
     await this.expiry.add(batch.shard, accepted);
   }
 
@@ -170,7 +171,7 @@ export class LogMirror {
     const completed = batch.entries
       // A notice Herald has nothing more to do for: finished, or its SMS checks ran out.
       .filter((entry) => entry.type === 'notice.completed' || entry.type === 'sms.unconfirmed')
-      .map((entry) => ({ noticeId: entry.noticeId, retireAt: idTime(entry.id) + this.deps.noticeKeepHotMs }));
-    await indexRetirement(this.deps.redis, this.deps.keys, batch.shard, completed);
+      .map((entry) => ({ noticeId: entry.noticeId, at: idTime(entry.id) + this.deps.noticeKeepHotMs }));
+    await this.retirement.add(batch.shard, completed);
   }
 }
