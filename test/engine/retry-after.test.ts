@@ -1,11 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { engineUnderTest } from '../helpers/engine.js';
-import { configProblems, testConfig, testEnv, testPrefix } from '../helpers/env.js';
+import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
-import { startStack, type Stack } from '../helpers/stack.js';
 
 /**
  * A provider's Retry-After is followed up to HERALD_MAX_RETRY_AFTER, and the clamp is recorded
@@ -13,32 +12,6 @@ import { startStack, type Stack } from '../helpers/stack.js';
  * hold) never parks a notice past its deadline.
  */
 const WEEK_S = 7 * 86_400;
-
-describe('HERALD_MAX_RETRY_AFTER', () => {
-  it('defaults to 5 minutes, takes a duration, and refuses anything else', () => {
-    expect(testConfig(testPrefix('cfg')).maxRetryAfterMs).toBe(300_000);
-    expect(testConfig(testPrefix('cfg'), { HERALD_MAX_RETRY_AFTER: '30s' }).maxRetryAfterMs).toBe(30_000);
-    expect(configProblems(testEnv(testPrefix('cfg'), { HERALD_MAX_RETRY_AFTER: 'soon' })).join('\n')).toMatch(/HERALD_MAX_RETRY_AFTER/);
-    expect(configProblems(testEnv(testPrefix('cfg'), { HERALD_MAX_RETRY_AFTER: '0s' })).join('\n')).toMatch(/HERALD_MAX_RETRY_AFTER/);
-  });
-});
-
-describe('a 429 asking for a week, through the worker', () => {
-  let stack: Stack | undefined;
-  afterEach(async () => {
-    await stack?.close();
-    stack = undefined;
-  });
-
-  it('sends the email again once the clamped wait is over, and records what the provider asked for', async () => {
-    stack = await startStack({ prefix: testPrefix('retry-after'), env: { HERALD_MAX_RETRY_AFTER: '2s' } });
-    stack.sandbox.injectFault({ operation: 'postmark.send', mode: 'status_429', retryAfterSeconds: WEEK_S, match: 'slowpoke', count: 1 });
-    const id = await stack.createNotice(noticeBody({ recipient: { id: 'p-429', email: 'delivered+slowpoke@example.com' } }));
-    await stack.waitForState(id, ['email_sent', 'email_delivered']);
-    const error = (await stack.events(id)).find((e) => e.type === 'provider.error');
-    expect(error).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2_000, retryAfterClampedFromMs: WEEK_S * 1000 });
-  });
-});
 
 describe('on the injected clock', () => {
   const prefix = testPrefix('retry-clock');
