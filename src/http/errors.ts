@@ -3,7 +3,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * Every error the API answers with: a stable snake_case code, its HTTP status and what it
- * means. Answers are `{ "error": { "code", "message", "details"? } }`. test/unit/errors.test.ts
+ * means. Answers are `{ "error": { "code", "message", "details"? } }`. test/pure/errors.test.ts
  * fails when a code is missing from the README's table.
  */
 export const ERROR_CATALOGUE = {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
-import { noticeRequest, policyRequest, validNotice, type ApiRequest } from './arbitraries.js';
+import { noticeRequest, policyRequest, validNotice, type ApiRequest } from '../helpers/arbitraries.js';
 
 /**
  * Whatever a client sends to the write routes — random, hostile, oversized — Herald answers

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
-import { runHerald } from '../archive/support.js';
+import { runHerald } from '../helpers/archive.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let sandbox: Sandbox;

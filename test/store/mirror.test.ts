@@ -10,7 +10,7 @@ import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
-import { archived, fileStore, killOn, mirrorFor, startS3, streamEntries, tempDir, writeNotices, type S3UnderTest } from './support.js';
+import { archived, fileStore, killOn, mirrorFor, startS3, streamEntries, tempDir, writeNotices, type S3UnderTest } from '../helpers/archive.js';
 
 let redis: Redis;
 let s3: S3UnderTest;

@@ -8,7 +8,7 @@ import { NoticeStore } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
-import { tempDir } from './support.js';
+import { tempDir } from '../helpers/archive.js';
 import { storedNoticeFields } from '../helpers/notices.js';
 
 const newKey = () => randomBytes(32).toString('base64');

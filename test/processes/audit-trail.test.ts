@@ -7,7 +7,7 @@ import type { StoredEntry } from '../../src/store/notices.js';
 import { plainRedis, testConfig, testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
-import { runHerald, tempDir, writeNotices } from './support.js';
+import { runHerald, tempDir, writeNotices } from '../helpers/archive.js';
 
 let stack: Stack;
 let dir: Awaited<ReturnType<typeof tempDir>>;

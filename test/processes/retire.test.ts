@@ -18,7 +18,7 @@ import { startWeb } from '../../src/server.js';
 import { deleteKeys, plainRedis, TEST_API_KEY, testConfig, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody, startWebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
-import { finishedNotice as finishedNoticeIn, mirrorFor, silent, tempDir } from './support.js';
+import { finishedNotice as finishedNoticeIn, mirrorFor, silent, tempDir } from '../helpers/archive.js';
 
 const redis = plainRedis();
 const ADMIN_TOKEN = 'retire-admin-token-0123';

@@ -14,7 +14,7 @@ import { iso, systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { decodeEntry, type NoticeStore, type StoredEntry } from '../../src/store/notices.js';
-import { storedNoticeFields } from '../helpers/notices.js';
+import { storedNoticeFields } from './notices.js';
 
 export const silent = createLogger('herald-test-archive', 'silent');
 

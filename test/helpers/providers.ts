@@ -2,7 +2,7 @@
 import { expect } from 'vitest';
 import { ProviderError } from '../../src/providers/types.js';
 
-export { ACCOUNT_SID, AUTH_TOKEN, sleep, startOfSecond } from '../sandbox/support.js';
+export { ACCOUNT_SID, AUTH_TOKEN, sleep, startOfSecond } from './sandbox.js';
 
 /** The ProviderError a call rejects with, and how long it took to reject. */
 export async function failure(call: Promise<unknown>): Promise<ProviderError & { elapsedMs: number }> {

@@ -10,7 +10,7 @@ import { DAY, HOUR, iso } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, REDIS_URL, TEST_API_KEY, testPrefix } from '../helpers/env.js';
-import { fileStore, mirrorFor, runHerald, tempDir, writeNotices } from './support.js';
+import { fileStore, mirrorFor, runHerald, tempDir, writeNotices } from '../helpers/archive.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const redis = plainRedis();

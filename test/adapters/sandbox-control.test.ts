@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { postmark, sleep, twilioApi } from './support.js';
+import { postmark, sleep, twilioApi } from '../helpers/sandbox.js';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

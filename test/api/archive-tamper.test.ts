@@ -32,7 +32,7 @@ import {
   tempDir,
   writeNotices,
   type S3UnderTest,
-} from './support.js';
+} from '../helpers/archive.js';
 
 let redis: Redis;
 let s3: S3UnderTest;

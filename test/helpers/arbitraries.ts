@@ -4,7 +4,7 @@
  * missing, wrong or odd; sizes around and over the body limit.
  */
 import fc from 'fast-check';
-import { TEST_API_KEY } from '../helpers/env.js';
+import { TEST_API_KEY } from './env.js';
 
 /** Values that tend to break parsers, validators and key builders. */
 const nastyString = fc.oneof(
