@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StoredEntry } from '../../src/store/notices.js';
 import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
@@ -12,7 +13,6 @@ import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../he
  * The `failed` state: a notice whose content is gone or cannot be opened when a step needs it
  * ends there, with `notice.failed` and `notice.completed`, instead of failing its job forever.
  */
-const key = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
 const types = (events: StoredEntry[]) => events.map((e) => e.type);
 
 describe('on the injected clock', () => {

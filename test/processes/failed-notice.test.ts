@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import type { StoredEntry } from '../../src/store/notices.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { jobIds } from '../../queues/index.js';
