@@ -56,6 +56,33 @@ export function statsWindow(from: number, to: number): { from: number; to: numbe
  */
 export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats> {
   const window = statsWindow(from, to);
+  const totals = new Map<string, number>();
+  for (const counters of (await readHourlyCounters(redis, keys, window)).values())
+    for (const [counter, n] of counters) totals.set(counter, (totals.get(counter) ?? 0) + n);
+  return statsOf(totals, from, to, window, prices);
+}
+
+/**
+ * The same figures as `noticeStats`, one per UTC hour overlapping [from, to), oldest first: the
+ * history the overview charts. Summed, they are `noticeStats` of the whole window.
+ */
+export async function hourlyStats(redis: Redis, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats[]> {
+  const window = statsWindow(from, to);
+  const hourly = await readHourlyCounters(redis, keys, window);
+  const stats: NoticeStats[] = [];
+  for (let start = window.from; start < window.to; start += STATS_HOUR_MS) {
+    const hour = { from: start, to: start + STATS_HOUR_MS };
+    stats.push(statsOf(hourly.get(start / STATS_HOUR_MS) ?? new Map(), hour.from, hour.to, hour, prices));
+  }
+  return stats;
+}
+
+/** Every shard's counters of the window's hours, summed per hour (hours since the epoch → counter → n). */
+async function readHourlyCounters(
+  redis: Redis,
+  keys: Keys,
+  window: { from: number; to: number },
+): Promise<Map<number, Map<string, number>>> {
   const firstHour = window.from / STATS_HOUR_MS;
   const hours = (window.to - window.from) / STATS_HOUR_MS;
   const days: string[][] = [];
@@ -73,19 +100,27 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
       return (await pipeline.exec()) ?? [];
     }),
   );
-  const totals = new Map<string, number>();
+  const hourly = new Map<number, Map<string, number>>();
   for (const shardReplies of replies) {
     for (const [i, [error, values]] of shardReplies.entries()) {
       if (error) throw error;
       const fields = days[i]!;
       for (const [j, value] of (values as (string | null)[]).entries()) {
         if (value === null) continue;
-        const counter = fields[j]!.slice(fields[j]!.indexOf('|') + 1);
-        totals.set(counter, (totals.get(counter) ?? 0) + Number(value));
+        const field = fields[j]!;
+        const bar = field.indexOf('|');
+        const hour = Number(field.slice(0, bar));
+        const counters = hourly.get(hour) ?? new Map<string, number>();
+        hourly.set(hour, counters);
+        const counter = field.slice(bar + 1);
+        counters.set(counter, (counters.get(counter) ?? 0) + Number(value));
       }
     }
   }
+  return hourly;
+}
 
+function statsOf(totals: Map<string, number>, from: number, to: number, window: { from: number; to: number }, prices: Prices): NoticeStats {
   const byState: Record<string, number> = {};
   const fallbackByReason: Record<string, number> = {};
   for (const [counter, n] of totals) {
