@@ -14,12 +14,18 @@ export interface Bar {
   title: string;
 }
 
-const WIDTH = 480;
+const WIDTH = 360;
 
 /** Vertical columns over a shared baseline, labelled below every `labelEvery`-th slot. */
-export function columnChart(opts: { bars: Bar[]; max?: number; ariaLabel: string; labelEvery?: number; topLabel: string }): Html {
-  const height = 160;
-  const top = 18;
+export function columnChart(opts: {
+  bars: Bar[];
+  max?: number;
+  ariaLabel: string;
+  labelEvery?: number;
+  topLabel?: (max: number) => string;
+}): Html {
+  const height = 150;
+  const top = 20;
   const bottom = 24;
   const left = 8;
   const plot = height - top - bottom;
@@ -37,7 +43,7 @@ export function columnChart(opts: { bars: Bar[]; max?: number; ariaLabel: string
   });
   return markup`<svg viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${opts.ariaLabel}" class="chart">
 <line x1="${left}" x2="${WIDTH - left}" y1="${top + plot}" y2="${top + plot}" class="baseline"/>
-<text x="${left}" y="12" class="axis">${opts.topLabel}</text>
+<text x="${left}" y="13" class="axis">${max > 0 ? (opts.topLabel ?? String)(max) : 'none yet'}</text>
 ${parts}</svg>`;
 }
 
@@ -46,7 +52,7 @@ export function barChart(opts: {
   rows: { label: string; segments: { value: number; title: string; className?: string }[] }[];
   ariaLabel: string;
 }): Html {
-  const labelWidth = 120;
+  const labelWidth = 100;
   const rowHeight = 22;
   const height = opts.rows.length * rowHeight + 8;
   const max = Math.max(0, ...opts.rows.map((r) => r.segments.reduce((sum, s) => sum + s.value, 0)));

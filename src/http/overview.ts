@@ -19,13 +19,13 @@ h1{font-size:20px;margin:8px 0 2px} h2{font-size:16px;margin:0 0 2px} .meta,.not
 section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:12px 16px;min-width:0}
 .body{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:12px;align-items:start}
 @media (max-width:700px){main{padding:12px} .body{grid-template-columns:minmax(0,1fr)}}
-svg.chart{width:100%;height:auto;display:block} .fill{fill:#0969da} .baseline{stroke:#8c959f} .axis{fill:#57606a;font-size:11px}
+svg.chart{width:100%;height:auto;display:block} .fill{fill:#0969da} .baseline{stroke:#8c959f} .axis{fill:#57606a;font-size:12px}
 .wait{fill:#9a6700} .active{fill:#1a7f37} .delayed{fill:#8c959f} .failed{fill:#cf222e}
 .key span{margin-right:10px;font-size:12px} .k-wait{color:#9a6700} .k-active{color:#1a7f37} .k-delayed{color:#8c959f} .k-failed{color:#cf222e}
 table{border-collapse:collapse;font-size:12px;width:100%} th,td{text-align:left;padding:2px 6px;border-bottom:1px solid #eaeef2;vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 caption{text-align:left;font-weight:600;padding:6px 0 2px}
-.scroll{overflow-x:auto} code{font-family:ui-monospace,monospace;white-space:nowrap}
+.queue-chart{max-width:480px} .scroll{overflow-x:auto} code{font-family:ui-monospace,monospace;white-space:nowrap}
 details summary{cursor:pointer;margin-top:6px} :focus-visible{outline:2px solid #0969da;outline-offset:2px}
 `;
 
@@ -86,7 +86,7 @@ function fallbackSection(figures: Figures, hours: NoticeStats[], window: NoticeS
     );
   return markup`<section id="fallback" aria-labelledby="fallback-h"><h2 id="fallback-h">Fallback rate over time</h2>
 <p class="note">Share of the notices created in each UTC hour whose fallback was decided (sent or blocked), the last ${OVERVIEW_HOURS} hours; the same counters as <code>/v1/stats</code>.</p>
-<div class="body">${columnChart({ bars, max: 1, ariaLabel: 'Fallback rate per hour of creation', labelEvery: 6, topLabel: '100%' })}
+<div class="body">${columnChart({ bars, max: 1, ariaLabel: 'Fallback rate per hour of creation', labelEvery: 6, topLabel: () => '100%' })}
 <div><table id="fallback-window" data-from="${window.window.from}" data-to="${window.window.to}"><caption>Last ${OVERVIEW_HOURS} hours</caption>
 <tr><th>notices</th><td class="n" data-stat="notices">${count(window.notices)}</td></tr>
 <tr><th>fallback rate</th><td class="n" data-stat="fallbackRate" data-value="${window.fallbackRate}">${percent(window.fallbackRate)}</td></tr>
@@ -114,6 +114,7 @@ function histogramSection(opts: {
   name: string;
   unit: (le: string) => string;
   mean: (sum: number, n: number) => string;
+  sumUnit: string;
 }): Html {
   const parts = opts.figures.family(opts.name);
   const buckets = parts.filter((p) => p.sample.metricName === `${opts.name}_bucket`);
@@ -129,9 +130,9 @@ function histogramSection(opts: {
   const bars = rows.map((r) => ({ label: opts.unit(r.le), value: r.inBucket, title: `≤ ${opts.unit(r.le)}: ${count(r.inBucket)}` }));
   return markup`<section id="${opts.id}" aria-labelledby="${opts.id}-h"><h2 id="${opts.id}-h">${opts.title}</h2>
 <p class="note">${opts.note} Since the counters began: Herald keeps no history of this histogram, Prometheus does.</p>
-<div class="body">${columnChart({ bars, ariaLabel: opts.title, labelEvery: 2, topLabel: 'notices' })}
+<div class="body">${columnChart({ bars, ariaLabel: opts.title, labelEvery: 2, topLabel: (max) => `${count(max)} ${max === 1 ? 'notice' : 'notices'}` })}
 <div><table><tr><th>count</th>${metricCell(n.key, n.sample.value, count(n.sample.value))}</tr>
-<tr><th>sum</th>${metricCell(sum.key, sum.sample.value, String(sum.sample.value))}</tr>
+<tr><th>sum${opts.sumUnit}</th>${metricCell(sum.key, sum.sample.value, String(sum.sample.value))}</tr>
 <tr><th>mean</th><td class="n">${opts.mean(sum.sample.value, n.sample.value)}</td></tr></table>
 <details><summary>Buckets</summary><table><tr><th>≤</th><th class="n">in bucket</th><th class="n">cumulative</th></tr>
 ${rows.map((r) => markup`<tr><td>${opts.unit(r.le)}</td><td class="n">${count(r.inBucket)}</td>${metricCell(r.key, r.cumulative, count(r.cumulative))}</tr>`)}
@@ -178,7 +179,7 @@ function queueSection(figures: Figures, snapshot: MetricsSnapshot): Html {
   return markup`<section id="queues" aria-labelledby="queues-h"><h2 id="queues-h">Queue depth and oldest waiting job</h2>
 <p class="note">Jobs in each queue now (no history is kept: Bull Board at <a href="/admin/queues">/admin/queues</a> shows the jobs). The oldest waiting job is the runnable job that has waited longest since it was due.</p>
 <p class="key"><span class="k-wait">■ waiting</span><span class="k-active">■ active</span><span class="k-delayed">■ delayed</span><span class="k-failed">■ failed</span></p>
-${barChart({ rows, ariaLabel: 'Jobs per queue by state' })}
+<div class="queue-chart">${barChart({ rows, ariaLabel: 'Jobs per queue by state' })}</div>
 <div class="scroll" tabindex="0" role="region" aria-label="Queue numbers"><table><tr><th>queue</th><th class="n">waiting</th><th class="n">active</th><th class="n">delayed</th><th class="n">failed</th><th class="n">completed</th><th class="n">oldest waiting</th></tr>
 ${queues.map((q) => markup`<tr><td><code>${q}</code></td>${cell(q, 'wait')}${cell(q, 'active')}${cell(q, 'delayed')}${cell(q, 'failed')}${cell(q, 'completed')}${oldest(q)}</tr>`)}
 </table></div></section>`;
@@ -194,7 +195,7 @@ function mirrorSection(figures: Figures, snapshot: MetricsSnapshot): Html {
   const row = (label: string, key: string, value: number, shown = count(value)) => metricRow(label, key, value, shown);
   return markup`<section id="mirror" aria-labelledby="mirror-h"><h2 id="mirror-h">Log-mirror lag and retirement backlog</h2>
 <p class="note">Now (no history is kept). Decision-log entries the archive does not hold yet, by shard; finished notices past <code>HERALD_NOTICE_KEEP_HOT</code> still in Redis.</p>
-<div class="body">${columnChart({ bars, ariaLabel: 'Entries not archived yet, by shard', labelEvery: 1, topLabel: 'entries' })}
+<div class="body">${columnChart({ bars, ariaLabel: 'Entries not archived yet, by shard', labelEvery: 2, topLabel: (max) => `${count(max)} ${max === 1 ? 'entry' : 'entries'}` })}
 <div><table>
 <tr><th>not archived</th><td class="n">${count(backlog.unarchivedEntries)}</td></tr>
 ${row('oldest not archived', 'herald_log_oldest_unarchived_seconds', backlog.oldestUnarchivedSeconds, seconds(backlog.oldestUnarchivedSeconds))}
@@ -237,6 +238,7 @@ ${histogramSection({
   name: 'herald_fallback_decision_lag_seconds',
   unit: ms,
   mean: (sum, n) => (n ? ms(String(sum / n)) : '—'),
+  sumUnit: ' (s)',
 })}
 ${histogramSection({
   id: 'checks',
@@ -246,6 +248,7 @@ ${histogramSection({
   name: 'herald_status_checks_per_notice',
   unit: (le) => (le === '+Inf' ? '∞' : le),
   mean: (sum, n) => (n ? (sum / n).toFixed(2) : '—'),
+  sumUnit: '',
 })}
 ${spendSection(figures, opts.window, opts.currency)}
 ${queueSection(figures, opts.snapshot)}
