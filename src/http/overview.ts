@@ -82,7 +82,7 @@ function fallbackSection(figures: Figures, hours: NoticeStats[], window: NoticeS
     .filter((h) => h.notices > 0)
     .map(
       (h) =>
-        markup`<tr><td>${h.from.slice(0, 13)}h</td><td class="n">${count(h.notices)}</td><td class="n">${percent(h.fallbackRate)}</td></tr>`,
+        markup`<tr><td>${h.from.slice(0, 13)}h</td><td class="n" data-hour="${h.from}" data-notices="${h.notices}">${count(h.notices)}</td><td class="n">${percent(h.fallbackRate)}</td></tr>`,
     );
   return markup`<section id="fallback" aria-labelledby="fallback-h"><h2 id="fallback-h">Fallback rate over time</h2>
 <p class="note">Share of the notices created in each UTC hour whose fallback was decided (sent or blocked), the last ${OVERVIEW_HOURS} hours; the same counters as <code>/v1/stats</code>.</p>

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
 import { pagePolicy } from '../../src/http/html.js';
 import { OVERVIEW_CSS, sampleKey } from '../../src/http/overview.js';
-import { testPrefix } from '../helpers/env.js';
-import { noticeBody } from '../helpers/herald.js';
+import { testConfig, testPrefix } from '../helpers/env.js';
+import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const ADMIN = 'admin-token-overview-0123456789';
@@ -137,6 +138,12 @@ describe('the admin overview at /admin', () => {
       for (const [reason, n] of Object.entries(stats.fallbackByReason))
         expect(page).toContain(`data-stat="fallbackByReason.${reason}">${n}<`);
       expect(Object.keys(stats.fallbackByReason).sort()).toEqual(['email_bounced', 'email_deadline_elapsed']);
+      const hourly = [...page.matchAll(/data-hour="([^"]+)" data-notices="(\d+)"/g)];
+      expect(hourly.length).toBeGreaterThan(0);
+      expect(
+        hourly.reduce((sum, m) => sum + Number(m[2]), 0),
+        'the hourly bars add up to the window',
+      ).toBe(stats.notices);
     });
 
     it('escapes a value read from Redis instead of writing it as markup', () => {
@@ -144,6 +151,42 @@ describe('the admin overview at /admin', () => {
       expect(page).not.toContain('<img');
       expect(page).toContain('&lt;img src=x onerror=alert(1)&gt;');
       expect(page).not.toMatch(/<script/i);
+    });
+  });
+
+  describe('when no worker runs', () => {
+    const prefix = testPrefix('overview-idle');
+    const clock = new ManualClock(Date.now());
+    let web: WebUnderTest;
+    beforeAll(async () => {
+      web = await startWebUnderTest(testConfig(prefix, { HERALD_ADMIN_TOKEN: ADMIN, HERALD_METRICS_CACHE_MS: '0' }), clock);
+    });
+    afterAll(async () => {
+      await web?.close();
+      await cleanUp(prefix);
+    });
+
+    it('shows how long the oldest job of each queue has waited: a send nobody took, a deadline nobody ran', async () => {
+      // BullMQ stamps jobs with the system clock: start the manual one there.
+      clock.set(Date.now());
+      const created = await web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: 60 }));
+      expect(created.statusCode).toBe(202);
+      const read = async () => pageMetrics((await web.call('GET', '/admin', undefined, admin)).body);
+      const waited = (page: Map<string, number>, queue: string) => page.get(sampleKey('herald_queue_oldest_waiting_seconds', { queue }));
+
+      clock.advance(30_000);
+      const early = await read();
+      expect(early.get(sampleKey('herald_queue_jobs', { queue: 'email-send', state: 'wait' }))).toBe(1);
+      expect(waited(early, 'email-send')).toBeGreaterThanOrEqual(29);
+      expect(waited(early, 'deadline'), 'a delayed job before its time is not waiting').toBe(0);
+
+      clock.advance(120_000);
+      const late = await read();
+      expect(waited(late, 'email-send')).toBeGreaterThanOrEqual(149);
+      const deadlineWaited = waited(late, 'deadline')!;
+      expect(deadlineWaited, 'the deadline job, due 60 s after acceptance, has waited since then').toBeGreaterThanOrEqual(89);
+      expect(deadlineWaited).toBeLessThanOrEqual(waited(late, 'email-send')!);
+      expect(waited(late, 'sms-send')).toBe(0);
     });
   });
 });
