@@ -5,7 +5,6 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { AppDeps } from '../app.js';
 import type { Clock } from '../clock.js';
 import { readBacklog, type BacklogSummary } from '../archive/backlog.js';
-import { logMirrorBacklogGauges } from '../archive/metrics.js';
 import { SHARD_COUNT } from '../notice/ids.js';
 import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, expandCounters, SPEND_SCALE } from '../store/metrics.js';
 import { sameSecret } from './admin-auth.js';
@@ -140,6 +139,18 @@ export function metricSeries(currency: string): SeriesDefinition[] {
       'gauge',
       (s) => [{ value: s.awaitingRetirement }],
     ),
+    def('herald_log_unarchived_entries', 'Decision-log entries in Redis that the archive does not hold yet, by shard.', 'gauge', (s) =>
+      s.backlog.shards.map((shard) => ({ value: shard.unarchived, labels: { shard: String(shard.shard) } })),
+    ),
+    def(
+      'herald_log_oldest_unarchived_seconds',
+      'Age of the oldest decision-log entry not yet archived (0: all archived).',
+      'gauge',
+      (s) => [{ value: s.backlog.oldestUnarchivedSeconds }],
+    ),
+    def('herald_log_stream_entries', 'Decision-log entries held in Redis, archived ones inside the hot window included.', 'gauge', (s) => [
+      { value: s.backlog.streamEntries },
+    ]),
     def(
       'herald_queue_oldest_waiting_seconds',
       'How long the longest-waiting runnable job of each queue has waited (0: none waits).',
@@ -161,7 +172,6 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failure
   for (const metric of metrics) registry.registerMetric(metric as never);
   // Everything read from Redis comes from one snapshot, shared by the scrapes of the cache window.
   const snapshot = sharedMetricsSnapshot(deps);
-  for (const gauge of logMirrorBacklogGauges(async () => (await snapshot()).backlog)) registry.registerMetric(gauge);
 
   const token = deps.config.metrics.token;
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {

@@ -159,18 +159,19 @@ ${spend.map(({ key, sample }) => metricRow(String(sample.labels?.channel), key, 
 
 const QUEUE_STATES = ['wait', 'active', 'delayed', 'failed'] as const;
 
-function queueSection(figures: Figures, snapshot: MetricsSnapshot): Html {
-  const queues = Object.keys(snapshot.queues);
+function queueSection(figures: Figures): Html {
+  const queues = [...new Set(figures.family('herald_queue_jobs').map(({ sample }) => String(sample.labels?.queue)))];
+  const jobs = (queue: string, state: string) => figures.samples.get(sampleKey('herald_queue_jobs', { queue, state })) ?? 0;
   const rows = queues.map((queue) => ({
     label: queue,
     segments: QUEUE_STATES.map((state) => {
-      const value = snapshot.queues[queue]![state] ?? 0;
+      const value = jobs(queue, state);
       return { value, title: `${queue}: ${count(value)} ${state}`, className: state };
     }),
   }));
   const cell = (queue: string, state: string) => {
-    const key = sampleKey('herald_queue_jobs', { queue, state });
-    return metricCell(key, figures.samples.get(key) ?? 0, count(figures.samples.get(key) ?? 0));
+    const value = jobs(queue, state);
+    return metricCell(sampleKey('herald_queue_jobs', { queue, state }), value, count(value));
   };
   const oldest = (queue: string) => {
     const key = sampleKey('herald_queue_oldest_waiting_seconds', { queue });
@@ -185,27 +186,32 @@ ${queues.map((q) => markup`<tr><td><code>${q}</code></td>${cell(q, 'wait')}${cel
 </table></div></section>`;
 }
 
-function mirrorSection(figures: Figures, snapshot: MetricsSnapshot): Html {
-  const { backlog } = snapshot;
-  const bars = backlog.shards.map((s) => ({
-    label: String(s.shard),
+function mirrorSection(figures: Figures): Html {
+  const shards = figures.family('herald_log_unarchived_entries').map(({ key, sample }) => ({
+    key,
+    shard: String(sample.labels?.shard),
+    unarchived: sample.value,
+  }));
+  const bars = shards.map((s) => ({
+    label: s.shard,
     value: s.unarchived,
     title: `shard ${s.shard}: ${count(s.unarchived)} entries not archived yet`,
   }));
+  const oldest = figures.samples.get('herald_log_oldest_unarchived_seconds') ?? 0;
   const row = (label: string, key: string, value: number, shown = count(value)) => metricRow(label, key, value, shown);
   return markup`<section id="mirror" aria-labelledby="mirror-h"><h2 id="mirror-h">Log-mirror lag and retirement backlog</h2>
 <p class="note">Now (no history is kept). Decision-log entries the archive does not hold yet, by shard; finished notices past <code>HERALD_NOTICE_KEEP_HOT</code> still in Redis.</p>
 <div class="body">${columnChart({ bars, ariaLabel: 'Entries not archived yet, by shard', labelEvery: 2, topLabel: (max) => `${count(max)} ${max === 1 ? 'entry' : 'entries'}` })}
 <div><table>
-<tr><th>not archived</th><td class="n">${count(backlog.unarchivedEntries)}</td></tr>
-${row('oldest not archived', 'herald_log_oldest_unarchived_seconds', backlog.oldestUnarchivedSeconds, seconds(backlog.oldestUnarchivedSeconds))}
-${row('log entries in Redis', 'herald_log_stream_entries', backlog.streamEntries)}
+<tr><th>not archived</th><td class="n">${count(shards.reduce((sum, s) => sum + s.unarchived, 0))}</td></tr>
+${row('oldest not archived', 'herald_log_oldest_unarchived_seconds', oldest, seconds(oldest))}
+${row('log entries in Redis', 'herald_log_stream_entries', figures.samples.get('herald_log_stream_entries') ?? 0)}
 ${row('awaiting retirement', 'herald_notices_awaiting_retirement', figures.samples.get('herald_notices_awaiting_retirement') ?? 0)}
 ${row('retired', 'herald_notices_retired_total', figures.samples.get('herald_notices_retired_total') ?? 0)}
 ${row('live notices', 'herald_live_notices', figures.samples.get('herald_live_notices') ?? 0)}
 </table>
 <details><summary>By shard</summary><table><tr><th>shard</th><th class="n">not archived</th></tr>
-${backlog.shards.map((s) => markup`<tr><td>${s.shard}</td>${metricCell(sampleKey('herald_log_unarchived_entries', { shard: s.shard }), s.unarchived, count(s.unarchived))}</tr>`)}
+${shards.map((s) => markup`<tr><td>${s.shard}</td>${metricCell(s.key, s.unarchived, count(s.unarchived))}</tr>`)}
 </table></details></div></div></section>`;
 }
 
@@ -251,8 +257,8 @@ ${histogramSection({
   sumUnit: '',
 })}
 ${spendSection(figures, opts.window, opts.currency)}
-${queueSection(figures, opts.snapshot)}
-${mirrorSection(figures, opts.snapshot)}
+${queueSection(figures)}
+${mirrorSection(figures)}
 </div></main></body></html>`;
 }
 
