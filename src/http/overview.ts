@@ -25,7 +25,7 @@ svg.chart{width:100%;height:auto;display:block} .fill{fill:#0969da} .baseline{st
 table{border-collapse:collapse;font-size:12px;width:100%} th,td{text-align:left;padding:2px 6px;border-bottom:1px solid #eaeef2;vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 caption{text-align:left;font-weight:600;padding:6px 0 2px}
-.queue-chart{max-width:480px} .scroll{overflow-x:auto} code{font-family:ui-monospace,monospace;white-space:nowrap}
+.queue-chart{max-width:400px} .scroll{overflow-x:auto} code{font-family:ui-monospace,monospace;white-space:nowrap}
 details summary{cursor:pointer;margin-top:6px} :focus-visible{outline:2px solid #0969da;outline-offset:2px}
 `;
 

@@ -57,7 +57,7 @@ svg a:focus{outline:none} svg a:focus-visible>*:first-child{stroke:#1f2328;strok
 ol.log{list-style:none;padding:0;margin:0}
 ol.log>li{border-top:1px solid #d0d7de;padding:8px 4px;display:grid;grid-template-columns:minmax(0,14em) minmax(0,1fr);gap:4px 16px;align-items:start}
 ol.log>li:target{background:#fff8c5}
-@media (max-width:700px){ol.log>li{grid-template-columns:minmax(0,1fr)} dl.fields dd dl.fields{display:block} dl.fields dd dl.fields dd{padding-left:12px}}
+@media (max-width:700px){ol.log>li,dl.timescales{grid-template-columns:minmax(0,1fr)} dl.timescales{gap:0} dl.timescales dd{margin-bottom:6px} dl.fields dd dl.fields{display:block} dl.fields dd dl.fields dd{padding-left:12px}}
 .entry-head{display:flex;flex-wrap:wrap;gap:0 8px;align-items:baseline;align-content:flex-start}
 .type{font:600 13px ui-monospace,monospace;white-space:nowrap} .when{color:#57606a;font-size:12px}
 dl.fields{font-size:13px} dl.fields dl.fields{font-size:inherit} ul.values{margin:0;padding-left:1.2em}
