@@ -94,7 +94,7 @@ ${reasons.map(([reason, n]) => markup`<tr><th><code>${reason}</code></th><td cla
 </table>
 <table><caption>Since the counters began</caption>
 ${metricRow('accepted', 'herald_notices_accepted_total', accepted)}
-${decided.map(({ key, sample }) => metricRow(markup`decided <code>${sample.labels?.reason}</code>`, key, sample.value))}
+${decided.map(({ key, sample }) => metricRow(markup`decided <a href="/admin/notices?reason=${encodeURIComponent(String(sample.labels?.reason))}"><code>${sample.labels?.reason}</code></a>`, key, sample.value))}
 ${blocked.map(({ key, sample }) => metricRow(markup`blocked <code>${sample.labels?.reason}</code>`, key, sample.value))}
 </table>
 ${hourRows.length ? markup`<details><summary>Hours with notices</summary><table><tr><th>hour (UTC)</th><th class="n">notices</th><th class="n">fallback</th></tr>${hourRows}</table></details>` : ''}
@@ -109,7 +109,7 @@ function metricRow(label: string | Html, key: string, value: number, shown = cou
 function histogramSection(opts: {
   id: string;
   title: string;
-  note: string;
+  note: string | Html;
   figures: Figures;
   name: string;
   unit: (le: string) => string;
@@ -239,7 +239,7 @@ ${fallbackSection(figures, opts.hours, opts.window)}
 ${histogramSection({
   id: 'lateness',
   title: 'Deadline lateness',
-  note: 'How long after the channel deadline each deadline fallback was decided (decidedAt − deadline).',
+  note: markup`How long after the channel deadline each deadline fallback was decided (decidedAt − deadline); the notices whose decision came late are <a href="/admin/notices?view=late">listed here</a>.`,
   figures,
   name: 'herald_fallback_decision_lag_seconds',
   unit: ms,
