@@ -8,6 +8,7 @@ import { ADMIN_COOKIE, AdminSessions, adminGate, adminHeaders, crossSiteGuard, r
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { HttpError } from './errors.js';
 import { markup, sendPage, styleBlock, type Html } from './html.js';
+import { overviewRoutes } from './overview.js';
 import { renderTimeline, TIMELINE_CSS } from './timeline.js';
 import { fromArchive } from './archive-reads.js';
 
@@ -41,7 +42,7 @@ export const safeNext = (next: unknown): string =>
     : '/admin/queues';
 
 /**
- * `/admin/*`: Bull Board at /admin/queues, the audit timeline at /admin/notices/:id, the login
+ * `/admin/*`: the overview at /admin, Bull Board at /admin/queues, the audit timeline at /admin/notices/:id, the login
  * form and the logout, all behind HERALD_ADMIN_TOKEN (bearer, basic auth, or a login session),
  * refusing cross-site changes, with the security headers of `adminHeaders`.
  */
@@ -79,6 +80,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps, failures:
     reply.header('set-cookie', AdminSessions.clearCookie(request));
     return (request.headers.accept ?? '').includes('text/html') ? reply.redirect('/admin/login', 303) : reply.status(204).send();
   });
+
+  await overviewRoutes(app, deps);
 
   // The timeline reads the whole trail, from the archive where the log mirror trimmed Redis.
   app.get<{ Params: { id: string } }>('/admin/notices/:id', { schema: { hide: true } }, async (request, reply) => {

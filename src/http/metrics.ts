@@ -1,9 +1,9 @@
+import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { AppDeps } from '../app.js';
 import type { Clock } from '../clock.js';
 import { readBacklog, type BacklogSummary } from '../retention/backlog.js';
-import { logMirrorBacklogGauges } from '../retention/metrics.js';
 import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, readMetricCounters, SPEND_SCALE } from '../store/metrics.js';
 import { sameSecret } from './admin-auth.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
@@ -11,17 +11,30 @@ import { errorBody } from './errors.js';
 
 const PROVIDER_OF: Record<string, string> = { email: 'postmark', sms: 'twilio' };
 
-type Sample = { value: number; labels?: Record<string, string | number>; metricName?: string };
-type Snapshot = {
+export type Sample = { value: number; labels?: Record<string, string | number>; metricName?: string };
+
+/** One reading of everything /metrics reports from Redis and BullMQ. */
+export type MetricsSnapshot = {
   counters: Map<string, number>;
   queues: Record<string, Record<string, number>>;
+  /** Per queue: how long its longest-waiting runnable job has waited, in seconds (0: none waits). */
+  oldestWaiting: Record<string, number>;
   live: number;
   awaitingRetirement: number;
   backlog: BacklogSummary;
 };
+type Snapshot = MetricsSnapshot;
 
-/** A metric whose samples are computed from the scrape's snapshot of Redis. */
-function mirrored(name: string, help: string, type: 'counter' | 'gauge' | 'histogram', samples: (s: Snapshot) => Sample[]) {
+/** A Prometheus metric family computed from a snapshot: what /metrics serves and the overview draws. */
+export interface SeriesDefinition {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  samples: (s: Snapshot) => Sample[];
+}
+
+/** A prom-client metric serving a definition's samples from the scrape's snapshot. */
+function mirrored({ name, help, type, samples }: SeriesDefinition) {
   let snapshot: Snapshot | undefined;
   return {
     name,
@@ -64,6 +77,88 @@ function byFields(
 }
 
 /**
+ * Herald's metric families, computed from one snapshot. `/metrics` serves them and the admin
+ * overview draws them (src/http/overview.ts), so the two never disagree.
+ */
+export function metricSeries(currency: string): SeriesDefinition[] {
+  const def = (name: string, help: string, type: SeriesDefinition['type'], samples: SeriesDefinition['samples']) => ({
+    name,
+    help,
+    type,
+    samples,
+  });
+  return [
+    def('herald_notices_accepted_total', 'Notices accepted through the API.', 'counter', (s) => [
+      { value: s.counters.get('entry|notice.accepted') ?? 0 },
+    ]),
+    def('herald_transitions_total', 'Notice state changes, by the state entered.', 'counter', (s) => byFields(s, 'state', ['state'])),
+    def('herald_log_entries_total', 'Decision-log entries written, by type.', 'counter', (s) => byFields(s, 'entry', ['type'])),
+    def('herald_status_polls_total', 'Status reads that returned a status, by channel and normalized status.', 'counter', (s) =>
+      byFields(s, 'poll', ['channel', 'status']),
+    ),
+    def('herald_provider_calls_total', 'Provider calls, by provider, operation and outcome (ok or the error kind).', 'counter', (s) =>
+      byFields(s, 'call', ['channel', 'operation', 'outcome'], (l) => ({ provider: PROVIDER_OF[l.channel!] ?? l.channel!, ...l })),
+    ),
+    def('herald_provider_errors_total', 'Provider errors, by channel and kind.', 'counter', (s) =>
+      byFields(s, 'perr', ['channel', 'kind']),
+    ),
+    def('herald_fallback_decisions_total', 'Fallbacks to SMS decided, by reason.', 'counter', (s) => byFields(s, 'fallback', ['reason'])),
+    def('herald_fallback_blocked_total', 'Fallbacks that could not use SMS, by reason.', 'counter', (s) =>
+      byFields(s, 'blocked', ['reason']),
+    ),
+    def('herald_sms_sent_total', 'SMS handed to the provider.', 'counter', (s) => [{ value: s.counters.get('entry|sms.accepted') ?? 0 }]),
+    def('herald_reconciler_repairs_total', 'Overdue notices the reconciler drove forward.', 'counter', (s) => [
+      { value: s.counters.get('entry|notice.reconciled') ?? 0 },
+    ]),
+    def('herald_fallback_decision_lag_seconds', 'decidedAt − deadline of deadline fallbacks.', 'histogram', (s) =>
+      histogram(s, 'herald_fallback_decision_lag_seconds', 'lag', DECISION_LAG_BUCKETS_MS, 1000),
+    ),
+    def(
+      'herald_estimated_spend_total',
+      `Estimated provider spend of completed notices, by channel, in the configured currency (${currency}).`,
+      'counter',
+      (s) => byFields(s, 'spend', ['channel']).map((sample) => ({ ...sample, value: sample.value / SPEND_SCALE })),
+    ),
+    def('herald_status_checks_per_notice', 'Email and SMS status checks of each completed notice.', 'histogram', (s) =>
+      histogram(s, 'herald_status_checks_per_notice', 'checks', CHECKS_BUCKETS, 1),
+    ),
+    def('herald_queue_jobs', 'Jobs in each queue, by state.', 'gauge', (s) =>
+      Object.entries(s.queues).flatMap(([queue, counts]) =>
+        Object.entries(counts).map(([state, value]) => ({ value, labels: { queue, state } })),
+      ),
+    ),
+    def('herald_live_notices', 'Notices not yet in a terminal state.', 'gauge', (s) => [{ value: s.live }]),
+    def('herald_notices_retired_total', 'Finished notices Redis let go of, their records in the archive.', 'counter', (s) => [
+      { value: s.counters.get('retired') ?? 0 },
+    ]),
+    def(
+      'herald_notices_awaiting_retirement',
+      'Finished notices past HERALD_NOTICE_KEEP_HOT still in Redis (waiting for the archive, or the next sweep).',
+      'gauge',
+      (s) => [{ value: s.awaitingRetirement }],
+    ),
+    def('herald_log_unarchived_entries', 'Decision-log entries in Redis that the archive does not hold yet, by shard.', 'gauge', (s) =>
+      s.backlog.shards.map((shard) => ({ value: shard.unarchived, labels: { shard: String(shard.shard) } })),
+    ),
+    def(
+      'herald_log_oldest_unarchived_seconds',
+      'Age of the oldest decision-log entry not yet archived (0: all archived).',
+      'gauge',
+      (s) => [{ value: s.backlog.oldestUnarchivedSeconds }],
+    ),
+    def('herald_log_stream_entries', 'Decision-log entries held in Redis, archived ones inside the hot window included.', 'gauge', (s) => [
+      { value: s.backlog.streamEntries },
+    ]),
+    def(
+      'herald_queue_oldest_waiting_seconds',
+      'How long the longest-waiting runnable job of each queue has waited (0: none waits).',
+      'gauge',
+      (s) => Object.entries(s.oldestWaiting).map(([queue, value]) => ({ value, labels: { queue } })),
+    ),
+  ];
+}
+
+/**
  * `/metrics`: Prometheus text. Herald's counters live in Redis (incremented by the transition
  * scripts), so any web process reports the totals of all workers; queue depths are read from
  * BullMQ at scrape time; the process's own runtime metrics are added by prom-client.
@@ -71,65 +166,10 @@ function byFields(
 export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failures: AuthFailures): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'herald_web_' });
-  const metrics = [
-    mirrored('herald_notices_accepted_total', 'Notices accepted through the API.', 'counter', (s) => [
-      { value: s.counters.get('entry|notice.accepted') ?? 0 },
-    ]),
-    mirrored('herald_transitions_total', 'Notice state changes, by the state entered.', 'counter', (s) => byFields(s, 'state', ['state'])),
-    mirrored('herald_log_entries_total', 'Decision-log entries written, by type.', 'counter', (s) => byFields(s, 'entry', ['type'])),
-    mirrored('herald_status_polls_total', 'Status reads that returned a status, by channel and normalized status.', 'counter', (s) =>
-      byFields(s, 'poll', ['channel', 'status']),
-    ),
-    mirrored('herald_provider_calls_total', 'Provider calls, by provider, operation and outcome (ok or the error kind).', 'counter', (s) =>
-      byFields(s, 'call', ['channel', 'operation', 'outcome'], (l) => ({ provider: PROVIDER_OF[l.channel!] ?? l.channel!, ...l })),
-    ),
-    mirrored('herald_provider_errors_total', 'Provider errors, by channel and kind.', 'counter', (s) =>
-      byFields(s, 'perr', ['channel', 'kind']),
-    ),
-    mirrored('herald_fallback_decisions_total', 'Fallbacks to SMS decided, by reason.', 'counter', (s) =>
-      byFields(s, 'fallback', ['reason']),
-    ),
-    mirrored('herald_fallback_blocked_total', 'Fallbacks that could not use SMS, by reason.', 'counter', (s) =>
-      byFields(s, 'blocked', ['reason']),
-    ),
-    mirrored('herald_sms_sent_total', 'SMS handed to the provider.', 'counter', (s) => [
-      { value: s.counters.get('entry|sms.accepted') ?? 0 },
-    ]),
-    mirrored('herald_reconciler_repairs_total', 'Overdue notices the reconciler drove forward.', 'counter', (s) => [
-      { value: s.counters.get('entry|notice.reconciled') ?? 0 },
-    ]),
-    mirrored('herald_fallback_decision_lag_seconds', 'decidedAt − deadline of deadline fallbacks.', 'histogram', (s) =>
-      histogram(s, 'herald_fallback_decision_lag_seconds', 'lag', DECISION_LAG_BUCKETS_MS, 1000),
-    ),
-    mirrored(
-      'herald_estimated_spend_total',
-      `Estimated provider spend of completed notices, by channel, in the configured currency (${deps.config.prices.currency}).`,
-      'counter',
-      (s) => byFields(s, 'spend', ['channel']).map((sample) => ({ ...sample, value: sample.value / SPEND_SCALE })),
-    ),
-    mirrored('herald_status_checks_per_notice', 'Email and SMS status checks of each completed notice.', 'histogram', (s) =>
-      histogram(s, 'herald_status_checks_per_notice', 'checks', CHECKS_BUCKETS, 1),
-    ),
-    mirrored('herald_queue_jobs', 'Jobs in each queue, by state.', 'gauge', (s) =>
-      Object.entries(s.queues).flatMap(([queue, counts]) =>
-        Object.entries(counts).map(([state, value]) => ({ value, labels: { queue, state } })),
-      ),
-    ),
-    mirrored('herald_live_notices', 'Notices not yet in a terminal state.', 'gauge', (s) => [{ value: s.live }]),
-    mirrored('herald_notices_retired_total', 'Finished notices Redis let go of, their records in the archive.', 'counter', (s) => [
-      { value: s.counters.get('retired') ?? 0 },
-    ]),
-    mirrored(
-      'herald_notices_awaiting_retirement',
-      'Finished notices past HERALD_NOTICE_KEEP_HOT still in Redis (waiting for the archive, or the next sweep).',
-      'gauge',
-      (s) => [{ value: s.awaitingRetirement }],
-    ),
-  ];
+  const metrics = metricSeries(deps.config.prices.currency).map(mirrored);
   for (const metric of metrics) registry.registerMetric(metric as never);
   // Everything read from Redis comes from one snapshot, shared by the scrapes of the cache window.
-  const snapshot = snapshotCache(() => readSnapshot(deps), deps.clock, deps.config.metrics.cacheMs);
-  for (const gauge of logMirrorBacklogGauges(async () => (await snapshot()).backlog)) registry.registerMetric(gauge);
+  const snapshot = sharedMetricsSnapshot(deps);
 
   const token = deps.config.metrics.token;
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
@@ -149,21 +189,55 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failure
   });
 }
 
+const readings = new WeakMap<AppDeps, () => Promise<Snapshot>>();
+
+/**
+ * The snapshot reader of one app's dependencies, shared by `/metrics` and the admin overview:
+ * within one `HERALD_METRICS_CACHE_MS` window both show the same reading.
+ */
+export function sharedMetricsSnapshot(deps: AppDeps): () => Promise<MetricsSnapshot> {
+  let read = readings.get(deps);
+  if (!read) {
+    read = snapshotCache(() => readSnapshot(deps), deps.clock, deps.config.metrics.cacheMs);
+    readings.set(deps, read);
+  }
+  return read;
+}
+
 /** One reading of everything /metrics reports from Redis and BullMQ. */
 async function readSnapshot(deps: AppDeps): Promise<Snapshot> {
   const counters = await readMetricCounters(deps.redis, deps.store.keys);
+  const now = deps.clock.now();
   const queues: Snapshot['queues'] = {};
+  const oldestWaiting: Snapshot['oldestWaiting'] = {};
   for (const queue of Object.values(deps.queues)) {
     queues[queue.name] = await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed', 'prioritized');
+    oldestWaiting[queue.name] = await oldestWaitingSeconds(queue, now);
   }
-  const now = deps.clock.now();
   return {
     counters,
     queues,
+    oldestWaiting,
     live: await deps.store.liveCount(),
     awaitingRetirement: await deps.store.awaitingRetirement(now),
     backlog: await readBacklog(deps.redis, deps.store.keys, now),
   };
+}
+
+/**
+ * How long a queue's longest-waiting runnable job has waited: the head of `wait` since it was
+ * first due (created, plus the delay it was added with), or a delayed job past its time that no
+ * worker has promoted yet (no worker runs) since that time, whichever is older. A job its step
+ * moved back to delayed counts from its first due time: an upper bound.
+ */
+async function oldestWaitingSeconds(queue: Queue, now: number): Promise<number> {
+  const [head] = await queue.getJobs(['wait', 'prioritized'], 0, 0, true);
+  // The delayed set is ordered by due time: its first job is the one due first.
+  const [firstDelayed] = await queue.getJobs(['delayed'], 0, 0, true);
+  const dueAt = (job: typeof head) => (job ? job.timestamp + Number(job.delay ?? job.opts.delay ?? 0) : Infinity);
+  const dueSince = [dueAt(head), dueAt(firstDelayed)].filter((at) => at <= now || at === Infinity);
+  const since = Math.min(...dueSince);
+  return Number.isFinite(since) ? Math.max(0, Math.round((now - since) / 1000)) : 0;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { StoredEntry } from '../store/notices.js';
 import type { noticeView } from '../notice/view.js';
+import { adminNav, NAV_CSS } from './admin-nav.js';
 import { markup, styleBlock, type Html } from './html.js';
 
 type View = ReturnType<typeof noticeView>;
@@ -18,38 +19,58 @@ const STATUS_COLOURS: Record<string, string> = {
   unknown: '#57606a',
 };
 
-/** A time relative to acceptance: `+2m 30s`, or with tenths under a minute (`+1.4s`). */
+/** A time relative to acceptance: `+1.4s` under a minute (with tenths), `+2m 30s`, `+3h 5m`, `+7d 2h`. */
 function offset(ms: number): string {
   const sign = ms < 0 ? '−' : '+';
   const abs = Math.abs(ms) / 1000;
   if (abs < 60) return `${sign}${Number(abs.toFixed(1))}s`;
   const s = Math.round(abs);
-  return `${sign}${Math.floor(s / 60)}m${s % 60 ? ` ${s % 60}s` : ''}`;
+  const [big, small, unit, rest] =
+    s >= 86_400
+      ? [Math.floor(s / 86_400), Math.floor((s % 86_400) / 3600), 'd', 'h']
+      : s >= 3600
+        ? [Math.floor(s / 3600), Math.floor((s % 3600) / 60), 'h', 'm']
+        : [Math.floor(s / 60), s % 60, 'm', 's'];
+  return `${sign}${big}${unit}${small ? ` ${small}${rest}` : ''}`;
 }
 
 /** The timeline page's one style block (hashed into its CSP). */
-export const TIMELINE_CSS = `
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1f2328;background:#fff}
-h1{font-size:20px;margin:0 0 4px} .meta{color:#57606a;margin-bottom:16px}
-dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:0 0 16px} dt{color:#57606a}
-svg{width:100%;max-width:${WIDTH}px;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa}
+export const TIMELINE_CSS = `${NAV_CSS}
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1f2328;background:#fff}
+main{padding:16px 24px;max-width:${WIDTH + 40}px} @media (max-width:700px){main{padding:12px}}
+h1{font-size:20px;margin:8px 0 4px} h2{font-size:16px;margin:20px 0 6px} .meta{color:#57606a;margin:0 0 12px}
+h1 code{overflow-wrap:anywhere}
+dl.summary,dl.fields,dl.timescales{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 12px;margin:0}
+dt{color:#57606a} dd{margin:0;overflow-wrap:anywhere}
+dl.timescales{gap:6px 12px} dl.timescales dt{font-weight:600;color:#1f2328;white-space:nowrap}
+.chart{overflow-x:auto;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;margin-top:12px}
+.chart svg{display:block;width:100%;min-width:720px}
 .lane{stroke:#d0d7de} .lane-label{font-weight:600;fill:#57606a;font-size:12px} .tick{fill:#57606a;font-size:11px}
 .planned{stroke:#8250df;stroke-width:2} .deadline{stroke:#cf222e;stroke-width:2;stroke-dasharray:6 3}
 .deadline-label{fill:#cf222e;font-size:12px;font-weight:600} .timeout{fill:#afb8c1}
 .requested{fill:#fff;stroke:#0969da;stroke-width:2} .accepted{fill:#0969da}
 .decision{fill:#cf222e} .reason{fill:#cf222e;font-weight:600;font-size:13px} .error{fill:#bc4c00;font-size:11px}
 .done{fill:#1a7f37;font-size:11px} .cross{fill:#cf222e;font-size:14px}
-.legend span{margin-right:16px} table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border-bottom:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
-code{font-family:ui-monospace,monospace;word-break:break-all}
+svg a:focus{outline:none} svg a:focus-visible>*:first-child{stroke:#1f2328;stroke-width:3} svg a:focus-visible{outline:2px solid #1f2328}
+.legend{display:flex;flex-wrap:wrap;gap:4px 16px;padding:0;list-style:none;font-size:12px;color:#57606a}
 .colour-timeout{color:#afb8c1} .colour-planned{color:#8250df} .colour-deadline{color:#cf222e}
-header form{float:right} header button{font:inherit}
+ol.log{list-style:none;padding:0;margin:0}
+ol.log>li{border-top:1px solid #d0d7de;padding:8px 4px;display:grid;grid-template-columns:minmax(0,14em) minmax(0,1fr);gap:4px 16px;align-items:start}
+ol.log>li:target{background:#fff8c5}
+@media (max-width:700px){ol.log>li,dl.timescales{grid-template-columns:minmax(0,1fr)} dl.timescales{gap:0} dl.timescales dd{margin-bottom:6px} dl.fields dd dl.fields{display:block} dl.fields dd dl.fields dd{padding-left:12px}}
+.entry-head{display:flex;flex-wrap:wrap;gap:0 8px;align-items:baseline;align-content:flex-start}
+.type{font:600 13px ui-monospace,monospace;white-space:nowrap} .when{color:#57606a;font-size:12px}
+dl.fields{font-size:13px} dl.fields dl.fields{font-size:inherit} ul.values{margin:0;padding-left:1.2em}
+code{font-family:ui-monospace,monospace} .meta code{overflow-wrap:anywhere} time{white-space:nowrap}
+:focus-visible{outline:2px solid #0969da;outline-offset:2px}
 `;
 
 /**
  * The audit timeline of one notice as a self-contained HTML page: one time axis with the poll
  * plan, each provider call and observation, the channel deadline, the fallback decision and the
  * SMS — the three timescales (provider timeout, poll schedule, channel deadline) side by side —
- * and the raw decision log below. No scripts, no external assets; every value is escaped by `markup`.
+ * explained once, and the decision log below with each entry's fields as labelled values. No scripts, no
+ * external assets; every value is escaped by `markup`.
  */
 export function renderTimeline(view: View, events: StoredEntry[]): Html {
   const created = Date.parse(view.createdAt);
@@ -89,13 +110,16 @@ export function renderTimeline(view: View, events: StoredEntry[]): Html {
 
   for (const e of events) {
     const t = Date.parse(e.at);
-    const title = markup`<title>#${e.seq} ${e.type} at ${e.at} (${offset(t - created)})</title>`;
+    const label = `#${e.seq} ${e.type} at ${e.at} (${offset(t - created)})`;
+    const title = markup`<title>${label}</title>`;
+    // Every event marker links to its entry in the log below: reachable by keyboard, and a click explains it.
+    const push = (marker: Html) => svg.push(markup`<a href="#entry-${e.seq}" aria-label="${label}">${marker}</a>`);
     const [channel, what] = String(e.type).split('.') as [string, string | undefined];
     if ((channel === 'email' || channel === 'sms') && what) {
       const y = laneY(channel === 'email' ? 'Email' : 'SMS');
       if (e.type === 'email.observed' || e.type === 'sms.observed') {
         const colour = STATUS_COLOURS[e.status] ?? '#57606a';
-        svg.push(
+        push(
           markup`<g data-marker="${channel}-observed" data-status="${e.status}"><circle cx="${x(t)}" cy="${y}" r="6" fill="${colour}"/>${title}</g>`,
         );
       } else if (what === 'requested' || what === 'accepted') {
@@ -104,60 +128,101 @@ export function renderTimeline(view: View, events: StoredEntry[]): Html {
           what === 'requested'
             ? markup`<rect x="${x(t)}" y="${y - 14}" width="${Math.max(2, x(t + timeoutMs) - x(t))}" height="4" class="timeout"/>`
             : '';
-        svg.push(
+        push(
           markup`<g data-marker="${channel}-${what}">${bar}<rect x="${x(t) - 5}" y="${y - 5}" width="10" height="10" class="${what}"/>${title}</g>`,
         );
       } else if (what === 'canceled') {
-        svg.push(
-          markup`<g data-marker="sms-canceled"><text x="${x(t)}" y="${y + 4}" class="cross" text-anchor="middle">✕</text>${title}</g>`,
-        );
+        push(markup`<g data-marker="sms-canceled"><text x="${x(t)}" y="${y + 4}" class="cross" text-anchor="middle">✕</text>${title}</g>`);
       }
     } else if (e.type === 'provider.error') {
       const y = laneY(e.channel === 'sms' ? 'SMS' : 'Email');
-      svg.push(
+      push(
         markup`<g data-marker="provider-error" data-kind="${e.kind}"><text x="${x(t)}" y="${y + 22}" class="error" text-anchor="middle">⚠ ${e.kind}</text>${title}</g>`,
       );
     } else if (e.type === 'fallback.decided' || e.type === 'fallback.blocked') {
       const y = laneY('Decision');
       const reason = e.type === 'fallback.decided' ? String(e.reason) : `blocked: ${String(e.reason)}`;
-      svg.push(
+      push(
         markup`<g id="fallback-marker" data-marker="fallback" data-reason="${e.reason}"><polygon points="${x(t)},${y - 9} ${x(t) + 9},${y} ${x(t)},${y + 9} ${x(t) - 9},${y}" class="decision"/><text x="${x(t) + 12}" y="${y + 4}" class="reason">${reason}</text>${title}</g>`,
       );
     } else if (e.type === 'notice.completed') {
-      svg.push(
+      push(
         markup`<g data-marker="completed"><text x="${x(t)}" y="${laneY('Decision') + 24}" class="done" text-anchor="middle">■ ${e.state}</text>${title}</g>`,
       );
     }
   }
 
-  const rows = events.map((e) => {
+  const entries = events.map((e) => {
     const { id, seq, type, at, noticeId, ...fields } = e;
-    void id;
     void noticeId;
-    return markup`<tr><td>${seq}</td><td>${at}</td><td>${offset(Date.parse(at) - created)}</td><td><code>${type}</code></td><td><code>${JSON.stringify(fields)}</code></td></tr>\n`;
+    return markup`<li id="entry-${seq}"><div class="entry-head"><span>#${seq}</span><code class="type">${type}</code><span class="when"><time datetime="${at}">${at}</time> (${offset(Date.parse(at) - created)})</span><span class="when">entry ${id}</span></div>
+${fieldList(fields as Record<string, unknown>, created)}</li>\n`;
   });
+  const plan = view.plannedChecks.map((p) => offset(Date.parse(p) - created)).join(', ');
 
   return markup`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Notice ${view.id} — Herald audit timeline</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 ${styleBlock(TIMELINE_CSS)}</head>
 <body>
-<header><form method="post" action="/admin/logout"><button type="submit">Log out</button></form></header>
+${adminNav('timeline')}
+<main id="main">
 <h1>Notice <code>${view.id}</code></h1>
-<div class="meta">Audit timeline, from Herald's decision log. Times are relative to acceptance (${view.createdAt}).</div>
-<dl>
+<p class="meta">Audit timeline, from Herald's decision log. Times are relative to acceptance (<time datetime="${view.createdAt}">${view.createdAt}</time>). <a href="#log">Skip to the decision log</a></p>
+<dl class="summary">
 <dt>State</dt><dd id="state">${view.state}</dd>
-<dt>Channel deadline</dt><dd>${view.deadline} (${offset(deadline - created)})</dd>
+<dt>Category</dt><dd>${view.category}</dd>
+<dt>Recipient</dt><dd>${view.recipientId}</dd>
 <dt>Fallback</dt><dd id="fallback-reason">${view.fallback ? markup`${view.fallback.reason} at ${view.fallback.decidedAt}` : 'none'}</dd>
-<dt>Poll plan</dt><dd>${view.plannedChecks.length} checks: ${view.plannedChecks.map((p) => offset(Date.parse(p) - created)).join(', ')}</dd>
-<dt>Provider timeout</dt><dd>${timeoutMs} ms per attempt</dd>
 <dt>Policy version</dt><dd>${view.policyVersion}</dd>
 </dl>
-<svg viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="Timeline of notice ${view.id}">
-${svg.map((part) => markup`${part}\n`)}</svg>
-<p class="legend"><span><b class="colour-timeout">▬</b> provider timeout (per attempt)</span><span><b class="colour-planned">|</b> poll schedule (planned checks)</span><span><b class="colour-deadline">┆</b> channel deadline</span><span>● observed status (green delivered, amber pending, red bounced/failed)</span><span>◆ fallback decision</span></p>
-<h2>Decision log</h2>
-<table><thead><tr><th>seq</th><th>at</th><th>offset</th><th>type</th><th>fields</th></tr></thead><tbody>
-${rows}</tbody></table>
+<h2 id="timescales-h">Three timescales</h2>
+<dl class="timescales" id="timescales" aria-labelledby="timescales-h">
+<dt><span class="colour-timeout" aria-hidden="true">▬</span> Provider timeout</dt><dd>How long one network attempt to a provider may take: <b>${timeoutMs} ms</b>. An attempt that runs out is recorded as a <code>provider.error</code>, never as a failed email, and the notice keeps waiting for the deadline.</dd>
+<dt><span class="colour-planned" aria-hidden="true">|</span> Poll schedule</dt><dd>When Herald reads the delivery status: <b>${view.plannedChecks.length} planned checks</b> (${plan}), planned from the deadline backwards, the last at the deadline itself.</dd>
+<dt><span class="colour-deadline" aria-hidden="true">┆</span> Channel deadline</dt><dd>The time after which the fallback to SMS is allowed: <b><time datetime="${view.deadline}">${view.deadline}</time></b> (${offset(deadline - created)}). It is checked at or after this time, never before.</dd>
+</dl>
+<div class="chart" tabindex="0" role="region" aria-label="Timeline chart; each event links to its entry in the decision log">
+<svg viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Timeline of notice ${view.id}">
+${svg.map((part) => markup`${part}\n`)}</svg></div>
+<ul class="legend" aria-label="Legend"><li><b class="colour-timeout">▬</b> provider timeout</li><li><b class="colour-planned">|</b> planned check</li><li><b class="colour-deadline">┆</b> channel deadline</li><li>□ requested, ■ accepted by the provider</li><li>● observed status (green delivered, amber pending, red bounced or failed)</li><li>◆ fallback decision</li></ul>
+<h2 id="log">Decision log</h2>
+<p class="meta">${events.length} entries, oldest first; the same as <code>GET /v1/notices/${view.id}/events</code>.</p>
+<ol class="log">
+${entries}</ol>
+</main>
 </body></html>`;
+}
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+/** `providerTimeoutMs` → `provider timeout (ms)`: a field name as words. */
+export function fieldLabel(name: string): string {
+  const unit = /Ms$/.test(name) ? ' (ms)' : '';
+  const words = name
+    .replace(/Ms$/, '')
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
+    .toLowerCase();
+  return words + unit;
+}
+
+/** A field's value as a person reads it: times with their offset, lists as lists, objects as nested fields. */
+function fieldValue(value: unknown, created: number): Html {
+  if (value === null || value === undefined || value === '') return markup`<span class="when">none</span>`;
+  if (typeof value === 'boolean') return markup`${value ? 'yes' : 'no'}`;
+  if (typeof value === 'string' && ISO_TIME.test(value))
+    return markup`<time datetime="${value}">${value}</time> <span class="when">(${offset(Date.parse(value) - created)})</span>`;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return markup`<span class="when">none</span>`;
+    return markup`<ul class="values">${value.map((v) => markup`<li>${fieldValue(v, created)}</li>`)}</ul>`;
+  }
+  if (typeof value === 'object') return fieldList(value as Record<string, unknown>, created);
+  return markup`${String(value)}`;
+}
+
+function fieldList(fields: Record<string, unknown>, created: number): Html {
+  const names = Object.keys(fields);
+  if (names.length === 0) return markup`<p class="when">no other fields</p>`;
+  return markup`<dl class="fields">${names.map((name) => markup`<dt>${fieldLabel(name)}</dt><dd data-field="${name}">${fieldValue(fields[name], created)}</dd>`)}</dl>`;
 }

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Prices } from '../config.js';
 import type { Keys } from '../store/keys.js';
-import { STATS_HOUR_MS, statsField, sumStatsCounters } from '../store/stats.js';
+import { readStatsCounters, STATS_HOUR_MS, statsField } from '../store/stats.js';
 import { costOf } from './cost.js';
 import { STATES, type FallbackReason } from './states.js';
 
@@ -54,6 +54,33 @@ export function statsWindow(from: number, to: number): { from: number; to: numbe
  */
 export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats> {
   const window = statsWindow(from, to);
+  const totals = new Map<string, number>();
+  for (const counters of (await readHourlyCounters(redis, keys, window)).values())
+    for (const [counter, n] of counters) totals.set(counter, (totals.get(counter) ?? 0) + n);
+  return statsOf(totals, from, to, window, prices);
+}
+
+/**
+ * The same figures as `noticeStats`, one per UTC hour overlapping [from, to), oldest first: the
+ * history the overview charts. Summed, they are `noticeStats` of the whole window.
+ */
+export async function hourlyStats(redis: Redis, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats[]> {
+  const window = statsWindow(from, to);
+  const hourly = await readHourlyCounters(redis, keys, window);
+  const stats: NoticeStats[] = [];
+  for (let start = window.from; start < window.to; start += STATS_HOUR_MS) {
+    const hour = { from: start, to: start + STATS_HOUR_MS };
+    stats.push(statsOf(hourly.get(start / STATS_HOUR_MS) ?? new Map(), hour.from, hour.to, hour, prices));
+  }
+  return stats;
+}
+
+/** Every shard's counters of the window's hours, summed per hour (hours since the epoch → counter → n). */
+async function readHourlyCounters(
+  redis: Redis,
+  keys: Keys,
+  window: { from: number; to: number },
+): Promise<Map<number, Map<string, number>>> {
   const firstHour = window.from / STATS_HOUR_MS;
   const hours = (window.to - window.from) / STATS_HOUR_MS;
   const days: string[][] = [];
@@ -63,8 +90,10 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
       for (const counter of COUNTERS) fields.push(statsField(hour, counter));
     days.push(fields);
   }
-  const totals = await sumStatsCounters(redis, keys, days);
+  return readStatsCounters(redis, keys, days);
+}
 
+function statsOf(totals: Map<string, number>, from: number, to: number, window: { from: number; to: number }, prices: Prices): NoticeStats {
   const byState: Record<string, number> = {};
   const fallbackByReason: Record<string, number> = {};
   for (const [counter, n] of totals) {

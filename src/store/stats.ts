@@ -18,11 +18,16 @@ export function statsField(hour: number, counter: string): string {
 }
 
 /**
- * Sums the given fields over every shard's stats hash, by counter (the field without its hour):
+ * Reads the given fields of every shard's stats hash, summed per hour and counter (hours since the epoch → counter → n):
  * one pipeline per shard (one slot each, as Redis Cluster wants) of one HMGET per group, all
  * shards at once.
  */
-export async function sumStatsCounters(redis: Redis, keys: Keys, fieldGroups: readonly string[][]): Promise<Map<string, number>> {
+export async function readStatsCounters(
+  redis: Redis,
+  keys: Keys,
+  fieldGroups: readonly string[][],
+): Promise<Map<number, Map<string, number>>> {
+  // One pipeline per shard (one slot each, as Redis Cluster wants), all shards at once.
   const replies = await Promise.all(
     keys.allShards().map(async (shard) => {
       const pipeline = redis.pipeline();
@@ -30,19 +35,24 @@ export async function sumStatsCounters(redis: Redis, keys: Keys, fieldGroups: re
       return (await pipeline.exec()) ?? [];
     }),
   );
-  const totals = new Map<string, number>();
+  const hourly = new Map<number, Map<string, number>>();
   for (const shardReplies of replies) {
     for (const [i, [error, values]] of shardReplies.entries()) {
       if (error) throw error;
       const fields = fieldGroups[i]!;
       for (const [j, value] of (values as (string | null)[]).entries()) {
         if (value === null) continue;
-        const counter = fields[j]!.slice(fields[j]!.indexOf('|') + 1);
-        totals.set(counter, (totals.get(counter) ?? 0) + Number(value));
+        const field = fields[j]!;
+        const bar = field.indexOf('|');
+        const hour = Number(field.slice(0, bar));
+        const counters = hourly.get(hour) ?? new Map<string, number>();
+        hourly.set(hour, counters);
+        const counter = field.slice(bar + 1);
+        counters.set(counter, (counters.get(counter) ?? 0) + Number(value));
       }
     }
   }
-  return totals;
+  return hourly;
 }
 
 /**

@@ -109,7 +109,8 @@ describe('admin pages and authentication', () => {
       const entry = { id: '1-0', seq: '<script>x</script>', type: 'notice.accepted', at, noticeId: view.id } as unknown as StoredEntry;
       const html = renderTimeline(view, [entry]).value;
       expect(html).not.toContain('<script>');
-      expect(html).toContain('<td>&lt;script&gt;x&lt;/script&gt;</td>');
+      expect(html).toContain('<span>#&lt;script&gt;x&lt;/script&gt;</span>');
+      expect(html).toContain('<li id="entry-&lt;script&gt;x&lt;/script&gt;">');
     });
   });
 

@@ -48,7 +48,7 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
     await stack?.close();
   });
 
-  it('logs in through the form, opens Bull Board and the timeline of a notice that fell back to SMS', async () => {
+  it('logs in through the form, opens Bull Board, the timeline of a notice that fell back to SMS, and the overview', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const violations: string[] = [];
     page.on('console', (message) => {
@@ -78,8 +78,64 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
     await page.screenshot({ path: `${DOCS}timeline.png`, fullPage: true });
     expect(violations, 'the timeline keeps to its own CSP').toEqual([]);
 
+    // Readable by a person: the three timescales explained once, entries as labelled values.
+    const timescales = page.locator('#timescales dt');
+    expect(await timescales.allTextContents()).toEqual([
+      expect.stringContaining('Provider timeout'),
+      expect.stringContaining('Poll schedule'),
+      expect.stringContaining('Channel deadline'),
+    ]);
+    expect(await page.getByText('one network attempt').count(), 'the provider timeout is explained in one place').toBe(1);
+    const decided = page.locator('ol.log > li', { has: page.locator('.type', { hasText: 'fallback.decided' }) });
+    expect(await decided.locator('dt', { hasText: /^reason$/ }).count()).toBe(1);
+    expect(await decided.locator('dd[data-field=reason]').textContent()).toBe('email_deadline_elapsed');
+    expect(await page.locator('ol.log').textContent(), 'no raw JSON objects in the log').not.toMatch(/[{]"/);
+
+    // By keyboard: Tab reaches the chart's event markers, and Enter opens the entry a marker stands for.
+    let focused = '';
+    for (let i = 0; i < 40 && !focused.startsWith('#entry-'); i += 1) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate(() =>
+        document.activeElement?.closest('svg a') ? (document.activeElement.getAttribute('href') ?? '') : '',
+      );
+    }
+    expect(focused, 'a chart marker takes the keyboard focus').toMatch(/^#entry-\d+$/);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(new RegExp(`${focused}$`));
+    expect(await page.locator(`li${focused}`).evaluate((li) => li.matches(':target'))).toBe(true);
+    expect(violations).toEqual([]);
+
+    // The overview: six charts, each beside its numbers, under the page's own CSP.
+    await page.goto(`${base}/admin`);
+    expect(await page.locator('main svg.chart').count()).toBe(6);
+    expect(await page.locator('#fallback td[data-metric=herald_notices_accepted_total]').textContent()).toBe('1');
+    expect(await page.locator('nav a[aria-current=page]').textContent()).toBe('Overview');
+    await page.screenshot({ path: `${DOCS}overview.png`, fullPage: true });
+    expect(violations, 'the overview keeps to its own CSP').toEqual([]);
+
     await Promise.all([page.waitForURL(/\/admin\/login/), page.click('button:text("Log out")')]);
     await page.goto(`${base}/admin/notices/${noticeId}`);
     expect(page.url(), 'logged out: the timeline sends the browser to the login form again').toContain('/admin/login');
+  });
+  it('fits the overview and the timeline on a narrow screen, entry types whole', async () => {
+    const page = await browser.newPage({ viewport: { width: 375, height: 740 }, isMobile: true, hasTouch: true });
+    await page.setExtraHTTPHeaders({ authorization: `Bearer ${ADMIN}` });
+    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+
+    await page.goto(`${base}/admin`);
+    expect(await page.locator('main svg.chart').count()).toBe(6);
+    expect(await overflow(), 'the overview does not scroll sideways').toBeLessThanOrEqual(0);
+    await page.screenshot({ path: `${DOCS}overview-narrow.png` });
+
+    await page.goto(`${base}/admin/notices/${noticeId}`);
+    expect(await overflow(), 'the timeline does not scroll sideways (its chart scrolls in its own box)').toBeLessThanOrEqual(0);
+    const types = page.locator('ol.log .type');
+    expect(await types.count()).toBeGreaterThan(5);
+    const broken = await types.evaluateAll((elements) =>
+      elements.filter((el) => el.getClientRects().length !== 1 || el.scrollWidth > el.clientWidth + 1).map((el) => el.textContent),
+    );
+    expect(broken, 'entry types are never broken mid-word').toEqual([]);
+    await page.screenshot({ path: `${DOCS}timeline-narrow.png` });
+    await page.close();
   });
 });

@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { pagePolicy } from '../../src/http/html.js';
+import { OVERVIEW_CSS, sampleKey } from '../../src/http/overview.js';
+import { testConfig, testPrefix } from '../helpers/env.js';
+import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+const ADMIN = 'admin-token-overview-0123456789';
+const HOSTILE_REASON = '<img src=x onerror=alert(1)>';
+
+const unescape = (s: string) =>
+  s.replace(/&(lt|gt|quot|#39|amp);/g, (_m, e: string) => ({ lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' })[e]!);
+
+/** Every sample of a Prometheus text exposition, by `sampleKey`. */
+function parseMetrics(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match) throw new Error(`unparsed metrics line: ${line}`);
+    const labels = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!.replace(/\\(.)/g, '$1')]),
+    );
+    samples.set(sampleKey(match[1]!, labels), Number(match[3]));
+  }
+  return samples;
+}
+
+/** The numbers the overview shows as /metrics samples: `data-metric` key → `data-value`. */
+function pageMetrics(html: string): Map<string, number> {
+  return new Map([...html.matchAll(/data-metric="([^"]*)" data-value="([^"]*)"/g)].map((m) => [unescape(m[1]!), Number(m[2])]));
+}
+
+describe('the admin overview at /admin', () => {
+  let stack: Stack;
+  const admin = { authorization: `Bearer ${ADMIN}` };
+
+  beforeAll(async () => {
+    // One reading of Redis serves the page and /metrics for the whole test (as within any cache window).
+    stack = await startStack({ prefix: testPrefix('overview'), env: { HERALD_ADMIN_TOKEN: ADMIN, HERALD_METRICS_CACHE_MS: '60000' } });
+    const ids = await Promise.all([
+      stack.createNotice(
+        noticeBody({ recipient: { id: 'o1', email: 'delivered+300ms@example.com', phone: '+12025550100' }, deadlineInSeconds: 4 }),
+      ),
+      stack.createNotice(
+        noticeBody({ recipient: { id: 'o2', email: 'never@example.com', phone: '+14155550100' }, deadlineInSeconds: 2, policy: undefined }),
+      ),
+      stack.createNotice(noticeBody({ recipient: { id: 'o3', email: 'bounce+300ms@example.com' }, deadlineInSeconds: 4 })),
+    ]);
+    await stack.waitForState(ids[0]!, ['email_delivered']);
+    await stack.waitForState(ids[1]!, ['sms_delivered']);
+    await stack.waitForState(ids[2]!, ['blocked']);
+    // A counter label that is not Herald's: whatever Redis holds, the page must not turn it into markup.
+    await stack.web.redis.hincrby(stack.web.store.keys.metrics(0), `fallback|${HOSTILE_REASON}`, 1);
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  describe('when asked without the admin token', () => {
+    it('answers 401 with the JSON error, 403 with a wrong token, and sends a browser to the login form', async () => {
+      const none = await stack.web.call('GET', '/admin', undefined, { authorization: '' });
+      expect(none.statusCode).toBe(401);
+      expect(none.json().error.code).toBe('unauthorized');
+      const wrong = await stack.web.call('GET', '/admin', undefined, { authorization: 'Bearer not-the-admin-token-at-all' });
+      expect(wrong.statusCode).toBe(403);
+      expect(wrong.json().error.code).toBe('forbidden');
+      const browser = await stack.web.call('GET', '/admin', undefined, { authorization: '', accept: 'text/html' });
+      expect(browser.statusCode).toBe(303);
+      expect(browser.headers.location).toBe('/admin/login?next=%2Fadmin');
+    });
+  });
+
+  describe('after a workload through the real worker', () => {
+    let page: string;
+    let metrics: Map<string, number>;
+    let shown: Map<string, number>;
+    beforeAll(async () => {
+      const res = await stack.web.call('GET', '/admin', undefined, admin);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/text\/html/);
+      expect(res.headers['content-security-policy']).toBe(pagePolicy(OVERVIEW_CSS));
+      page = res.body;
+      shown = pageMetrics(page);
+      metrics = parseMetrics((await stack.web.call('GET', '/metrics', undefined, { authorization: '' })).body);
+    });
+
+    it('shows every number beside its chart with the value /metrics reports for the same sample', () => {
+      expect(shown.size).toBeGreaterThan(40);
+      for (const [key, value] of shown) {
+        expect(metrics.has(key), `${key} is a /metrics sample`).toBe(true);
+        expect(value, key).toBeCloseTo(metrics.get(key)!, 9);
+      }
+    });
+
+    it('covers fallback, deadline lateness, checks per notice, spend, queues, the log mirror and retirement', () => {
+      const families = new Set([...shown.keys()].map((k) => k.replace(/\{.*$/, '')));
+      for (const family of [
+        'herald_notices_accepted_total',
+        'herald_fallback_decisions_total',
+        'herald_fallback_blocked_total',
+        'herald_fallback_decision_lag_seconds_bucket',
+        'herald_fallback_decision_lag_seconds_count',
+        'herald_status_checks_per_notice_bucket',
+        'herald_status_checks_per_notice_sum',
+        'herald_estimated_spend_total',
+        'herald_queue_jobs',
+        'herald_queue_oldest_waiting_seconds',
+        'herald_log_unarchived_entries',
+        'herald_log_oldest_unarchived_seconds',
+        'herald_log_stream_entries',
+        'herald_notices_awaiting_retirement',
+        'herald_notices_retired_total',
+        'herald_live_notices',
+      ])
+        expect(families, family).toContain(family);
+      for (const queue of ['email-send', 'email-poll', 'deadline', 'sms-send', 'sms-poll', 'reconcile', 'log-mirror', 'content-purge']) {
+        expect(shown.has(sampleKey('herald_queue_jobs', { queue, state: 'delayed' })), queue).toBe(true);
+        expect(shown.has(sampleKey('herald_queue_oldest_waiting_seconds', { queue })), queue).toBe(true);
+      }
+      expect(shown.get('herald_notices_accepted_total')).toBe(3);
+      expect(shown.get(sampleKey('herald_fallback_decisions_total', { reason: 'email_deadline_elapsed' }))).toBe(1);
+      expect(shown.get(sampleKey('herald_fallback_blocked_total', { reason: 'no_phone' }))).toBe(1);
+      expect(shown.get('herald_fallback_decision_lag_seconds_count')).toBe(1);
+      expect(shown.get('herald_status_checks_per_notice_count')).toBe(3);
+      expect(shown.get(sampleKey('herald_estimated_spend_total', { channel: 'sms' }))).toBeGreaterThan(0);
+      expect([...page.matchAll(/<svg /g)].length, 'one chart per panel').toBe(6);
+    });
+
+    it('charts the last 24 hours from the stats counters, with the window totals /v1/stats gives for the same hours', async () => {
+      const window = /id="fallback-window" data-from="([^"]+)" data-to="([^"]+)"/.exec(page)!;
+      const stats = (await stack.web.call('GET', `/v1/stats?from=${window[1]}&to=${window[2]}`)).json();
+      expect(Date.parse(window[2]!) - Date.parse(window[1]!)).toBe(24 * 3_600_000);
+      expect(stats.notices).toBe(3);
+      expect(page).toContain(`data-stat="notices">${stats.notices}<`);
+      expect(page).toContain(`data-stat="fallbackRate" data-value="${stats.fallbackRate}"`);
+      for (const [reason, n] of Object.entries(stats.fallbackByReason))
+        expect(page).toContain(`data-stat="fallbackByReason.${reason}">${n}<`);
+      expect(Object.keys(stats.fallbackByReason).sort()).toEqual(['email_bounced', 'email_deadline_elapsed']);
+      const hourly = [...page.matchAll(/data-hour="([^"]+)" data-notices="(\d+)"/g)];
+      expect(hourly.length).toBeGreaterThan(0);
+      expect(
+        hourly.reduce((sum, m) => sum + Number(m[2]), 0),
+        'the hourly bars add up to the window',
+      ).toBe(stats.notices);
+    });
+
+    it('escapes a value read from Redis instead of writing it as markup', () => {
+      expect(shown.get(sampleKey('herald_fallback_decisions_total', { reason: HOSTILE_REASON }))).toBe(1);
+      expect(page).not.toContain('<img');
+      expect(page).toContain('&lt;img src=x onerror=alert(1)&gt;');
+      expect(page).not.toMatch(/<script/i);
+    });
+  });
+
+  describe('when no worker runs', () => {
+    const prefix = testPrefix('overview-idle');
+    const clock = new ManualClock(Date.now());
+    let web: WebUnderTest;
+    beforeAll(async () => {
+      web = await startWebUnderTest(testConfig(prefix, { HERALD_ADMIN_TOKEN: ADMIN, HERALD_METRICS_CACHE_MS: '0' }), clock);
+    });
+    afterAll(async () => {
+      await web?.close();
+      await cleanUp(prefix);
+    });
+
+    it('shows how long the oldest job of each queue has waited: a send nobody took, a deadline nobody ran', async () => {
+      // BullMQ stamps jobs with the system clock: start the manual one there.
+      clock.set(Date.now());
+      const created = await web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: 60 }));
+      expect(created.statusCode).toBe(202);
+      const read = async () => pageMetrics((await web.call('GET', '/admin', undefined, admin)).body);
+      const waited = (page: Map<string, number>, queue: string) => page.get(sampleKey('herald_queue_oldest_waiting_seconds', { queue }));
+
+      clock.advance(30_000);
+      const early = await read();
+      expect(early.get(sampleKey('herald_queue_jobs', { queue: 'email-send', state: 'wait' }))).toBe(1);
+      expect(waited(early, 'email-send')).toBeGreaterThanOrEqual(29);
+      expect(waited(early, 'deadline'), 'a delayed job before its time is not waiting').toBe(0);
+
+      clock.advance(120_000);
+      const late = await read();
+      expect(waited(late, 'email-send')).toBeGreaterThanOrEqual(149);
+      const deadlineWaited = waited(late, 'deadline')!;
+      expect(deadlineWaited, 'the deadline job, due 60 s after acceptance, has waited since then').toBeGreaterThanOrEqual(89);
+      expect(deadlineWaited).toBeLessThanOrEqual(waited(late, 'email-send')!);
+      expect(waited(late, 'sms-send')).toBe(0);
+    });
+  });
+});
