@@ -9,6 +9,7 @@ import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { HttpError } from './errors.js';
 import { markup, sendPage, styleBlock, type Html } from './html.js';
 import { renderTimeline, TIMELINE_CSS } from './timeline.js';
+import { noticesListRoute } from './notices-list.js';
 import { trailReader } from '../archive/trail.js';
 
 const FORM_CSS =
@@ -41,7 +42,7 @@ export const safeNext = (next: unknown): string =>
     : '/admin/queues';
 
 /**
- * `/admin/*`: Bull Board at /admin/queues, the audit timeline at /admin/notices/:id, the login
+ * `/admin/*`: Bull Board at /admin/queues, the notices list at /admin/notices, the audit timeline at /admin/notices/:id, the login
  * form and the logout, all behind HERALD_ADMIN_TOKEN (bearer, basic auth, or a login session),
  * refusing cross-site changes, with the security headers of `adminHeaders`.
  */
@@ -79,6 +80,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps, failures:
     reply.header('set-cookie', AdminSessions.clearCookie(request));
     return (request.headers.accept ?? '').includes('text/html') ? reply.redirect('/admin/login', 303) : reply.status(204).send();
   });
+
+  noticesListRoute(app, deps);
 
   // The timeline reads the whole trail, from the archive where the log mirror trimmed Redis.
   const trails = trailReader({ store: deps.store, redis: deps.redis, config: deps.config, clock: deps.clock });

@@ -44,6 +44,13 @@ export class Keys {
   created(shard: number): string {
     return `${this.shard(shard)}:created`;
   }
+  /**
+   * Sorted set of every notice of the shard that Redis holds, all scored 0 so that members sort
+   * by ID, which is by creation time (src/store/notice-index.ts); a notice leaves it as it retires.
+   */
+  notices(shard: number): string {
+    return `${this.shard(shard)}:notices`;
+  }
   /** Sorted set of the shard's finished notices, scored by when Redis may let go of them (src/archive/retire.ts). */
   retire(shard: number): string {
     return `${this.shard(shard)}:retire`;

@@ -12,10 +12,10 @@ export function loadScript(name: string): string {
 
 /** The scripts Herald defines on a connection, with their key counts from their names. */
 export const SCRIPTS = [
-  'createNotice-8',
+  'createNotice-9',
   'transition-6',
   'putRecipientPolicy-1',
-  'retireNotice-6',
+  'retireNotice-7',
   'backfillStats-3',
   'addSuppression-1',
 ] as const;
