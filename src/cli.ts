@@ -392,7 +392,10 @@ async function retention(config: Config, args: string[], io: CliIo): Promise<num
       onDelete: (keys) => (dryRun ? void writeLines(io.stdout, keys) : io.stderr.write(`  ${keys.length} objects deleted\n`)),
     });
     io.stderr.write(`${dryRun ? 'Would delete' : 'Deleted'} ${objects} objects.\n`);
-    const pointers = await deletePointersOlderThan(archive, cutoff, { dryRun, onDelete: (keys) => (dryRun ? void writeLines(io.stdout, keys) : undefined) });
+    const pointers = await deletePointersOlderThan(archive, cutoff, {
+      dryRun,
+      onDelete: (keys) => (dryRun ? void writeLines(io.stdout, keys) : undefined),
+    });
     io.stderr.write(`${dryRun ? 'Would delete' : 'Deleted'} ${pointers} recipient index entries of those notices.\n`);
     if (config.archiveUrl.startsWith('s3:')) {
       io.stderr.write('On S3, a bucket lifecycle rule can do this without Herald: see "Audit archive and retention" in the README.\n');
@@ -487,7 +490,16 @@ async function noticesList(config: Config, args: string[], io: CliIo): Promise<n
       page.notices.map((n) =>
         values.json
           ? JSON.stringify(n)
-          : [n.id, n.state, n.category, n.recipientId, n.createdAt, n.deadline, n.fallbackReason ?? '-', ...(n.retired ? ['archived'] : [])].join('  '),
+          : [
+              n.id,
+              n.state,
+              n.category,
+              n.recipientId,
+              n.createdAt,
+              n.deadline,
+              n.fallbackReason ?? '-',
+              ...(n.retired ? ['archived'] : []),
+            ].join('  '),
       ),
     );
     if (page.next !== null) {

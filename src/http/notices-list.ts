@@ -2,7 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
 import { ArchiveIntegrityError, ArchiveUnavailableError, type Archive } from '../archive/archive.js';
 import { openArchive } from '../archive/open.js';
-import { FALLBACK_REASONS, NOTICE_VIEWS, NoticeQueryError, parseNoticeQuery, searchNotices, type NoticeFilters, type NoticePage } from '../notice/search.js';
+import {
+  FALLBACK_REASONS,
+  NOTICE_VIEWS,
+  NoticeQueryError,
+  parseNoticeQuery,
+  searchNotices,
+  type NoticeFilters,
+  type NoticePage,
+} from '../notice/search.js';
 import { STATES } from '../notice/states.js';
 import { NoticeIndex } from '../store/notice-index.js';
 import { HttpError } from './errors.js';
@@ -54,7 +62,8 @@ export function noticesListRoute(app: FastifyInstance, deps: AppDeps): void {
     try {
       query = parseNoticeQuery(request.query);
     } catch (error) {
-      if (error instanceof NoticeQueryError) throw new HttpError('validation_failed', `The filters are not valid: ${error.message}.`, error.problems);
+      if (error instanceof NoticeQueryError)
+        throw new HttpError('validation_failed', `The filters are not valid: ${error.message}.`, error.problems);
       throw error;
     }
     let page: NoticePage;

@@ -173,8 +173,13 @@ const shardPrefix = (shard: number) => `ntc_${shard.toString(16).padStart(2, '0'
 const time36 = (ms: number) => Math.max(0, Math.floor(ms)).toString(36).padStart(10, '0');
 
 /** One page of the notices list. */
-export async function searchNotices(deps: SearchDeps, filters: NoticeFilters, opts: { cursor?: string; limit?: number } = {}): Promise<NoticePage> {
+export async function searchNotices(
+  deps: SearchDeps,
+  filters: NoticeFilters,
+  opts: { cursor?: string; limit?: number; maxExamined?: number } = {},
+): Promise<NoticePage> {
   const limit = Math.min(opts.limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
+  const maxExamined = Math.min(opts.maxExamined ?? MAX_EXAMINED_PER_PAGE, MAX_EXAMINED_PER_PAGE);
   const after = opts.cursor === undefined ? undefined : decodeCursor(opts.cursor);
   if (filters.id !== undefined) return byId(deps, filters, filters.id);
 
@@ -190,7 +195,7 @@ export async function searchNotices(deps: SearchDeps, filters: NoticeFilters, op
     await Promise.all(sources.map((s) => s.refill()));
     // Take candidates in order while every source that may still hold older ones has some buffered.
     const batch: { id: string; source: Source }[] = [];
-    while (batch.length < CHUNK && examined + batch.length < MAX_EXAMINED_PER_PAGE) {
+    while (batch.length < Math.min(CHUNK, maxExamined) && examined + batch.length < maxExamined) {
       let best: Source | undefined;
       for (const s of sources) if (s.head() !== undefined && (best === undefined || orderKey(s.head()!) > orderKey(best.head()!))) best = s;
       if (best === undefined) break;
@@ -211,7 +216,7 @@ export async function searchNotices(deps: SearchDeps, filters: NoticeFilters, op
         break;
       }
     }
-    if (rows.length === limit || examined >= MAX_EXAMINED_PER_PAGE) break;
+    if (rows.length === limit || examined >= maxExamined) break;
   }
   const more = unexamined || sources.some((s) => s.head() !== undefined || !s.exhausted);
   return { notices: rows, next: more && last !== undefined ? encodeCursor(last) : null, examined };
@@ -274,7 +279,9 @@ async function retiredSource(deps: SearchDeps, filters: NoticeFilters, after: st
     async read(batch) {
       const views = await Promise.all(batch.map((id) => readRetired(deps, id)));
       return views.map((view) =>
-        view === null ? { row: null, matchable: () => false } : { row: retiredRow(view), matchable: (f) => matches(f, summaryOfView(view), deps) },
+        view === null
+          ? { row: null, matchable: () => false }
+          : { row: retiredRow(view), matchable: (f) => matches(f, summaryOfView(view), deps) },
       );
     },
   };
@@ -321,7 +328,8 @@ function matches(f: NoticeFilters, n: NoticeSummary, deps: SearchDeps): boolean 
 
 /** See NOTICE_VIEWS. Only the decision at the deadline can be late: an early fallback (a bounce) comes before it. */
 export function isLate(n: NoticeSummary, deps: Pick<SearchDeps, 'now' | 'lateAfterMs'>): boolean {
-  if (n.fallbackDecidedAt !== undefined) return n.fallbackReason === 'email_deadline_elapsed' && n.fallbackDecidedAt - n.deadline > deps.lateAfterMs;
+  if (n.fallbackDecidedAt !== undefined)
+    return n.fallbackReason === 'email_deadline_elapsed' && n.fallbackDecidedAt - n.deadline > deps.lateAfterMs;
   return UNDECIDED_STATES.includes(n.state) && deps.now - n.deadline > deps.lateAfterMs;
 }
 

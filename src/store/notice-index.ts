@@ -87,7 +87,10 @@ export class NoticeIndex {
 }
 
 function parseSummary(values: (string | null)[]): NoticeSummary | null {
-  const v = Object.fromEntries(FIELDS.map((field, i) => [field, values[i] ?? undefined])) as Record<(typeof FIELDS)[number], string | undefined>;
+  const v = Object.fromEntries(FIELDS.map((field, i) => [field, values[i] ?? undefined])) as Record<
+    (typeof FIELDS)[number],
+    string | undefined
+  >;
   if (v.id === undefined || v.state === undefined) return null;
   const num = (value: string | undefined) => (value === undefined ? undefined : Number(value));
   return {
