@@ -29,8 +29,11 @@ describe('the notices list, on real Redis with a real worker', () => {
   beforeAll(async () => {
     // No worker at first: a notice can pass its deadline undecided, and an attempt can be left in doubt.
     stack = await startStack({ prefix: testPrefix('notices'), inProcessWorker: false, env: { HERALD_ADMIN_TOKEN: ADMIN } });
-    const create = (recipient: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-      stack.createNotice(noticeBody({ recipient, policy: checks, ...extra }));
+    // A few ms apart: notices of the same millisecond are ordered by their random part.
+    const create = async (recipient: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
+      await sleep(5);
+      return stack.createNotice(noticeBody({ recipient, policy: checks, ...extra }));
+    };
     id.late = await create(
       { id: 'r-late', email: 'never@example.com', phone: '+12025550100' },
       { deadlineInSeconds: 1, policy: undefined },
@@ -205,6 +208,7 @@ describe('a notice Redis let go of', () => {
 
   it('is found by its ID and by its recipient ID through the archive, and leaves the index with its record', async () => {
     const first = await stack.createNotice(noticeBody({ recipient: { id: 'r-gone', email: 'delivered+0ms@example.com' }, policy: checks }));
+    await sleep(5);
     const second = await stack.createNotice(
       noticeBody({ recipient: { id: 'r-gone', email: 'delivered+0ms+2@example.com' }, policy: checks }),
     );
