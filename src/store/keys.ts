@@ -67,6 +67,10 @@ export class Keys {
   get statsBackfilled(): string {
     return `${this.prefix}:stats-backfilled`;
   }
+  /** When the notices indexes were filled with the notices of earlier versions (src/store/notice-index.ts). */
+  get noticesIndexed(): string {
+    return `${this.prefix}:notices-indexed`;
+  }
   /** The shard's metric counters (src/store/metrics.ts). */
   metrics(shard: number): string {
     return `${this.shard(shard)}:metrics`;

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { shardOfNoticeId } from '../notice/ids.js';
 import type { NoticeState } from '../notice/states.js';
 import type { Keys } from './keys.js';
 
@@ -106,4 +107,33 @@ function parseSummary(values: (string | null)[]): NoticeSummary | null {
     email: { inDoubt: v.emailAttemptInDoubt === '1', settled: v.emailAttemptSettled === '1', startedAt: num(v.emailAttemptStartedAt) },
     sms: { inDoubt: v.smsAttemptInDoubt === '1', settled: v.smsAttemptSettled === '1', startedAt: num(v.smsAttemptStartedAt) },
   };
+}
+
+/**
+ * Puts in the `notices` indexes the notices that versions before them created: every notice
+ * hash Redis holds (SCAN on each master), then drops any whose hash went meanwhile (a notice
+ * that retires never comes back, and retireNotice-7.lua removes it from then on). Runs once;
+ * the `notices-indexed` marker holds when. Returns how many it added, or null when it had run.
+ */
+export async function indexExistingNoticesOnce(redis: Redis, keys: Keys, now: number): Promise<number | null> {
+  if ((await redis.exists(keys.noticesIndexed)) === 1) return null;
+  const nodes: Redis[] = 'nodes' in redis && typeof redis.nodes === 'function' ? (redis as unknown as Cluster).nodes('master') : [redis];
+  const pattern = `${keys.prefix}:{s*}:notice:ntc_*`;
+  let added = 0;
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      const ids = found.map((key) => key.slice(key.lastIndexOf(':') + 1)).filter((id) => shardOfNoticeId(id) !== undefined);
+      if (ids.length === 0) continue;
+      const adds = await redis.pipeline(ids.map((id) => ['zadd', keys.notices(shardOfNoticeId(id)!), 'NX', 0, id])).exec();
+      added += (adds ?? []).reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
+      const exists = await redis.pipeline(ids.map((id) => ['exists', keys.notice(id)])).exec();
+      const gone = ids.filter((_, i) => Number(exists?.[i]?.[1] ?? 0) === 0);
+      if (gone.length > 0) await redis.pipeline(gone.map((id) => ['zrem', keys.notices(shardOfNoticeId(id)!), id])).exec();
+    } while (cursor !== '0');
+  }
+  await redis.set(keys.noticesIndexed, new Date(now).toISOString());
+  return added;
 }

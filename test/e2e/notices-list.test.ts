@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { iso } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
-import { newAttemptId } from '../../src/notice/ids.js';
+import { newAttemptId, shardOfNoticeId } from '../../src/notice/ids.js';
 import { searchNotices } from '../../src/notice/search.js';
-import { NoticeIndex } from '../../src/store/notice-index.js';
+import { indexExistingNoticesOnce, NoticeIndex } from '../../src/store/notice-index.js';
 import { openArchive } from '../../src/archive/open.js';
 import { deletePointersOlderThan } from '../../src/archive/recipient-index.js';
 import { startWorker, type WorkerHandle } from '../../src/worker.js';
@@ -234,5 +234,28 @@ describe('a notice Redis let go of', () => {
       await archive.close();
     }
     expect(idsOf((await list('?recipientId=r-gone')).body)).toEqual([]);
+  });
+});
+
+describe('notices created before the notices index', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ prefix: testPrefix('notices-upgrade'), inProcessWorker: false, env: { HERALD_ADMIN_TOKEN: ADMIN } });
+  });
+  afterAll(async () => stack?.close());
+
+  it('are added to it once, and a notice gone from Redis is not', async () => {
+    const { redis, store } = stack.web;
+    const kept = await stack.createNotice(noticeBody({ recipient: { id: 'r-old', email: 'never@example.com' } }));
+    const gone = await stack.createNotice(noticeBody({ recipient: { id: 'r-old', email: 'never@example.com' } }));
+    // As an earlier version left them: in no index, and one of them already let go of.
+    for (const n of [kept, gone]) await redis.zrem(store.keys.notices(shardOfNoticeId(n)!), n);
+    await redis.del(store.keys.notice(gone));
+    expect(idsOf((await stack.web.call('GET', '/admin/notices', undefined, admin)).body)).toEqual([]);
+
+    expect(await indexExistingNoticesOnce(redis, store.keys, Date.now())).toBe(1);
+    expect(idsOf((await stack.web.call('GET', '/admin/notices', undefined, admin)).body)).toEqual([kept]);
+    expect(await redis.zscore(store.keys.notices(shardOfNoticeId(gone)!), gone)).toBeNull();
+    expect(await indexExistingNoticesOnce(redis, store.keys, Date.now())).toBeNull();
   });
 });
