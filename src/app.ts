@@ -6,6 +6,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
+import type { Archive } from './archive/archive.js';
+import type { NoticeIndex } from './store/notice-index.js';
 import type { Scheduler } from './notice/outcome.js';
 import type { NoticeStore } from './store/notices.js';
 import type { PolicyStore } from './store/policies.js';
@@ -41,6 +43,10 @@ export interface AppDeps {
   queues: HeraldQueues;
   /** Views and trails, from Redis or the process's one archive. */
   trails: TrailReader;
+  /** The process's one archive, opened on first need (its owner closes it). */
+  archive: () => Archive;
+  /** The notices Redis holds, newest first (the notices list). */
+  noticeIndex: NoticeIndex;
   clock: Clock;
   logger: Logger;
 }

@@ -11,6 +11,7 @@ import { openArchive } from './archive/open.js';
 import { readTrail } from './archive/trail.js';
 import type { NoticeRecord } from './archive/records.js';
 import { indexUnretired } from './retention/retire.js';
+import { deletePointersOlderThan } from './archive/recipient-index.js';
 import { verifyShard, type ShardVerdict } from './archive/verify.js';
 import { LogMirrorStore } from './store/log-mirror.js';
 import { backfillStats, markStatsBackfilled } from './store/stats.js';
@@ -26,6 +27,8 @@ import { collectDecisions, replayDecisions } from './policy/replay.js';
 import { loadRules, RulesError, type Rules } from './policy/rules.js';
 import { NoticeStore, type StoredEntry } from './store/notices.js';
 import { PolicyStore } from './store/policies.js';
+import { NoticeIndex } from './store/notice-index.js';
+import { NoticeQueryError, parseNoticeQuery, searchNotices } from './notice/search.js';
 import { connectRedis, waitReady } from './store/redis.js';
 
 const USAGE = `herald: read and keep Herald's audit trail (uses the same environment as web and worker)
@@ -50,7 +53,15 @@ const USAGE = `herald: read and keep Herald's audit trail (uses the same environ
       Exits 1 when something must be fixed.
 
   herald retention apply [--dry-run]
-      Deletes archive objects whose entries are all older than HERALD_AUDIT_RETENTION.
+      Deletes archive objects whose entries are all older than HERALD_AUDIT_RETENTION, and the
+      records and recipient index entries of notices created before then.
+
+  herald notices list [--state S] [--reason R] [--category C] [--recipient ID] [--from <time>]
+                      [--to <time>] [--view late|in_doubt] [--id ID] [--limit N] [--cursor C] [--json]
+      Notices newest first, one per line (ID, state, category, recipient, created, deadline,
+      fallback reason), as /admin/notices lists them; --json: one JSON object per line. A notice
+      Redis let go of is found by --id or --recipient (the archive's recipient index). When more
+      may match, the command for the next page goes to stderr.
 
   herald policy replay --rules <file> --from <time> [--to <time>] [--current-policies] [--json]
       Decides every fallback recorded in [from, to) again (from Redis and the archive) with the
@@ -89,6 +100,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return await retention(config, rest, io);
       case 'policy':
         return await policyReplay(config, rest, io);
+      case 'notices':
+        return await noticesList(config, rest, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
@@ -410,6 +423,11 @@ async function retention(config: Config, args: string[], io: CliIo): Promise<num
     });
     bar.done();
     io.stderr.write(`${dryRun ? 'Would delete' : 'Deleted'} ${objects} objects.\n`);
+    const pointers = await deletePointersOlderThan(archive, cutoff, {
+      dryRun,
+      onDelete: (keys) => (dryRun ? void writeLines(io.stdout, keys) : undefined),
+    });
+    io.stderr.write(`${dryRun ? 'Would delete' : 'Deleted'} ${pointers} recipient index entries of those notices.\n`);
     if (config.archiveUrl.startsWith('s3:')) {
       io.stderr.write('On S3, a bucket lifecycle rule can do this without Herald: see "Audit archive and retention" in the README.\n');
     }
@@ -441,6 +459,88 @@ async function indexFinishedNotices(config: Config, io: CliIo, dryRun: boolean):
     );
   } finally {
     redis.disconnect();
+  }
+}
+
+async function noticesList(config: Config, args: string[], io: CliIo): Promise<number> {
+  const text = { type: 'string' } as const;
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      state: text,
+      reason: text,
+      category: text,
+      recipient: text,
+      from: text,
+      to: text,
+      view: text,
+      id: text,
+      limit: text,
+      cursor: text,
+      json: { type: 'boolean' },
+    },
+  });
+  if (positionals.length !== 1 || positionals[0] !== 'list') throw new UsageError('notices takes one action: list');
+  const now = io.now();
+  let query: ReturnType<typeof parseNoticeQuery>;
+  try {
+    query = parseNoticeQuery({
+      state: values.state,
+      reason: values.reason,
+      category: values.category,
+      recipientId: values.recipient,
+      from: values.from === undefined ? undefined : iso(parseTime(values.from, now, '--from')),
+      to: values.to === undefined ? undefined : iso(parseTime(values.to, now, '--to')),
+      view: values.view,
+      id: values.id,
+      limit: values.limit,
+      cursor: values.cursor,
+    });
+  } catch (error) {
+    if (error instanceof NoticeQueryError) throw new UsageError(error.message.replace('recipientId:', '--recipient:'));
+    throw error;
+  }
+  const { redis, reachable } = await openCliRedis(config);
+  let archive: Archive | undefined;
+  try {
+    if (!reachable) throw new Error('Redis cannot be reached: the notices list reads live notices there');
+    const page = await searchNotices(
+      {
+        index: new NoticeIndex(redis, new Keys(config.prefix)),
+        archive: () => (archive ??= openArchive(config, redis)),
+        now,
+        lateAfterMs: config.reconcileGraceMs,
+        auditRetentionMs: config.auditRetentionMs,
+      },
+      query.filters,
+      { cursor: query.cursor, limit: query.limit },
+    );
+    await writeLines(
+      io.stdout,
+      page.notices.map((n) =>
+        values.json
+          ? JSON.stringify(n)
+          : [
+              n.id,
+              n.state,
+              n.category,
+              n.recipientId,
+              n.createdAt,
+              n.deadline,
+              n.fallbackReason ?? '-',
+              ...(n.retired ? ['archived'] : []),
+            ].join('  '),
+      ),
+    );
+    if (page.next !== null) {
+      const again = args.filter((_, i) => args[i] !== '--cursor' && args[i - 1] !== '--cursor' && !args[i]!.startsWith('--cursor='));
+      io.stderr.write(`More may match: herald notices ${again.join(' ')} --cursor ${page.next}\n`);
+    }
+    return 0;
+  } finally {
+    redis.disconnect();
+    await archive?.close();
   }
 }
 

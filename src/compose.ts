@@ -5,6 +5,8 @@
  * the test helpers and the bench wire through here, so that each piece is made one way. Starting
  * and stopping processes (listeners, BullMQ workers, signals) stays with the entry points.
  */
+import { NoticeIndex } from './store/notice-index.js';
+import { Keys } from './store/keys.js';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
@@ -43,6 +45,8 @@ export interface Stores {
   store: NoticeStore;
   policies: PolicyStore;
   suppressions: SuppressionStore;
+  /** The notices Redis holds, newest first (the notices list). */
+  noticeIndex: NoticeIndex;
 }
 
 /**
@@ -54,6 +58,7 @@ export function openStores(redis: Redis, config: Config, opts: { openContent?: b
     store: new NoticeStore(redis, config.prefix, opts.openContent ? { keyring: keyringOf(config.encryptionKeys) } : {}),
     policies: new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept }),
     suppressions: new SuppressionStore(redis, config.prefix, { max: config.suppressionsMax }),
+    noticeIndex: new NoticeIndex(redis, new Keys(config.prefix)),
   };
 }
 
@@ -105,7 +110,7 @@ export function composeWeb(
   const shared = opts.archive;
   const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
   const trails = trailReader({ store: stores.store, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
-  const deps: AppDeps = { config, redis, ...stores, scheduler, queues, trails, clock: opts.clock, logger: opts.logger };
+  const deps: AppDeps = { config, redis, ...stores, scheduler, queues, trails, archive: archive.get, clock: opts.clock, logger: opts.logger };
   return {
     deps,
     close: async () => {

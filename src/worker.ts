@@ -24,6 +24,7 @@ import { retentionSweepProcessor } from '../queues/content-purge.js';
 import type { Archive } from './archive/archive.js';
 import type { LogMirror } from './retention/mirror.js';
 import { backfillStatsOnce } from './store/stats.js';
+import { indexExistingNoticesOnce } from './store/notice-index.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
@@ -148,6 +149,11 @@ export async function startWorker(
     (report) => report && log.info(report, 'stats counters backfilled from the created indexes of earlier versions'),
     (error: unknown) => log.warn({ err: error }, 'stats backfill failed; it runs again at the next start or with herald retention apply'),
   );
+  // Notices created before the notices list's index are added to it once; start-up does not wait.
+  const indexed = indexExistingNoticesOnce(redis, store.keys, clock.now()).then(
+    (added) => added && log.info({ added }, 'notices of earlier versions added to the notices list index'),
+    (error: unknown) => log.warn({ err: error }, 'notices list index backfill failed; it runs again at the next start'),
+  );
 
   const close = once(async () => {
     // Stop fetching jobs and wait for the running ones, within the shutdown bound.
@@ -156,7 +162,7 @@ export async function startWorker(
     // BullMQ's close can wait forever once Redis went away during it, even after Redis is back
     // (bullmq #2430, #4656): every later step is bounded too, and the connections are cut below.
     await within(2_000, Promise.allSettled(workers.map((w) => w.close(true))));
-    await within(1_000, backfill);
+    await within(1_000, Promise.all([backfill, indexed]));
     await within(2_000, closeQueues(queues));
     await Promise.all(
       [redis, stepRedis].map(async (connection) => {

@@ -11,6 +11,7 @@ import { markup, sendPage, styleBlock, type Html } from './html.js';
 import { overviewRoutes } from './overview.js';
 import { renderTimeline, TIMELINE_CSS } from './timeline.js';
 import { fromArchive } from './archive-reads.js';
+import { noticesListRoute } from './notices-list.js';
 
 const FORM_CSS =
   'body{font:14px system-ui,sans-serif;margin:15vh auto;max-width:320px}input,button{font:inherit;padding:6px;width:100%;margin-top:8px;box-sizing:border-box}.error{color:#cf222e}';
@@ -42,7 +43,7 @@ export const safeNext = (next: unknown): string =>
     : '/admin/queues';
 
 /**
- * `/admin/*`: the overview at /admin, Bull Board at /admin/queues, the audit timeline at /admin/notices/:id, the login
+ * `/admin/*`: the overview at /admin, Bull Board at /admin/queues, the notices list at /admin/notices, the audit timeline at /admin/notices/:id, the login
  * form and the logout, all behind HERALD_ADMIN_TOKEN (bearer, basic auth, or a login session),
  * refusing cross-site changes, with the security headers of `adminHeaders`.
  */
@@ -82,6 +83,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps, failures:
   });
 
   await overviewRoutes(app, deps);
+  noticesListRoute(app, deps);
 
   // The timeline reads the whole trail, from the archive where the log mirror trimmed Redis.
   app.get<{ Params: { id: string } }>('/admin/notices/:id', { schema: { hide: true } }, async (request, reply) => {

@@ -22,7 +22,7 @@ export interface Transition {
 export const NEEDS_CONTENT: readonly NoticeState[] = ['accepted', 'email_sending', 'sms_pending', 'sms_sending'];
 
 export const TRANSITIONS = {
-  /** `POST /v1/notices` stores the notice (createNotice-8.lua, not transition-5.lua). */
+  /** `POST /v1/notices` stores the notice (createNotice-9.lua, not transition-5.lua). */
   accept: { from: [], to: 'accepted', marks: 'notice.accepted' },
 
   /** An email attempt starts; a retry of an unsettled attempt starts from email_sending. */

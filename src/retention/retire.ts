@@ -14,6 +14,7 @@ import { purgeContent } from './content-purge.js';
 import { LogMirrorStore } from '../store/log-mirror.js';
 import { compareIds } from '../archive/names.js';
 import { statsMember, type NoticeRecord, type RetiredStats } from '../archive/records.js';
+import { putRecipientPointer } from '../archive/recipient-index.js';
 
 export interface RetireDeps {
   redis: Redis;
@@ -74,8 +75,9 @@ export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts
  *    `content.purged`, and waits for the mirror to archive that entry;
  * 2. waits until the archive holds every entry of the notice (all below the shard's oldest
  *    unarchived entry);
- * 3. stores the notice's record in the archive: its last view, its entry IDs, its counts;
- * 4. lets Redis go of the hash and the events list (retireNotice-6.lua, which checks that no
+ * 3. stores the notice's record in the archive: its last view, its entry IDs, its counts; and
+ *    its pointer in the archive's recipient index (recipient-index.ts), for the notices list;
+ * 4. lets Redis go of the hash and the events list (retireNotice-7.lua, which checks that no
  *    entry came meanwhile); its /v1/stats counters stay.
  *
  * The same sweep drops the stats counters of hours older than HERALD_STATS_RETENTION, the reach
@@ -126,6 +128,7 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
       const record: NoticeRecord = { id: noticeId, view: noticeView(notice), entryIds, stats: retiredStats(notice) };
       try {
         await archive.putRecord(record);
+        await putRecipientPointer(archive, notice.recipientId, noticeId);
       } catch (error) {
         if (!(error instanceof ArchiveUnavailableError)) throw error;
         // The log mirror warns of the outage; nothing leaves Redis until the archive is back.

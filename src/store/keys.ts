@@ -53,6 +53,13 @@ export class Keys {
   created(shard: number): string {
     return `${this.shard(shard)}:created`;
   }
+  /**
+   * Sorted set of every notice of the shard that Redis holds, all scored 0 so that members sort
+   * by ID, which is by creation time (src/store/notice-index.ts); a notice leaves it as it retires.
+   */
+  notices(shard: number): string {
+    return `${this.shard(shard)}:notices`;
+  }
   /** Sorted set of the shard's finished notices, scored by when Redis may let go of them (src/retention/retire.ts). */
   retire(shard: number): string {
     return `${this.shard(shard)}:retire`;
@@ -68,6 +75,10 @@ export class Keys {
   /** When the stats backfill of the `created` indexes last completed (src/notice/stats.ts). */
   get statsBackfilled(): string {
     return `${this.prefix}:stats-backfilled`;
+  }
+  /** When the notices indexes were filled with the notices of earlier versions (src/store/notice-index.ts). */
+  get noticesIndexed(): string {
+    return `${this.prefix}:notices-indexed`;
   }
   /** The shard's metric counters (src/store/metrics.ts). */
   metrics(shard: number): string {

@@ -203,6 +203,7 @@ export class NoticeStore {
       idemKey,
       k.metrics,
       k.stats,
+      this.keys.notices(shardOfNoticeId(input.id)!),
       input.id,
       input.at,
       input.contentTtlMs,
@@ -340,7 +341,7 @@ export class NoticeStore {
   }
 
   /**
-   * Lets go of a finished notice whose record the archive holds (lua/retireNotice-6.lua):
+   * Lets go of a finished notice whose record the archive holds (lua/retireNotice-7.lua):
    * 'retired', 'changed' (it has entries the record lacks), or 'gone' (retired before).
    */
   async retire(id: string, entryCount: number, statsMember: string): Promise<'retired' | 'changed' | 'gone'> {
@@ -352,6 +353,7 @@ export class NoticeStore {
       this.keys.contentExpiry(shard),
       this.keys.retire(shard),
       this.keys.metrics(shard),
+      this.keys.notices(shard),
       id,
       entryCount,
       statsMember,

@@ -12,10 +12,10 @@ export function loadScript(name: string): string {
 
 /** Every script Herald defines on a connection (the one registry), with its key count from its name. */
 export const SCRIPTS = [
-  'createNotice-8',
+  'createNotice-9',
   'transition-6',
   'putRecipientPolicy-1',
-  'retireNotice-6',
+  'retireNotice-7',
   'backfillStats-3',
   'addSuppression-1',
   'nextMirrorBatch-3',

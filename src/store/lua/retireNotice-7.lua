@@ -1,6 +1,6 @@
 --[[
   Lets go of a finished notice once the archive holds its record (src/retention/retire.ts): deletes
-  its hash and events list, drops it from the shard's content-expiry and retire indexes, and
+  its hash and events list, drops it from the shard's content-expiry, retire and notices indexes, and
   counts it in the shard's `retired` metric. Only when the notice still has the entries the
   record names. Its /v1/stats counters stay as they are. A notice an earlier version created
   is still in the shard's `created` index: if the stats backfill has not counted it yet (no
@@ -8,6 +8,7 @@
 
   KEYS[1] notice hash   KEYS[2] events list   KEYS[3] shard created zset
   KEYS[4] shard content-expiry zset   KEYS[5] shard retire zset   KEYS[6] shard metrics hash
+  KEYS[7] shard notices zset (the notices list's index, src/store/notice-index.ts)
   ARGV[1] noticeId   ARGV[2] number of entries the record names   ARGV[3] stats member
 
   Returns 1 when let go; 0 when the notice has more entries now (the record is out of date);
@@ -15,6 +16,7 @@
 ]]
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('ZREM', KEYS[5], ARGV[1])
+  redis.call('ZREM', KEYS[7], ARGV[1])
   return -1
 end
 if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[2]) then
@@ -25,6 +27,7 @@ local counted = created and redis.call('HEXISTS', KEYS[1], 'statsHour') == 1
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZREM', KEYS[5], ARGV[1])
+redis.call('ZREM', KEYS[7], ARGV[1])
 if created then
   redis.call('ZREM', KEYS[3], ARGV[1])
   if not counted then

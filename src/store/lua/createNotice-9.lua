@@ -5,6 +5,7 @@
   KEYS[1] notice hash          KEYS[2] content string     KEYS[3] events list
   KEYS[4] shard log stream     KEYS[5] shard due zset     KEYS[6] idempotency hash
   KEYS[7] shard metrics hash   KEYS[8] shard stats hash (the /v1/stats counters, includes/countStats.lua)
+  KEYS[9] shard notices zset (every notice Redis holds, score 0, by ID = by creation: src/store/notice-index.ts)
   ARGV[1] noticeId             ARGV[2] at (ISO)           ARGV[3] content TTL (ms)
   ARGV[4] idempotency TTL (ms) ARGV[5] request body hash, '' when no idempotency key
   ARGV[6] notice fields JSON   ARGV[7] content JSON (stored as is)
@@ -53,6 +54,7 @@ end
 
 appendEntries(KEYS[3], KEYS[4], noticeId, ARGV[2], entries, 0)
 setDue(KEYS[5], noticeId, ARGV[9])
+redis.call('ZADD', KEYS[9], 0, noticeId)
 countMetrics(KEYS[7], cjson.decode(ARGV[10]))
 countStats(KEYS[8], hour, {}, cjson.decode(ARGV[6]))
 return { 1 }

@@ -1,0 +1,139 @@
+import type { Cluster, Redis } from 'ioredis';
+import { shardOfNoticeId } from '../notice/ids.js';
+import type { NoticeState } from '../notice/states.js';
+import type { Keys } from './keys.js';
+
+/**
+ * Reads of the shards' `notices` indexes (src/store/keys.ts): every notice Redis holds, scored
+ * 0 so that ZRANGE BYLEX walks them by ID, and an ID sorts by creation time within its shard
+ * (`ntc_<shard><10 base-36 digits of ms><random>`). createNotice-9.lua adds a notice,
+ * retireNotice-7.lua removes it.
+ */
+
+/** What the notices list needs of a notice hash: one HMGET. */
+export interface NoticeSummary {
+  id: string;
+  state: NoticeState;
+  category: string;
+  recipientId: string;
+  createdAt: number;
+  deadline: number;
+  fallbackReason: string | undefined;
+  fallbackDecidedAt: number | undefined;
+  providerTimeoutMs: number;
+  email: AttemptSummary;
+  sms: AttemptSummary;
+}
+
+export interface AttemptSummary {
+  inDoubt: boolean;
+  settled: boolean;
+  startedAt: number | undefined;
+}
+
+const FIELDS = [
+  'id',
+  'state',
+  'category',
+  'recipientId',
+  'createdAt',
+  'deadline',
+  'fallbackReason',
+  'fallbackDecidedAt',
+  'providerTimeoutMs',
+  'emailAttemptInDoubt',
+  'emailAttemptSettled',
+  'emailAttemptStartedAt',
+  'smsAttemptInDoubt',
+  'smsAttemptSettled',
+  'smsAttemptStartedAt',
+] as const;
+
+/** One shard's slice of a walk: IDs strictly inside (min, max) as ZRANGE BYLEX bounds (`(x`, `[x`, `-`, `+`). */
+export interface LexRange {
+  shard: number;
+  max: string;
+  min: string;
+}
+
+export class NoticeIndex {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+  ) {}
+
+  /** For each range, up to `count` notice IDs of its shard, highest (newest) first: one round trip. */
+  async newest(ranges: readonly LexRange[], count: number): Promise<string[][]> {
+    if (ranges.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const r of ranges) pipeline.zrevrangebylex(this.keys.notices(r.shard), r.max, r.min, 'LIMIT', 0, count);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, ids]) => {
+      if (error) throw error;
+      return ids as string[];
+    });
+  }
+
+  /** The summaries of these notices, null for one Redis no longer holds: one round trip. */
+  async summaries(ids: readonly string[]): Promise<(NoticeSummary | null)[]> {
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hmget(this.keys.notice(id), ...FIELDS);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, values]) => {
+      if (error) throw error;
+      return parseSummary(values as (string | null)[]);
+    });
+  }
+}
+
+function parseSummary(values: (string | null)[]): NoticeSummary | null {
+  const v = Object.fromEntries(FIELDS.map((field, i) => [field, values[i] ?? undefined])) as Record<
+    (typeof FIELDS)[number],
+    string | undefined
+  >;
+  if (v.id === undefined || v.state === undefined) return null;
+  const num = (value: string | undefined) => (value === undefined ? undefined : Number(value));
+  return {
+    id: v.id,
+    state: v.state as NoticeState,
+    category: v.category ?? '',
+    recipientId: v.recipientId ?? '',
+    createdAt: Number(v.createdAt),
+    deadline: Number(v.deadline),
+    fallbackReason: v.fallbackReason,
+    fallbackDecidedAt: num(v.fallbackDecidedAt),
+    providerTimeoutMs: Number(v.providerTimeoutMs ?? 0),
+    email: { inDoubt: v.emailAttemptInDoubt === '1', settled: v.emailAttemptSettled === '1', startedAt: num(v.emailAttemptStartedAt) },
+    sms: { inDoubt: v.smsAttemptInDoubt === '1', settled: v.smsAttemptSettled === '1', startedAt: num(v.smsAttemptStartedAt) },
+  };
+}
+
+/**
+ * Puts in the `notices` indexes the notices that versions before them created: every notice
+ * hash Redis holds (SCAN on each master), then drops any whose hash went meanwhile (a notice
+ * that retires never comes back, and retireNotice-7.lua removes it from then on). Runs once;
+ * the `notices-indexed` marker holds when. Returns how many it added, or null when it had run.
+ */
+export async function indexExistingNoticesOnce(redis: Redis, keys: Keys, now: number): Promise<number | null> {
+  if ((await redis.exists(keys.noticesIndexed)) === 1) return null;
+  const nodes: Redis[] = 'nodes' in redis && typeof redis.nodes === 'function' ? (redis as unknown as Cluster).nodes('master') : [redis];
+  const pattern = `${keys.prefix}:{s*}:notice:ntc_*`;
+  let added = 0;
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      const ids = found.map((key) => key.slice(key.lastIndexOf(':') + 1)).filter((id) => shardOfNoticeId(id) !== undefined);
+      if (ids.length === 0) continue;
+      const adds = await redis.pipeline(ids.map((id) => ['zadd', keys.notices(shardOfNoticeId(id)!), 'NX', 0, id])).exec();
+      added += (adds ?? []).reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
+      const exists = await redis.pipeline(ids.map((id) => ['exists', keys.notice(id)])).exec();
+      const gone = ids.filter((_, i) => Number(exists?.[i]?.[1] ?? 0) === 0);
+      if (gone.length > 0) await redis.pipeline(gone.map((id) => ['zrem', keys.notices(shardOfNoticeId(id)!), id])).exec();
+    } while (cursor !== '0');
+  }
+  await redis.set(keys.noticesIndexed, new Date(now).toISOString());
+  return added;
+}
