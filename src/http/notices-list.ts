@@ -12,15 +12,15 @@ import {
 } from '../notice/search.js';
 import { STATES } from '../notice/states.js';
 import { HttpError } from './errors.js';
+import { adminNav, NAV_CSS } from './admin-nav.js';
 import { markup, sendPage, styleBlock, type Html } from './html.js';
 
 /** The notices list's one style block (hashed into its CSP). Under 720px each row becomes a card of labelled values. */
 export const NOTICES_CSS = `
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1f2328;background:#fff}
-nav{display:flex;gap:16px;align-items:center;margin-bottom:12px} nav form{margin-left:auto} nav button{font:inherit}
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1f2328;background:#fff}
+main{padding:16px 24px}
 h1{font-size:20px;margin:0 0 12px}
 a{color:#0969da} a:focus-visible,input:focus-visible,select:focus-visible,button:focus-visible{outline:3px solid #0969da;outline-offset:2px}
-.skip{position:absolute;left:-9999px} .skip:focus{left:24px;top:4px;background:#fff;padding:4px}
 form.filters{display:grid;grid-template-columns:repeat(auto-fill,minmax(190px,1fr));gap:8px 12px;padding:12px;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;margin-bottom:12px}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#57606a;gap:2px}
 form.filters input,form.filters select{font:inherit;padding:4px 6px;border:1px solid #d0d7de;border-radius:4px;color:#1f2328;background:#fff}
@@ -38,7 +38,7 @@ th{font-size:12px;color:#57606a} code{font-family:ui-monospace,monospace;font-si
  td::before{content:attr(data-label);color:#57606a;font-size:12px}
  code{word-break:break-all}
 }
-`;
+` + NAV_CSS;
 
 const FIELDS: { name: keyof NoticeFilters | 'recipientId'; label: string; hint?: string }[] = [
   { name: 'id', label: 'Notice ID', hint: 'ntc_…' },
@@ -123,9 +123,8 @@ export function renderNoticesList(raw: Record<string, unknown>, filters: NoticeF
 <meta name="viewport" content="width=device-width, initial-scale=1">
 ${styleBlock(NOTICES_CSS)}</head>
 <body>
-<a class="skip" href="#results">Skip to the results</a>
-<nav aria-label="Admin"><strong>Herald admin</strong><a href="/admin/notices" aria-current="page">Notices</a><a href="/admin/queues">Queues</a>
-<form method="post" action="/admin/logout"><button type="submit">Log out</button></form></nav>
+${adminNav('notices')}
+<main id="main">
 <h1>Notices</h1>
 <form class="filters" method="get" action="/admin/notices" role="search" aria-label="Filter notices">
 ${FIELDS.map((f) => markup`<label>${f.label}<input name="${f.name}" value="${given(f.name)}"${f.hint ? markup` placeholder="${f.hint}"` : ''}></label>`)}
@@ -140,5 +139,6 @@ ${limit !== 50 ? markup`<input type="hidden" name="limit" value="${limit}">` : '
 <tbody>
 ${rows}</tbody></table>
 <nav class="pages" aria-label="Pages">${raw.cursor ? markup`<a href="${firstHref}">Newest</a>` : ''}${nextHref ? markup`<a href="${nextHref}" rel="next" id="next-page">Older →</a>` : ''}</nav>
+</main>
 </body></html>`;
 }
