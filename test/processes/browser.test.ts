@@ -1,16 +1,11 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { cspViolations, DOCS, hasChromium, launchBrowser } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { noticeBody } from '../helpers/herald.js';
 import { testPrefix } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN = 'admin-token-browser-0123456789';
-const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`browser test skipped: no Chromium at ${CHROMIUM} (.ci/run installs it with apt-get install -y chromium)`);
 
 describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
   let stack: Stack;
@@ -29,19 +24,7 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
       }),
     );
     await stack.waitForState(noticeId, ['sms_delivered']);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchBrowser();
   });
   afterAll(async () => {
     await browser?.close();
@@ -50,10 +33,7 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
 
   it('logs in through the form, opens Bull Board, the timeline of a notice that fell back to SMS, and the overview', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    const violations: string[] = [];
-    page.on('console', (message) => {
-      if (message.text().includes('Content Security Policy')) violations.push(`${page.url()}: ${message.text()}`);
-    });
+    const violations = cspViolations(page);
     await page.goto(`${base}/admin/queues`);
     expect(page.url()).toContain('/admin/login');
     expect(violations, 'the login page keeps to its own CSP').toEqual([]);

@@ -1,16 +1,11 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { cspViolations, DOCS, hasChromium, launchBrowser } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { noticeBody } from '../helpers/herald.js';
 import { sleep, testPrefix } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN = 'admin-token-notices-browser-0123';
-const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`browser test skipped: no Chromium at ${CHROMIUM} (.ci/run installs it with apt-get install -y chromium)`);
 
 describe.skipIf(!hasChromium)('the notices list in a real browser', () => {
   let stack: Stack;
@@ -33,19 +28,7 @@ describe.skipIf(!hasChromium)('the notices list in a real browser', () => {
     await stack.waitForState(ids.welcome!, ['email_delivered']);
     await stack.waitForState(ids.bounced!, ['sms_delivered']);
     await stack.waitForState(ids.blocked!, ['blocked']);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchBrowser();
   });
   afterAll(async () => {
     await browser?.close();
@@ -54,10 +37,7 @@ describe.skipIf(!hasChromium)('the notices list in a real browser', () => {
 
   it('filters the list with the form, by keyboard, and opens a notice from it', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-    const violations: string[] = [];
-    page.on('console', (message) => {
-      if (message.text().includes('Content Security Policy')) violations.push(`${page.url()}: ${message.text()}`);
-    });
+    const violations = cspViolations(page);
     await page.goto(`${base}/admin/notices`);
     await page.fill('input[name=token]', ADMIN);
     await Promise.all([page.waitForURL(/\/admin\/notices$/), page.click('button[type=submit]')]);
