@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
 import type { Archive } from './archive/archive.js';
 import { exportEntries, type ExportProgress } from './archive/export.js';
-import { idTime } from './archive/names.js';
+import { idTime, shardName } from './archive/names.js';
 import { openArchive } from './archive/open.js';
 import { readTrail } from './archive/trail.js';
 import type { NoticeRecord } from './archive/records.js';
@@ -205,7 +205,6 @@ async function verify(config: Config, shardOption: string | undefined, io: CliIo
   const { redis, reachable } = await openCliRedis(config);
   const archive = openArchive(config, reachable ? redis : undefined);
   const chains = reachable ? new LogMirrorStore(redis, keys) : undefined;
-  const pad = (n: number) => `s${String(n).padStart(2, '0')}`;
   try {
     const lines = [
       `Verifying ${archive.storage.location} (HERALD_PREFIX=${config.prefix}) with archive keys ${config.archiveKeys.map((k) => `"${k.id}"`).join(', ')}.`,
@@ -222,8 +221,8 @@ async function verify(config: Config, shardOption: string | undefined, io: CliIo
       verdicts.push(verdict);
       await writeLines(io.stdout, [
         verdict.broken
-          ? `${pad(shard)}  BROKEN  ${verdict.broken.key}: ${verdict.broken.why}`
-          : `${pad(shard)}  ok  ${describeVerdict(verdict)}`,
+          ? `${shardName(shard)}  BROKEN  ${verdict.broken.key}: ${verdict.broken.why}`
+          : `${shardName(shard)}  ok  ${describeVerdict(verdict)}`,
       ]);
     }
     const broken = verdicts.filter((v) => v.broken).length;

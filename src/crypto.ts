@@ -13,7 +13,8 @@ export interface Sealed {
   ct: string;
 }
 
-const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
+/** A key's ID in HERALD_ENCRYPTION_KEY and HERALD_ARCHIVE_KEY (`keyId:base64`). */
+export const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 

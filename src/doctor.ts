@@ -12,6 +12,7 @@ import { createPostmarkProvider } from './providers/postmark.js';
 import { createTwilioProvider } from './providers/twilio.js';
 import { ProviderError } from './providers/types.js';
 import { connectRedis, waitReady } from './store/redis.js';
+import { timeLimit } from './time-limit.js';
 
 export type Verdict = 'ok' | 'warn' | 'fail';
 
@@ -122,7 +123,7 @@ async function checkArchive(config: Config): Promise<Finding> {
   const body = Buffer.from(`herald doctor ${new Date().toISOString()}\n`);
   const sha = createHash('sha256').update(body).digest('hex');
   try {
-    await bounded(
+    await timeLimit(
       (async () => {
         await storage.put(key, body, sha, 'doctor-probe');
         const read = await storage.get(key);
@@ -197,21 +198,4 @@ function parseInfo(text: string): Record<string, string> {
     if (colon > 0 && !line.startsWith('#')) fields[line.slice(0, colon)] = line.slice(colon + 1).trim();
   }
   return fields;
-}
-
-function bounded<T>(work: Promise<T>, ms: number, why: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(why)), ms);
-    timer.unref();
-    work.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
 }

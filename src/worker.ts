@@ -12,6 +12,7 @@ import { createTwilioProvider } from './providers/twilio.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
+import { within } from './time-limit.js';
 import { closeQueues, KEEP_JOBS, QUEUE_NAMES, type NoticeJob } from '../queues/index.js';
 import { sendEmailProcessor } from '../queues/email-send.js';
 import { pollEmailProcessor } from '../queues/email-poll.js';
@@ -173,24 +174,6 @@ export async function startWorker(
     await made.sandbox?.close();
   });
   return { engine, reconciler, sandbox: made.sandbox, mirror, archive, close };
-}
-
-/** Waits for `work` at most `ms`; resolves to its value, or undefined when the time ran out first. */
-function within<T>(ms: number, work: Promise<T>): Promise<T | undefined> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(undefined), ms);
-    timer.unref();
-    work.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      () => {
-        clearTimeout(timer);
-        resolve(undefined);
-      },
-    );
-  });
 }
 
 async function main(): Promise<void> {

@@ -11,12 +11,13 @@ import {
   rangeOf,
   shardDir,
   shardOfObjectKey,
+  STREAM_ID,
   type ObjectRef,
 } from './names.js';
 import { checkRecord, encodeRecord, parseRecordKey, recordKey, recordsDir, type NoticeRecord } from './records.js';
 import { gzipStable, sha256Hex } from '../digest.js';
 import { ArchiveKeyring, formatSeal, parseSeal, type ChainLink, type Seal } from './seal.js';
-import type { ObjectStorage, StoredObject } from './object-storage.js';
+import { DELETE_BATCH, type ObjectStorage, type StoredObject } from './object-storage.js';
 import { DEV_ARCHIVE_KEY } from '../config.js';
 
 /**
@@ -91,8 +92,6 @@ export const MAX_OBJECT_BYTES = 128 * 1024 * 1024;
 /** A record holds a view and its entry IDs: a few KiB, a few hundred KiB for the longest trail. */
 export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
 
-const DELETE_BATCH = 1000;
-const STREAM_ID = /^\d+-\d+$/;
 /** Entry types are dotted lower-case names (`notice.accepted`, `sms.observed`). */
 const ENTRY_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 

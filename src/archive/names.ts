@@ -30,8 +30,16 @@ export function partitionStart(timeMs: number): number {
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');
 
+/** A stream entry ID: `<ms>-<seq>`. */
+export const STREAM_ID = /^\d+-\d+$/;
+
+/** A shard as the archive names it: `s05`. */
+export function shardName(shard: number): string {
+  return `s${pad(shard)}`;
+}
+
 export function shardDir(heraldPrefix: string, shard: number): string {
-  return `${heraldPrefix}/s${pad(shard)}/`;
+  return `${heraldPrefix}/${shardName(shard)}/`;
 }
 
 export function dayDir(heraldPrefix: string, shard: number, timeMs: number): string {

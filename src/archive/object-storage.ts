@@ -27,3 +27,6 @@ export interface ObjectStorage {
   delete(keys: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }
+
+/** Most keys one `delete` call is given (S3's DeleteObjects takes up to 1000). */
+export const DELETE_BATCH = 1000;

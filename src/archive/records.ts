@@ -1,6 +1,7 @@
 import type { NoticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import { gzipStable, sha256Hex } from '../digest.js';
+import { shardName, STREAM_ID } from './names.js';
 
 /**
  * A retired notice as the archive keeps it, once Redis has let go of it (src/retention/retire.ts):
@@ -29,11 +30,10 @@ export interface RetiredStats {
 const RECORDS_DIR = 'notices';
 const RECORD_NAME = /^(ntc_[0-9a-z]+)\.json\.gz$/;
 
-const pad = (n: number) => String(n).padStart(2, '0');
 
 /** The records of one shard live under this key prefix. */
 export function recordsDir(heraldPrefix: string, shard: number): string {
-  return `${heraldPrefix}/${RECORDS_DIR}/s${pad(shard)}/`;
+  return `${heraldPrefix}/${RECORDS_DIR}/${shardName(shard)}/`;
 }
 
 export function recordKey(heraldPrefix: string, noticeId: string): string {
@@ -57,7 +57,6 @@ export function encodeRecord(record: NoticeRecord): { body: Buffer; sha256: stri
   return { body, sha256: sha256Hex(body), digest: sha256Hex(json) };
 }
 
-const STREAM_ID = /^\d+-\d+$/;
 
 /** Why a decoded record is not the record of `noticeId`, or undefined when it is. */
 export function checkRecord(value: unknown, noticeId: string): string | undefined {

@@ -6,7 +6,7 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
-import type { ObjectStorage, StoredObject } from './object-storage.js';
+import { DELETE_BATCH, type ObjectStorage, type StoredObject } from './object-storage.js';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -23,7 +23,6 @@ export interface S3StorageOptions {
 
 const METADATA_SHA256 = 'sha256';
 const METADATA_SEAL = 'seal';
-const DELETE_BATCH = 1000;
 
 /**
  * The archive in an S3-compatible bucket (`s3://bucket/prefix`). Credentials come from the AWS

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { EncryptionKey } from '../crypto.js';
+import { KEY_ID, type EncryptionKey } from '../crypto.js';
 
 /**
  * How archive objects and notice records are authenticated (HERALD_ARCHIVE_KEY).
@@ -20,7 +20,6 @@ import type { EncryptionKey } from '../crypto.js';
 export const SEAL_VERSION = 'v1';
 const OBJECT_DOMAIN = 'herald-archive-object v1';
 const RECORD_DOMAIN = 'herald-archive-record v1';
-const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 const RANGE = /^(\d+-\d+)_(\d+-\d+)$/;
 
