@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEntry } from '../../src/store/notices.js';
-import { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import { reconcileOnce } from '../../src/notice/reconciler.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { engineUnderTest } from '../helpers/engine.js';
-import { testConfig, testPrefix } from '../helpers/env.js';
-import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import type { Sandbox } from '../../src/sandbox/index.js';
+import { startEngineStack, type EngineStack } from '../helpers/engine.js';
+import { noticeBody, type WebUnderTest } from '../helpers/herald.js';
 
 /**
  * The `failed` state: a notice whose content is gone or cannot be opened when a step needs it
@@ -16,23 +15,18 @@ import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../he
 const types = (events: StoredEntry[]) => events.map((e) => e.type);
 
 describe('on the injected clock', () => {
-  const prefix = testPrefix('failed-clock');
-  const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
   const log = createLogger('test', 'silent');
+  let stack: EngineStack;
+  let clock: ManualClock;
   let sandbox: Sandbox;
   let web: WebUnderTest;
   let engine: NoticeEngine;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ port: 0, indexLagMs: 0 });
-    web = await startWebUnderTest(testConfig(prefix, { HERALD_MIN_POLL_INTERVAL_MS: '30000' }), clock);
-    engine = engineUnderTest(web, sandbox, clock);
+    stack = await startEngineStack('failed-clock');
+    ({ clock, sandbox, web, engine } = stack);
   });
-  afterAll(async () => {
-    await web.close();
-    await sandbox.close();
-    await cleanUp(prefix);
-  });
+  afterAll(() => stack.close());
 
   async function sentNotice(phone: string): Promise<{ id: string; deadline: number }> {
     const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p1', email: 'never@example.com', phone } }));

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/clock.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { engineUnderTest } from '../helpers/engine.js';
-import { testConfig, testPrefix } from '../helpers/env.js';
-import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import type { Sandbox } from '../../src/sandbox/index.js';
+import { startEngineStack, type EngineStack } from '../helpers/engine.js';
+import { noticeBody, type WebUnderTest } from '../helpers/herald.js';
 
 /**
  * A provider's Retry-After is followed up to HERALD_MAX_RETRY_AFTER, and the clamp is recorded
@@ -14,22 +13,17 @@ import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../he
 const WEEK_S = 7 * 86_400;
 
 describe('on the injected clock', () => {
-  const prefix = testPrefix('retry-clock');
-  const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
+  let stack: EngineStack;
+  let clock: ManualClock;
   let sandbox: Sandbox;
   let web: WebUnderTest;
   let engine: NoticeEngine;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ port: 0, indexLagMs: 0 });
-    web = await startWebUnderTest(testConfig(prefix, { HERALD_MIN_POLL_INTERVAL_MS: '30000' }), clock);
-    engine = engineUnderTest(web, sandbox, clock, { maxRetryAfterMs: 60_000 });
+    stack = await startEngineStack('retry-clock', { settings: { maxRetryAfterMs: 60_000 } });
+    ({ clock, sandbox, web, engine } = stack);
   });
-  afterAll(async () => {
-    await web.close();
-    await sandbox.close();
-    await cleanUp(prefix);
-  });
+  afterAll(() => stack.close());
 
   async function created(email: string): Promise<string> {
     const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'p1', email } }));

@@ -1,12 +1,13 @@
-import type { Clock } from '../../src/clock.js';
+import { ManualClock, type Clock } from '../../src/clock.js';
 import { DEFAULT_PRICES } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { NoticeEngine, type EngineSettings } from '../../src/notice/engine.js';
 import { createPostmarkProvider } from '../../src/providers/postmark.js';
 import { createTwilioProvider } from '../../src/providers/twilio.js';
-import type { Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { QueueScheduler } from '../../queues/index.js';
-import type { WebUnderTest } from './herald.js';
+import { testConfig, testPrefix } from './env.js';
+import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';
 
 /**
  * An engine the test drives step by step on its own clock (no worker runs), with the real
@@ -45,4 +46,38 @@ export function engineUnderTest(web: WebUnderTest, sandbox: Sandbox, clock: Cloc
       ...settings,
     },
   });
+}
+
+export interface EngineStack {
+  clock: ManualClock;
+  sandbox: Sandbox;
+  web: WebUnderTest;
+  engine: NoticeEngine;
+  close(): Promise<void>;
+}
+
+/**
+ * What an engine test stands on: the emulators (search index with no lag), the web app on real
+ * Redis under its own prefix, and an engine on a manual clock that the test steps itself.
+ */
+export async function startEngineStack(
+  label: string,
+  opts: { env?: Record<string, string>; settings?: Partial<EngineSettings>; startAt?: string } = {},
+): Promise<EngineStack> {
+  const prefix = testPrefix(label);
+  const clock = new ManualClock(Date.parse(opts.startAt ?? '2026-11-29T14:00:00Z'));
+  const sandbox = await startSandbox({ port: 0, indexLagMs: 0 });
+  const web = await startWebUnderTest(testConfig(prefix, { HERALD_MIN_POLL_INTERVAL_MS: '30000', ...opts.env }), clock);
+  const engine = engineUnderTest(web, sandbox, clock, opts.settings);
+  return {
+    clock,
+    sandbox,
+    web,
+    engine,
+    close: async () => {
+      await web.close();
+      await sandbox.close();
+      await cleanUp(prefix);
+    },
+  };
 }
