@@ -62,6 +62,16 @@ export async function exchange(ctx: SandboxContext, request: FastifyRequest, rep
   const fault = ctx.state.faults.take(spec.operation, spec.recipient);
   if (fault) entry.fault = fault.mode;
   if (fault?.mode === 'hang') return hold(reply, entry);
+  if (fault?.mode === 'hang_then_accept') {
+    // The provider carries the request out only after the client has given up on it: a send
+    // whose message appears later than the answer Herald waited for.
+    hold(reply, entry);
+    sleep(fault.acceptAfterMs, undefined, { signal: ctx.closing }).then(
+      () => spec.run(),
+      () => undefined,
+    );
+    return;
+  }
 
   const result =
     fault && fault.mode in FAULT_STATUS

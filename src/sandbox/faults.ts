@@ -5,7 +5,7 @@ import { FAULT_MODES, OPERATIONS, type ActiveFault, type Fault, type FaultMode, 
 /** Checks an untrusted fault description (from the HTTP control API); throws TypeError saying what is wrong. */
 export function parseFault(input: unknown): Fault {
   if (typeof input !== 'object' || input === null) throw new TypeError('a fault must be a JSON object');
-  const { operation, mode, count, retryAfterSeconds, match } = input as Record<string, unknown>;
+  const { operation, mode, count, retryAfterSeconds, acceptAfterMs, match } = input as Record<string, unknown>;
   if (!OPERATIONS.includes(operation as Operation)) {
     throw new TypeError(`operation must be one of ${OPERATIONS.join(', ')}`);
   }
@@ -16,12 +16,16 @@ export function parseFault(input: unknown): Fault {
   if (retryAfterSeconds !== undefined && !(Number.isInteger(retryAfterSeconds) && (retryAfterSeconds as number) >= 0)) {
     throw new TypeError('retryAfterSeconds must be an integer ≥ 0');
   }
+  if (acceptAfterMs !== undefined && !(Number.isInteger(acceptAfterMs) && (acceptAfterMs as number) >= 0)) {
+    throw new TypeError('acceptAfterMs must be an integer ≥ 0');
+  }
   if (match !== undefined && (typeof match !== 'string' || match === '')) {
     throw new TypeError('match must be a non-empty string');
   }
   const fault: Fault = { operation: operation as Operation, mode: mode as FaultMode };
   if (count !== undefined) fault.count = count as number;
   if (retryAfterSeconds !== undefined) fault.retryAfterSeconds = retryAfterSeconds as number;
+  if (acceptAfterMs !== undefined) fault.acceptAfterMs = acceptAfterMs as number;
   if (match !== undefined) fault.match = match as string;
   return fault;
 }
@@ -38,6 +42,7 @@ export class FaultQueue {
       mode: checked.mode,
       remaining: checked.count ?? 1,
       retryAfterSeconds: checked.retryAfterSeconds ?? 1,
+      acceptAfterMs: checked.acceptAfterMs ?? 3_000,
     };
     if (checked.match !== undefined) active.match = checked.match;
     this.active.push(active);

@@ -31,9 +31,9 @@ export const OPERATIONS: readonly Operation[] = [
  * nothing; `hang` never answers and does nothing; `accept_then_hang` and `accept_then_drop` do
  * the operation (a message is really created) and then never answer / destroy the connection.
  */
-export type FaultMode = 'status_500' | 'status_503' | 'status_429' | 'hang' | 'accept_then_hang' | 'accept_then_drop';
+export type FaultMode = 'status_500' | 'status_503' | 'status_429' | 'hang' | 'accept_then_hang' | 'accept_then_drop' | 'hang_then_accept';
 
-export const FAULT_MODES: readonly FaultMode[] = ['status_500', 'status_503', 'status_429', 'hang', 'accept_then_hang', 'accept_then_drop'];
+export const FAULT_MODES: readonly FaultMode[] = ['status_500', 'status_503', 'status_429', 'hang', 'accept_then_hang', 'accept_then_drop', 'hang_then_accept'];
 
 /** A fault to inject: it applies to the next `count` requests of `operation` (matching `match`). */
 export interface Fault {
@@ -43,6 +43,8 @@ export interface Fault {
   count?: number;
   /** Retry-After of `status_429` answers, in seconds (default 1). */
   retryAfterSeconds?: number;
+  /** `hang_then_accept`: how long the request is held before the provider carries it out (default 3000 ms). */
+  acceptAfterMs?: number;
   /** Only requests whose recipient (email To, SMS To) contains this text, case-insensitively. */
   match?: string;
 }
@@ -54,6 +56,7 @@ export interface ActiveFault {
   mode: FaultMode;
   remaining: number;
   retryAfterSeconds: number;
+  acceptAfterMs: number;
   match?: string;
 }
 

@@ -66,7 +66,10 @@ async function send(ctx: StepContext, port: ChannelPort, notice: Notice): Promis
   let retryOf: string | undefined;
   if (notice.state === states.sending) {
     const settleBy = (record.attemptStartedAt ?? 0) + timeout + SETTLE_MARGIN_MS;
-    if (!record.attemptSettled && now < settleBy) return retryAt(settleBy, 'an attempt is in flight');
+    // An attempt in flight, or one in doubt (a timeout or a 5xx): the provider may still carry it
+    // out, or list it late, until the margin has passed. Searching before would find nothing and
+    // send again (two SMS; the schedule the protocol model found, model/README.md).
+    if ((!record.attemptSettled || record.attemptInDoubt) && now < settleBy) return retryAt(settleBy, 'an attempt is in flight or in doubt');
     if (!record.attemptSettled || record.attemptInDoubt) {
       // Postmark is searched by Herald's key alone; an SMS in doubt is looked for by its body.
       let smsBody: string | undefined;

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { noticeBody } from '../helpers/herald.js';
+import { sleep } from '../helpers/env.js';
+import { startEngineStack, type EngineStack } from '../helpers/engine.js';
+
+/**
+ * The schedule the protocol model found (model/README.md): an SMS request times out, Twilio
+ * carries it out a moment later, and a retry that searched at once found nothing and sent a
+ * second SMS. An attempt in doubt is now searched for only once the settle margin has passed.
+ * The provider's lateness is real time (the emulator's); Herald's steps run on the manual clock.
+ */
+describe('an SMS send in doubt whose message the provider creates after the client gave up', () => {
+  let stack: EngineStack;
+  beforeAll(async () => {
+    stack = await startEngineStack('in-doubt');
+  });
+  afterAll(() => stack.close());
+
+  it('is searched for only after the settle margin, found, and never sent twice', async () => {
+    const { web, engine, clock, sandbox } = stack;
+    const phone = '+12025550188';
+    const res = await web.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'doubt-1', email: 'never@example.com', phone } }));
+    const id = res.json().id as string;
+    const deadline = Date.parse(res.json().deadline);
+    expect((await engine.sendEmail(id)).note).toBe('email accepted');
+    clock.set(deadline);
+    expect((await engine.runDeadline(id)).note).toBe('fallback decided: email_deadline_elapsed');
+
+    // Twilio takes the request, answers nothing within the provider timeout (1 s here), and
+    // creates the message 1.5 s after it arrived.
+    sandbox.injectFault({ operation: 'twilio.create', mode: 'hang_then_accept', acceptAfterMs: 1_500, match: phone });
+    const first = await engine.sendSms(id);
+    expect(first).toMatchObject({ kind: 'retry' });
+    expect((await web.store.get(id))?.smsChannel).toMatchObject({ attemptInDoubt: true, attemptSettled: true, attempts: 1 });
+
+    // The retry's backoff (1 s) comes before the margin: the step waits instead of searching.
+    clock.advance(1_000);
+    const early = await engine.sendSms(id);
+    expect(early).toMatchObject({ kind: 'retry', note: 'an attempt is in flight or in doubt' });
+    expect(sandbox.requests().filter((r) => r.operation === 'twilio.list')).toEqual([]);
+
+    // Past the margin the search finds the message the provider created late, and adopts it.
+    await sleep(1_000);
+    clock.advance(3_000);
+    expect((await engine.sendSms(id)).note).toBe('sms accepted');
+    await sleep(500);
+    expect(sandbox.sms().filter((m) => m.to === phone)).toHaveLength(1);
+    const events = (await web.call('GET', `/v1/notices/${id}/events`)).json().events as { type: string; resolvedBy?: string }[];
+    expect(events.filter((e) => e.type === 'sms.requested')).toHaveLength(1);
+    expect(events.find((e) => e.type === 'sms.accepted')?.resolvedBy).toBe('provider_search');
+  });
+});
