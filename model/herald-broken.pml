@@ -4,5 +4,4 @@
  * start a new one and both hand an SMS to the provider. `npm run model-check` must fail on it.
  */
 #define NO_ATTEMPT_GUARD
-#define WAIT_FOR_DOUBT   /* so that the missing guard is the only fault */
 #include "herald.pml"

@@ -267,10 +267,12 @@ sendSms:     /* steps/send.ts sendSms */
   :: s == sms_sending -> skip
   :: else -> goto finish
   fi;
-#ifdef WAIT_FOR_DOUBT
+#ifndef SEARCH_AT_ONCE
+  /* in flight or in doubt: retry at settleBy (the code since the race below was found) */
   if :: (!set || doubt) && age[a] < 2 -> goto finish :: else -> skip fi;
 #else
-  if :: !set && age[a] < 2 -> goto finish :: else -> skip fi;          /* in flight: retry at settleBy */
+  /* the code before: only an attempt never settled waited; SPIN finds two SMS (model/README.md) */
+  if :: !set && age[a] < 2 -> goto finish :: else -> skip fi;
 #endif
   if
   :: !set || doubt ->
