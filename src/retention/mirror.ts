@@ -162,13 +162,8 @@ export class LogMirror {
   private async indexContentExpiry(batch: MirrorBatch): Promise<void> {
     const accepted = batch.entries
       .filter((entry) => entry.type === 'notice.accepted')
-      // The content's PEXPIRE was set in the same script that wrote this entry, at the entry's Redis
-      // time: to when the entry says (the TTL, or the last planned SMS check if later), or, for
-      // entries of earlier versions, the configured TTL.
-      .map((entry) => ({
-        noticeId: entry.noticeId,
-        at: typeof entry.contentExpiresAt === 'string' ? Date.parse(entry.contentExpiresAt) : idTime(entry.id) + this.deps.contentTtlMs,
-      }));
+      // The content's PEXPIRE was set in the same script that wrote this entry, at the entry's Redis time.
+      .map((entry) => ({ noticeId: entry.noticeId, at: idTime(entry.id) + this.deps.contentTtlMs }));
     await this.expiry.add(batch.shard, accepted);
   }
 

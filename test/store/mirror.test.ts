@@ -7,11 +7,9 @@ import { readinessWarnings } from '../../src/retention/backlog.js';
 import { MIRROR_GROUP } from '../../src/store/log-mirror.js';
 import { idTime, PARTITION_MS, partitionDir } from '../../src/archive/names.js';
 import type { ObjectStorage } from '../../src/archive/object-storage.js';
-import { iso } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
-import { storedNoticeFields } from '../helpers/notices.js';
 import { archived, fileStore, killOn, mirrorFor, startS3, streamEntries, tempDir, writeNotices, type S3UnderTest } from '../helpers/archive.js';
 
 let redis: Redis;
@@ -190,36 +188,5 @@ describe('when the archive cannot be reached', () => {
     expect(report).toMatchObject({ failures: 0, entries: written.length });
     await expectArchivedExactlyOnce(archive, 4, written);
     expect((await readinessWarnings(redis, store.keys, Date.now(), { warnLagMs: 3_600_000, warnBacklog: 1 })).warnings).toEqual([]);
-  });
-});
-
-describe('the content-expiry index the mirror keeps', () => {
-  it('schedules the purge for when the notice says its content expires, or the configured TTL for entries that do not say', async () => {
-    const { store, archive } = setUp('file');
-    const now = Date.now();
-    const later = newNoticeId(4, now);
-    const older = newNoticeId(4, now + 1);
-    const keepsLonger = now + 5 * 86_400_000;
-    for (const [id, accepted] of [
-      [later, { type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x', contentExpiresAt: iso(keepsLonger) }],
-      [older, { type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x' }],
-    ] as const) {
-      await store.create({
-        id,
-        createdAt: now,
-        fields: storedNoticeFields(id, now),
-        content: { subject: 'S', text: 'body' },
-        entries: [accepted as never],
-        at: iso(now),
-        due: now,
-        contentTtlMs: 60_000,
-      });
-    }
-    await mirrorFor({ redis, store, archive, consumer: 'expiry-test' }).mirrorOnce([4]);
-    expect(Number(await redis.zscore(store.keys.contentExpiry(4), later))).toBe(keepsLonger);
-    const olderScore = Number(await redis.zscore(store.keys.contentExpiry(4), older));
-    // The entry's stream time plus the mirror's configured TTL (60 s in these tests).
-    expect(olderScore - now).toBeGreaterThanOrEqual(60_000);
-    expect(olderScore - now).toBeLessThan(70_000);
   });
 });
