@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { TERMINAL_STATES } from '../../src/notice/states.js';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { noticeBody } from '../helpers/herald.js';
 import { sleep, testPrefix, waitFor } from '../helpers/env.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
 
-const TERMINAL = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled', 'failed'];
 let stack: Stack | undefined;
 const workers: WorkerProcess[] = [];
 
@@ -47,7 +47,7 @@ async function waitAllTerminal(s: Stack, ids: string[], timeoutMs: number) {
   await waitFor(
     async () => {
       const views = await Promise.all(ids.map((id) => s.view(id)));
-      return views.every((v) => TERMINAL.includes(v.state));
+      return views.every((v) => TERMINAL_STATES.includes(v.state));
     },
     timeoutMs,
     'every notice to reach a terminal state',
