@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { parseEncryptionKeys, type EncryptionKey } from './crypto.js';
 import { formatDuration, parseDuration } from './durations.js';
 import { loadRules, RulesError, type Rules } from './policy/rules.js';
+import { EMAIL_PROVIDERS, SMS_PROVIDERS, type EmailProviderName, type SmsProviderName } from './providers/registry.js';
 
 /** Herald's configuration, read once from the environment at start-up and frozen. */
 export interface Config {
@@ -16,6 +17,10 @@ export interface Config {
   readonly providers: 'sandbox' | 'live';
   /** HERALD_ALLOW_INSECURE_PROVIDER_URLS: production may use `http://` provider URLs (a proxy on the same host). */
   readonly allowInsecureProviderUrls: boolean;
+  /** HERALD_EMAIL_PROVIDER: the adapter that sends and reads email (src/providers/registry.ts). */
+  readonly emailProvider: EmailProviderName;
+  /** HERALD_SMS_PROVIDER: the adapter that sends and reads SMS. */
+  readonly smsProvider: SmsProviderName;
   readonly postmark: {
     readonly serverToken: string;
     readonly from: string;
@@ -227,28 +232,39 @@ export function loadConfig(env: Env = process.env): Config {
   const metricsToken = read('HERALD_METRICS_TOKEN');
   if (metricsToken !== undefined && metricsToken.length < 16) problems.push('HERALD_METRICS_TOKEN must be at least 16 characters');
 
-  const liveRequired = (name: string, sandboxValue: string): string => {
+  const choice = <T extends string>(name: string, names: readonly T[], fallback: T): T => {
+    const raw = read(name) ?? fallback;
+    if ((names as readonly string[]).includes(raw)) return raw as T;
+    problems.push(`${name}="${raw}" must be one of ${names.join(', ')}`);
+    return fallback;
+  };
+  const emailProvider = choice('HERALD_EMAIL_PROVIDER', EMAIL_PROVIDERS, 'postmark');
+  const smsProvider = choice('HERALD_SMS_PROVIDER', SMS_PROVIDERS, 'twilio');
+  /** A variable a live deployment must set, when the provider it belongs to is the chosen one. */
+  const liveRequired = (name: string, sandboxValue: string, chosen = true): string => {
     const value = read(name);
     if (value !== undefined) return value;
-    if (!sandbox) problems.push(`${name} must be set when HERALD_PROVIDERS=live`);
+    if (!sandbox && chosen) problems.push(`${name} must be set when HERALD_PROVIDERS=live`);
     return sandboxValue;
   };
+  const postmarkChosen = emailProvider === 'postmark';
+  const twilioChosen = smsProvider === 'twilio';
   const postmark = {
-    serverToken: liveRequired('POSTMARK_SERVER_TOKEN', 'sandbox-server-token'),
-    from: liveRequired('POSTMARK_FROM', 'herald@sandbox.example'),
+    serverToken: liveRequired('POSTMARK_SERVER_TOKEN', 'sandbox-server-token', postmarkChosen),
+    from: liveRequired('POSTMARK_FROM', 'herald@sandbox.example', postmarkChosen),
     messageStream: read('POSTMARK_MESSAGE_STREAM') ?? 'outbound',
     apiUrl: providerUrl('POSTMARK_API_URL', 'https://api.postmarkapp.com'),
   };
-  const accountSid = liveRequired('TWILIO_ACCOUNT_SID', 'AC00000000000000000000000000000000');
+  const accountSid = liveRequired('TWILIO_ACCOUNT_SID', 'AC00000000000000000000000000000000', twilioChosen);
   if (!accountSid.startsWith('AC')) problems.push('TWILIO_ACCOUNT_SID must start with "AC"');
   const twilioFrom = read('TWILIO_FROM');
   const messagingServiceSid = read('TWILIO_MESSAGING_SERVICE_SID');
-  if (!sandbox && !twilioFrom && !messagingServiceSid) {
+  if (!sandbox && twilioChosen && !twilioFrom && !messagingServiceSid) {
     problems.push('TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID must be set when HERALD_PROVIDERS=live');
   }
   const twilio = {
     accountSid,
-    authToken: liveRequired('TWILIO_AUTH_TOKEN', 'sandbox-auth-token'),
+    authToken: liveRequired('TWILIO_AUTH_TOKEN', 'sandbox-auth-token', twilioChosen),
     from: twilioFrom ?? (sandbox && !messagingServiceSid ? '+15005550006' : undefined),
     messagingServiceSid,
     apiUrl: providerUrl('TWILIO_API_URL', 'https://api.twilio.com'),
@@ -299,6 +315,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken,
     providers,
     allowInsecureProviderUrls,
+    emailProvider,
+    smsProvider,
     postmark,
     twilio,
     providerTimeoutMs,
@@ -397,6 +415,8 @@ function parsePrices(raw: string | undefined, problems: string[]): Prices {
 export function describeConfig(config: Config): Record<string, unknown> {
   return {
     providers: config.providers,
+    emailProvider: config.emailProvider,
+    smsProvider: config.smsProvider,
     prefix: config.prefix,
     providerTimeoutMs: config.providerTimeoutMs,
     minPollIntervalMs: config.minPollIntervalMs,

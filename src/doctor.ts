@@ -8,8 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ConfigError, loadConfig, withoutCredentials, type Config } from './config.js';
 import { openObjectStorage } from './archive/open.js';
-import { createPostmarkProvider } from './providers/postmark.js';
-import { createTwilioProvider } from './providers/twilio.js';
+import { createEmailProvider, createSmsProvider, credentialVariables, emailUrl, smsUrl } from './providers/registry.js';
 import { ProviderError } from './providers/types.js';
 import { connectRedis, waitReady } from './store/redis.js';
 import { timeLimit } from './time-limit.js';
@@ -147,19 +146,14 @@ async function checkArchive(config: Config): Promise<Finding> {
 }
 
 async function checkProviders(config: Config): Promise<Finding[]> {
-  if (config.postmark.apiUrl === undefined || config.twilio.apiUrl === undefined) {
+  const urls = { email: emailUrl(config), sms: smsUrl(config) };
+  if (urls.email === undefined || urls.sms === undefined) {
     return [{ verdict: 'ok', area: 'providers', what: 'sandbox: the worker runs its own emulators; nothing reaches a real inbox or phone' }];
   }
-  const timeoutMs = config.providerTimeoutMs;
-  const email = createPostmarkProvider({ ...config.postmark, apiUrl: config.postmark.apiUrl, timeoutMs });
-  const sms = createTwilioProvider({
-    accountSid: config.twilio.accountSid,
-    authToken: config.twilio.authToken,
-    from: config.twilio.from,
-    messagingServiceSid: config.twilio.messagingServiceSid,
-    apiUrl: config.twilio.apiUrl,
-    timeoutMs,
-  });
+  const deps = { sandboxUrl: undefined };
+  const email = createEmailProvider(config, deps);
+  const sms = createSmsProvider(config, deps);
+  const credentials = credentialVariables(config);
   const sandboxNote = config.providers === 'sandbox' ? ' (sandbox emulator)' : '';
   const probe = async (area: string, url: string, verify: () => Promise<string>, credentials: string): Promise<Finding> => {
     try {
@@ -176,8 +170,8 @@ async function checkProviders(config: Config): Promise<Finding[]> {
     }
   };
   return Promise.all([
-    probe('postmark', config.postmark.apiUrl, () => email.verify(), 'POSTMARK_SERVER_TOKEN'),
-    probe('twilio', config.twilio.apiUrl, () => sms.verify(), 'TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN'),
+    probe(config.emailProvider, urls.email, () => email.verify(), credentials.email),
+    probe(config.smsProvider, urls.sms, () => sms.verify(), credentials.sms),
   ]);
 }
 

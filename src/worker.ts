@@ -7,8 +7,7 @@ import { ConfigError, describeConfig, loadConfig, type Config } from './config.j
 import { createLogger } from './logger.js';
 import type { NoticeEngine } from './notice/engine.js';
 import type { ReconcilerDeps } from './notice/reconciler.js';
-import { createPostmarkProvider } from './providers/postmark.js';
-import { createTwilioProvider } from './providers/twilio.js';
+import { createEmailProvider, createSmsProvider, emailUrl, needsSandbox, smsUrl } from './providers/registry.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
@@ -51,26 +50,16 @@ export async function createProviders(
   config: Config,
   log: Logger,
 ): Promise<{ email: EmailProvider; sms: SmsProvider; sandbox: Sandbox | undefined }> {
-  let sandbox: Sandbox | undefined;
-  if (!config.postmark.apiUrl || !config.twilio.apiUrl) {
-    sandbox = await startSandbox({ port: 0 });
-  }
-  const postmarkUrl = config.postmark.apiUrl ?? sandbox!.url;
-  const twilioUrl = config.twilio.apiUrl ?? sandbox!.url;
-  const timeoutMs = config.providerTimeoutMs;
-  const email = createPostmarkProvider({ ...config.postmark, apiUrl: postmarkUrl, timeoutMs });
-  const sms = createTwilioProvider({
-    accountSid: config.twilio.accountSid,
-    authToken: config.twilio.authToken,
-    from: config.twilio.from,
-    messagingServiceSid: config.twilio.messagingServiceSid,
-    apiUrl: twilioUrl,
-    timeoutMs,
-  });
+  const sandbox = needsSandbox(config) ? await startSandbox({ port: 0 }) : undefined;
+  const deps = { sandboxUrl: sandbox?.url };
+  const email = createEmailProvider(config, deps);
+  const sms = createSmsProvider(config, deps);
   if (config.providers === 'live') return { email, sms, sandbox };
+  const emailAt = emailUrl(config) ?? sandbox!.url;
+  const smsAt = smsUrl(config) ?? sandbox!.url;
   log.warn(
-    { providers: 'sandbox', postmarkUrl, twilioUrl },
-    'HERALD_PROVIDERS=sandbox: email and SMS go to Herald\'s emulators, never to a real inbox or phone; log entries name the provider postmark-sandbox and twilio-sandbox',
+    { providers: 'sandbox', email: email.name, sms: sms.name, emailUrl: emailAt, smsUrl: smsAt },
+    `HERALD_PROVIDERS=sandbox: email and SMS go to Herald's emulators, never to a real inbox or phone; log entries name the provider ${email.name}-sandbox and ${sms.name}-sandbox`,
   );
   return { email: { ...email, name: `${email.name}-sandbox` }, sms: { ...sms, name: `${sms.name}-sandbox` }, sandbox };
 }
