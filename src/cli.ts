@@ -273,7 +273,7 @@ async function policyReplay(config: Config, args: string[], io: CliIo): Promise<
   const to = values.to === undefined ? now : parseTime(values.to, now, '--to');
   if (!(from < to)) throw new UsageError('--from must be before --to');
 
-  const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
+  const redis = connectRedis(config.redis, 'web', 'herald-cli');
   redis.on('error', () => undefined);
   const archive = openArchive(config, redis);
   try {
@@ -545,7 +545,7 @@ async function noticesList(config: Config, args: string[], io: CliIo): Promise<n
 
 /** The CLI's Redis connection, and whether it answered within 3 s (commands that can do without it go on). */
 async function openCliRedis(config: Config): Promise<{ redis: Redis; reachable: boolean }> {
-  const redis = connectRedis(config.redisUrl, 'web', 'herald-cli');
+  const redis = connectRedis(config.redis, 'web', 'herald-cli');
   redis.on('error', () => undefined);
   const reachable = await waitReady(redis, 3000).then(
     () => true,

@@ -35,8 +35,8 @@ import { closeQueues, openQueues, QueueScheduler, type HeraldQueues } from '../q
 const MIRROR_SWEEP_BUDGET_MS = 10_000;
 
 /** A connection of one role (src/store/redis.ts), its errors logged rather than thrown. */
-export function openRedis(config: Pick<Config, 'redisUrl'>, role: 'web' | 'worker' | 'worker-steps', name: string, log: Logger): Redis {
-  const redis = connectRedis(config.redisUrl, role, name);
+export function openRedis(config: Pick<Config, 'redis'>, role: 'web' | 'worker' | 'worker-steps', name: string, log: Logger): Redis {
+  const redis = connectRedis(config.redis, role, name);
   redis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   return redis;
 }

@@ -7,7 +7,12 @@ import { EMAIL_PROVIDERS, SMS_PROVIDERS, type EmailProviderName, type SmsProvide
 /** Herald's configuration, read once from the environment at start-up and frozen. */
 export interface Config {
   readonly nodeEnv: string;
+  /** REDIS_URL: one node, or the credentials and TLS of the Sentinel / Cluster connections. */
   readonly redisUrl: string;
+  /** Which Redis topology Herald connects to (SPEC §6, §9). */
+  readonly redis: RedisTarget;
+  /** HERALD_QUEUE_PARTITIONS: how many partitions each notice queue has (SPEC §9). */
+  readonly queuePartitions: number;
   readonly prefix: string;
   readonly port: number;
   readonly host: string;
@@ -107,6 +112,25 @@ export interface Config {
   readonly prices: Prices;
   /** Status calls per second per provider, shared by all workers (BullMQ limiter). */
   readonly statusChecksPerSecond: { readonly email: number; readonly sms: number };
+}
+
+/** A Redis server address, `host:port`, as the Sentinel and Cluster variables list them. */
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+/**
+ * Where Redis is: one node (`url`), a Sentinel-watched master (`sentinels` + `sentinelMaster`), or a
+ * Cluster (`clusterNodes`). The URL's credentials and TLS apply to the Sentinel master and the
+ * Cluster nodes too.
+ */
+export interface RedisTarget {
+  readonly url: string;
+  readonly sentinels: readonly HostPort[] | undefined;
+  readonly sentinelMaster: string | undefined;
+  readonly sentinelPassword: string | undefined;
+  readonly clusterNodes: readonly HostPort[] | undefined;
 }
 
 /** Unit prices per provider call, in one currency. */
@@ -305,9 +329,12 @@ export function loadConfig(env: Env = process.env): Config {
     for (const problem of encryption.problems) problems.push(`HERALD_ENCRYPTION_KEY: ${problem}`);
   }
 
+  const redisUrl = url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!;
   const config: Config = {
     nodeEnv,
-    redisUrl: url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
+    redisUrl,
+    redis: parseRedisTarget(redisUrl, read, problems),
+    queuePartitions: integer('HERALD_QUEUE_PARTITIONS', 1, 1, 256),
     prefix,
     port: integer('PORT', 3000, 0, 65_535),
     host: read('HOST') ?? '0.0.0.0',
@@ -376,6 +403,32 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+/** REDIS_SENTINELS / REDIS_SENTINEL_MASTER / REDIS_SENTINEL_PASSWORD and REDIS_CLUSTER_NODES. */
+function parseRedisTarget(url: string, read: (name: string) => string | undefined, problems: string[]): RedisTarget {
+  const hostPorts = (name: string): HostPort[] | undefined => {
+    const raw = read(name);
+    if (raw === undefined) return undefined;
+    const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
+    const parsed = entries.map((entry) => /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(entry));
+    if (entries.length === 0 || parsed.some((m) => !m || Number(m[2]) < 1 || Number(m[2]) > 65_535)) {
+      problems.push(`${name}="${raw}" must list servers as host:port,host:port`);
+      return undefined;
+    }
+    return parsed.map((m) => ({ host: m![1]!, port: Number(m![2]) }));
+  };
+  const sentinels = hostPorts('REDIS_SENTINELS');
+  const sentinelMaster = read('REDIS_SENTINEL_MASTER');
+  const clusterNodes = hostPorts('REDIS_CLUSTER_NODES');
+  if (sentinels && !sentinelMaster) problems.push('REDIS_SENTINEL_MASTER must name the master when REDIS_SENTINELS is set');
+  if (sentinelMaster && !sentinels && read('REDIS_SENTINELS') === undefined) {
+    problems.push('REDIS_SENTINELS must list the sentinels when REDIS_SENTINEL_MASTER is set');
+  }
+  if ((read('REDIS_SENTINELS') ?? sentinelMaster) !== undefined && read('REDIS_CLUSTER_NODES') !== undefined) {
+    problems.push('REDIS_CLUSTER_NODES and REDIS_SENTINELS are both set: Herald talks to a Cluster or to a Sentinel-watched master, not both');
+  }
+  return { url, sentinels, sentinelMaster, sentinelPassword: read('REDIS_SENTINEL_PASSWORD'), clusterNodes };
 }
 
 /** HERALD_TRUST_PROXY: `true`/`false`, a number of proxy hops, or comma-separated addresses and CIDRs. */

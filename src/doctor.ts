@@ -55,7 +55,7 @@ export async function diagnose(env: Record<string, string | undefined>, now: () 
 
 async function checkRedis(config: Config, now: () => number): Promise<Finding[]> {
   const where = withoutCredentials(config.redisUrl);
-  const redis = connectRedis(config.redisUrl, 'web', 'herald-doctor');
+  const redis = connectRedis(config.redis, 'web', 'herald-doctor');
   redis.on('error', () => undefined);
   try {
     try {

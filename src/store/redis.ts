@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisTarget } from '../config.js';
 
 /**
  * The kinds of connection Herald opens. Workers wait for Redis to come back
@@ -8,7 +9,7 @@ import { Redis, type RedisOptions } from 'ioredis';
  * pipelines automatically — the commands of concurrent steps issued in one tick go out in one
  * write instead of one each.
  */
-export function connectRedis(url: string, role: 'web' | 'worker' | 'worker-steps', name: string): Redis {
+export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker' | 'worker-steps', name: string): Redis {
   const options: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: name }
@@ -23,7 +24,23 @@ export function connectRedis(url: string, role: 'web' | 'worker' | 'worker-steps
             connectionName: name,
             retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
           };
-  return new Redis(url, options);
+  if (typeof target === 'string') return new Redis(target, options);
+  if (target.clusterNodes) throw new Error('REDIS_CLUSTER_NODES: Redis Cluster connections are not built in');
+  if (target.sentinels) {
+    // The URL's user, password, database and TLS apply to the master Sentinel names.
+    const node = new URL(target.url);
+    return new Redis({
+      ...options,
+      sentinels: target.sentinels.map((s) => ({ host: s.host, port: s.port })),
+      name: target.sentinelMaster,
+      sentinelPassword: target.sentinelPassword,
+      username: node.username ? decodeURIComponent(node.username) : undefined,
+      password: node.password ? decodeURIComponent(node.password) : undefined,
+      db: Number(node.pathname.slice(1) || 0),
+      ...(node.protocol === 'rediss:' ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    });
+  }
+  return new Redis(target.url, options);
 }
 
 /** Resolves once the connection is ready, or rejects after `timeoutMs`. */
