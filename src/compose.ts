@@ -86,6 +86,7 @@ export function engineSettings(config: Config): EngineSettings {
     prices: config.prices,
     rules: config.rules,
     maxRetryAfterMs: config.maxRetryAfterMs,
+    statusChecksPerSecond: config.statusChecksPerSecond,
   };
 }
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { parseEncryptionKeys, type EncryptionKey } from './crypto.js';
 import { formatDuration, parseDuration } from './durations.js';
 import { loadRules, RulesError, type Rules } from './policy/rules.js';
-import { EMAIL_PROVIDERS, SMS_PROVIDERS, type EmailProviderName, type SmsProviderName } from './providers/registry.js';
+import { EMAIL_PROVIDERS, SMS_PROVIDERS, STATUS_READS_PER_SECOND, type EmailProviderName, type SmsProviderName } from './providers/registry.js';
 
 /** Herald's configuration, read once from the environment at start-up and frozen. */
 export interface Config {
@@ -390,12 +390,28 @@ export function loadConfig(env: Env = process.env): Config {
       host: read('HERALD_METRICS_HOST'),
       cacheMs: integer('HERALD_METRICS_CACHE_MS', 3000, 0, 60_000),
     },
-    rateLimitPerMinute: integer('HERALD_RATE_LIMIT_PER_MINUTE', 6000, 0),
+    // A runaway client's brake, not a throttle on a burst: well above what one Redis accepts.
+    rateLimitPerMinute: integer('HERALD_RATE_LIMIT_PER_MINUTE', 1_200_000, 0),
     rules,
     prices,
+    // The older provider-named variables still count when the generic ones are unset.
     statusChecksPerSecond: {
-      email: integer('HERALD_POSTMARK_STATUS_PER_SECOND', 10, 1, 10_000),
-      sms: integer('HERALD_TWILIO_STATUS_PER_SECOND', 10, 1, 10_000),
+      email: integer(
+        read('HERALD_EMAIL_STATUS_PER_SECOND') === undefined && emailProvider === 'postmark' && read('HERALD_POSTMARK_STATUS_PER_SECOND') !== undefined
+          ? 'HERALD_POSTMARK_STATUS_PER_SECOND'
+          : 'HERALD_EMAIL_STATUS_PER_SECOND',
+        STATUS_READS_PER_SECOND[emailProvider].perSecond,
+        1,
+        100_000,
+      ),
+      sms: integer(
+        read('HERALD_SMS_STATUS_PER_SECOND') === undefined && smsProvider === 'twilio' && read('HERALD_TWILIO_STATUS_PER_SECOND') !== undefined
+          ? 'HERALD_TWILIO_STATUS_PER_SECOND'
+          : 'HERALD_SMS_STATUS_PER_SECOND',
+        STATUS_READS_PER_SECOND[smsProvider].perSecond,
+        1,
+        100_000,
+      ),
     },
   };
   if (config.metrics.port !== undefined && config.metrics.port !== 0 && config.metrics.port === config.port) {

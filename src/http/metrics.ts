@@ -4,7 +4,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { AppDeps } from '../app.js';
 import type { Clock } from '../clock.js';
 import { readBacklog, type BacklogSummary } from '../retention/backlog.js';
-import { CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, readMetricCounters, SPEND_SCALE } from '../store/metrics.js';
+import { CHECK_LATENESS_BUCKETS_MS, CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, readMetricCounters, SPEND_SCALE } from '../store/metrics.js';
 import { sameSecret } from './admin-auth.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { errorBody } from './errors.js';
@@ -112,6 +112,18 @@ export function metricSeries(currency: string): SeriesDefinition[] {
     ]),
     def('herald_fallback_decision_lag_seconds', 'decidedAt − deadline of deadline fallbacks.', 'histogram', (s) =>
       histogram(s, 'herald_fallback_decision_lag_seconds', 'lag', DECISION_LAG_BUCKETS_MS, 1000),
+    ),
+    def(
+      'herald_status_check_lateness_seconds',
+      'How much later than planned each planned status check ran (the status limiter or too few workers), by channel.',
+      'histogram',
+      (s) =>
+        (['email', 'sms'] as const).flatMap((channel) =>
+          histogram(s, 'herald_status_check_lateness_seconds', `checklate_${channel}`, CHECK_LATENESS_BUCKETS_MS, 1000).map((sample) => ({
+            ...sample,
+            labels: { ...sample.labels, channel },
+          })),
+        ),
     ),
     def(
       'herald_estimated_spend_total',

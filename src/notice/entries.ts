@@ -69,6 +69,8 @@ export interface EmailObserved {
   providerStatus: string | null;
   status: string;
   observedAt: string;
+  /** When this check was planned for (a planned check; the deadline's own read has none): how late it ran is `observedAt − plannedAt`. */
+  plannedAt?: string;
   nextCheckAt: string | null;
   deadline: string;
   engagement?: string[];
@@ -84,6 +86,8 @@ export interface SmsObserved {
   providerStatus: string;
   status: string;
   observedAt: string;
+  /** When this check was planned for: how late it ran is `observedAt − plannedAt`. */
+  plannedAt?: string;
   nextCheckAt: string | null;
   errorCode?: number | string;
 }

@@ -19,6 +19,9 @@ export const SPEND_SCALE = 1_000_000;
 /** Upper bounds (ms) of the `decidedAt − deadline` histogram buckets. */
 export const DECISION_LAG_BUCKETS_MS = [0, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
 
+/** Upper bounds (ms) of the `observedAt − plannedAt` histogram of planned status checks, per channel. */
+export const CHECK_LATENESS_BUCKETS_MS = [0, 250, 1000, 5000, 15_000, 60_000, 300_000, 900_000];
+
 /**
  * The counters a transition adds 1 to go into one field, their names joined by `&`
  * (`&state|email_sent&entry|email.accepted&call|email|send|ok`): one HINCRBY instead of one
@@ -64,6 +67,13 @@ function countsOf(entries: readonly LogEntry[], newState?: NoticeState): Map<str
           const channel = entry.type.split('.')[0]!;
           add(`poll|${channel}|${entry.status}`);
           add(`call|${channel}|status|ok`);
+        }
+        if (entry.plannedAt !== undefined) {
+          const channel = entry.type.split('.')[0]!;
+          const late = Math.max(0, Date.parse(entry.observedAt) - Date.parse(entry.plannedAt));
+          add(`checklate_${channel}_le|${CHECK_LATENESS_BUCKETS_MS.find((le) => late <= le) ?? '+Inf'}`);
+          add(`checklate_${channel}_sum_ms`, late);
+          add(`checklate_${channel}_count`);
         }
         break;
       case 'provider.error':

@@ -22,6 +22,41 @@ describe('configuration', () => {
     expect(Object.isFrozen(config.postmark)).toBe(true);
   });
 
+  it('sets burst-fit limits: status reads per provider from what it publishes, a per-key API limit that only stops a runaway client', () => {
+    const postmark = loadConfig({});
+    expect(postmark.statusChecksPerSecond).toEqual({ email: 300, sms: 100 });
+    expect(postmark.rateLimitPerMinute).toBe(1_200_000);
+    // The generic variables win; the older provider-named ones still count for their provider.
+    expect(loadConfig({ HERALD_EMAIL_STATUS_PER_SECOND: '7', HERALD_POSTMARK_STATUS_PER_SECOND: '9' }).statusChecksPerSecond.email).toBe(7);
+    expect(loadConfig({ HERALD_POSTMARK_STATUS_PER_SECOND: '9', HERALD_TWILIO_STATUS_PER_SECOND: '4' }).statusChecksPerSecond).toEqual({ email: 9, sms: 4 });
+    expect(problemsOf({ HERALD_SMS_STATUS_PER_SECOND: '0' }).join('\n')).toMatch(/HERALD_SMS_STATUS_PER_SECOND/);
+  });
+
+  it('parses the Redis topology and refuses Cluster and Sentinel together', () => {
+    const sentinel = loadConfig({ REDIS_SENTINELS: '10.0.0.1:26379, [::1]:26380', REDIS_SENTINEL_MASTER: 'herald' });
+    expect(sentinel.redis).toMatchObject({
+      sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '::1', port: 26380 }],
+      sentinelMaster: 'herald',
+      clusterNodes: undefined,
+    });
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:7000,b:7001', HERALD_QUEUE_PARTITIONS: '6' })).toMatchObject({
+      redis: { clusterNodes: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }] },
+      queuePartitions: 6,
+    });
+    expect(problemsOf({ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: 'b:2' }).join('\n')).toMatch(/both set/);
+    expect(problemsOf({ REDIS_SENTINELS: 'a:1' }).join('\n')).toMatch(/REDIS_SENTINEL_MASTER/);
+    expect(problemsOf({ REDIS_CLUSTER_NODES: 'nohost' }).join('\n')).toMatch(/REDIS_CLUSTER_NODES/);
+    expect(problemsOf({ HERALD_QUEUE_PARTITIONS: '0' }).join('\n')).toMatch(/HERALD_QUEUE_PARTITIONS/);
+  });
+
+  it('chooses the providers by name and asks only the chosen ones for credentials in live mode', () => {
+    expect(problemsOf({ HERALD_EMAIL_PROVIDER: 'carrier-pigeon' }).join('\n')).toMatch(/HERALD_EMAIL_PROVIDER="carrier-pigeon" must be one of postmark, sendgrid/);
+    expect(problemsOf({ HERALD_SMS_PROVIDER: 'postmark' }).join('\n')).toMatch(/HERALD_SMS_PROVIDER/);
+    const live = problemsOf({ HERALD_PROVIDERS: 'live', HERALD_API_KEYS: 'k'.repeat(20), HERALD_SMS_PROVIDER: 'aws-sms' }).join('\n');
+    expect(live).toMatch(/POSTMARK_SERVER_TOKEN/);
+    expect(live).not.toMatch(/TWILIO_/);
+  });
+
   it('names every bad variable at once', () => {
     const problems = problemsOf({
       HERALD_PROVIDER_TIMEOUT_MS: 'soon',

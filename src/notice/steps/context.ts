@@ -28,7 +28,14 @@ export interface EngineSettings {
   rules: Rules | undefined;
   /** HERALD_MAX_RETRY_AFTER: the longest a provider's Retry-After is followed (default 5 min). */
   maxRetryAfterMs?: number;
+  /** Status calls per second per channel, all workers together (named in the late-check warning). */
+  statusChecksPerSecond?: { email: number; sms: number };
 }
+
+/** A planned check that runs this much later than planned is late enough to warn about. */
+export const LATE_CHECK_WARN_MS = 5_000;
+/** At most one late-check warning per channel in this period; it counts the late checks it stood for. */
+const LATE_CHECK_WARN_EVERY_MS = 30_000;
 
 /** HERALD_MAX_RETRY_AFTER's default. */
 export const DEFAULT_MAX_RETRY_AFTER_MS = 5 * 60_000;
@@ -47,7 +54,35 @@ export interface EngineDeps extends Providers {
 export const MAX_RACES = 3;
 
 export class StepContext {
+  private readonly lateChecks = { email: { count: 0, warnedAt: -Infinity }, sms: { count: 0, warnedAt: -Infinity } };
+
   constructor(readonly deps: EngineDeps) {}
+
+  /**
+   * Notes how late a planned status check ran. Checks run late when the status limiter
+   * (HERALD_EMAIL_STATUS_PER_SECOND / HERALD_SMS_STATUS_PER_SECOND) or too few workers hold them
+   * back: the lateness goes into the log (`plannedAt`) and /metrics, and, past
+   * LATE_CHECK_WARN_MS, into one warning per channel every half minute.
+   */
+  checkRan(channel: Channel, plannedAt: number | undefined): string | undefined {
+    if (plannedAt === undefined) return undefined;
+    const now = this.now();
+    const lateMs = now - plannedAt;
+    const late = this.lateChecks[channel];
+    if (lateMs > LATE_CHECK_WARN_MS) {
+      late.count += 1;
+      if (now - late.warnedAt >= LATE_CHECK_WARN_EVERY_MS) {
+        const limit = this.deps.settings.statusChecksPerSecond?.[channel];
+        this.deps.log.warn(
+          { channel, lateMs, lateChecks: late.count, statusChecksPerSecond: limit },
+          `planned ${channel} status checks run late (this one ${Math.round(lateMs / 1000)} s): the status limiter${limit ? ` (${limit}/s, HERALD_${channel.toUpperCase()}_STATUS_PER_SECOND)` : ''} or too few workers hold them back`,
+        );
+        late.warnedAt = now;
+        late.count = 0;
+      }
+    }
+    return iso(plannedAt);
+  }
 
   get store(): NoticeStore {
     return this.deps.store;

@@ -17,7 +17,8 @@ export async function pollEmail(ctx: StepContext, id: string): Promise<StepOutco
   if (!notice) return done('no such notice');
   const observable = notice.state === 'email_sent' || (notice.state === 'sms_pending' && notice.emailChannel.providerMessageId);
   if (!observable) return done(`state is ${notice.state}`);
-  const { outcome, nextCheckAt } = await observeEmail(ctx, notice, false);
+  const plannedAt = notice.emailChannel.nextCheckAt;
+  const { outcome, nextCheckAt } = await observeEmail(ctx, notice, false, plannedAt);
   if (nextCheckAt !== undefined && nextCheckAt < notice.deadline) {
     await ctx.deps.schedule.emailPoll(id, checkNumber(notice.pollPlan, nextCheckAt), nextCheckAt);
   }
@@ -29,12 +30,14 @@ export async function pollEmail(ctx: StepContext, id: string): Promise<StepOutco
  * was decided but before the SMS left, cancels the SMS); a bounce or a refusal decides the
  * fallback early; anything else waits for the next check or the deadline, whose time it
  * returns as `nextCheckAt` when the notice still waits for the email. `final`: the read the
- * deadline (or the end of quiet hours) makes, which plans no further check.
+ * deadline (or the end of quiet hours) makes, which plans no further check. `plannedAt`: when a
+ * planned check was due, recorded with its observation.
  */
 export async function observeEmail(
   ctx: StepContext,
   notice: Notice,
   final: boolean,
+  plannedAt?: number,
 ): Promise<{ outcome: StepOutcome; nextCheckAt?: number }> {
   const { store } = ctx;
   const record = notice.emailChannel;
@@ -63,6 +66,7 @@ export async function observeEmail(
     };
   }
 
+  const planned = ctx.checkRan('email', plannedAt);
   for (let race = 0; race < MAX_RACES; race += 1) {
     const current = race === 0 ? notice : await ctx.notice(notice.id);
     if (!current) return { outcome: done('no such notice') };
@@ -76,6 +80,7 @@ export async function observeEmail(
       providerStatus: observation.providerStatus,
       status: observation.status,
       observedAt: iso(now),
+      plannedAt: planned,
       nextCheckAt: next === undefined ? null : iso(next),
       deadline: iso(current.deadline),
       engagement: observation.engagement.length > 0 ? observation.engagement : undefined,
@@ -153,6 +158,7 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
     if (next !== undefined) await ctx.deps.schedule.smsPoll(id, checkNumber(notice.smsPlan, next), next);
     return done(`sms status read failed: ${error.kind}`, error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined);
   }
+  const planned = ctx.checkRan('sms', record.nextCheckAt);
   const now = ctx.now();
   const terminal: NoticeState | undefined =
     observation.status === 'delivered' ? 'sms_delivered' : observation.status === 'failed' ? 'sms_failed' : undefined;
@@ -163,6 +169,7 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
       providerStatus: observation.providerStatus,
       status: observation.status,
       observedAt: iso(now),
+      plannedAt: planned,
       nextCheckAt: terminal || next === undefined ? null : iso(next),
       errorCode: observation.errorCode,
     },
