@@ -9,8 +9,6 @@ import { sameSecret } from './admin-auth.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { errorBody } from './errors.js';
 
-const PROVIDER_OF: Record<string, string> = { email: 'postmark', sms: 'twilio' };
-
 export type Sample = { value: number; labels?: Record<string, string | number>; metricName?: string };
 
 /** One reading of everything /metrics reports from Redis and BullMQ. */
@@ -80,7 +78,8 @@ function byFields(
  * Herald's metric families, computed from one snapshot. `/metrics` serves them and the admin
  * overview draws them (src/http/overview.ts), so the two never disagree.
  */
-export function metricSeries(currency: string): SeriesDefinition[] {
+export function metricSeries(currency: string, providers: { email: string; sms: string }): SeriesDefinition[] {
+  const providerOf = (channel: string): string => (channel === 'email' || channel === 'sms' ? providers[channel] : channel);
   const def = (name: string, help: string, type: SeriesDefinition['type'], samples: SeriesDefinition['samples']) => ({
     name,
     help,
@@ -97,7 +96,7 @@ export function metricSeries(currency: string): SeriesDefinition[] {
       byFields(s, 'poll', ['channel', 'status']),
     ),
     def('herald_provider_calls_total', 'Provider calls, by provider, operation and outcome (ok or the error kind).', 'counter', (s) =>
-      byFields(s, 'call', ['channel', 'operation', 'outcome'], (l) => ({ provider: PROVIDER_OF[l.channel!] ?? l.channel!, ...l })),
+      byFields(s, 'call', ['channel', 'operation', 'outcome'], (l) => ({ provider: providerOf(l.channel!), ...l })),
     ),
     def('herald_provider_errors_total', 'Provider errors, by channel and kind.', 'counter', (s) =>
       byFields(s, 'perr', ['channel', 'kind']),
@@ -178,7 +177,7 @@ export function metricSeries(currency: string): SeriesDefinition[] {
 export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failures: AuthFailures): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'herald_web_' });
-  const metrics = metricSeries(deps.config.prices.currency).map(mirrored);
+  const metrics = metricSeries(deps.config.prices.currency, { email: deps.config.emailProvider, sms: deps.config.smsProvider }).map(mirrored);
   for (const metric of metrics) registry.registerMetric(metric as never);
   // Everything read from Redis comes from one snapshot, shared by the scrapes of the cache window.
   const snapshot = sharedMetricsSnapshot(deps);

@@ -53,10 +53,10 @@ interface Figures {
   family(name: string): { key: string; sample: Sample }[];
 }
 
-function figuresOf(snapshot: MetricsSnapshot, currency: string): Figures {
+function figuresOf(snapshot: MetricsSnapshot, currency: string, providers: { email: string; sms: string }): Figures {
   const byFamily = new Map<string, { key: string; sample: Sample }[]>();
   const samples = new Map<string, number>();
-  for (const series of metricSeries(currency)) {
+  for (const series of metricSeries(currency, providers)) {
     const list = series.samples(snapshot).map((sample) => ({ key: sampleKey(sample.metricName ?? series.name, sample.labels), sample }));
     byFamily.set(series.name, list);
     for (const { key, sample } of list) samples.set(key, sample.value);
@@ -221,9 +221,11 @@ export function renderOverview(opts: {
   hours: NoticeStats[];
   window: NoticeStats;
   currency: string;
+  /** The chosen providers, which /metrics names in its provider label. */
+  providers: { email: string; sms: string };
   now: number;
 }): Html {
-  const figures = figuresOf(opts.snapshot, opts.currency);
+  const figures = figuresOf(opts.snapshot, opts.currency, opts.providers);
   const ms = (le: string) => (le === '+Inf' ? '∞' : Number(le) < 1 ? `${Math.round(Number(le) * 1000)} ms` : `${le} s`);
   return markup`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Herald — overview</title>
@@ -279,6 +281,6 @@ export async function overviewRoutes(app: FastifyInstance, deps: AppDeps): Promi
       hourlyStats(deps.redis, deps.store.keys, deps.config.prices, from, to),
       noticeStats(deps.redis, deps.store.keys, deps.config.prices, from, to),
     ]);
-    return sendPage(reply, renderOverview({ snapshot: current, hours, window, currency: deps.config.prices.currency, now }), OVERVIEW_CSS);
+    return sendPage(reply, renderOverview({ snapshot: current, hours, window, currency: deps.config.prices.currency, providers: { email: deps.config.emailProvider, sms: deps.config.smsProvider }, now }), OVERVIEW_CSS);
   });
 }
