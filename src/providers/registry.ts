@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config.js';
 import { createPostmarkProvider } from './postmark.js';
+import { createSendgridProvider } from './sendgrid.js';
 import { createTwilioProvider } from './twilio.js';
 import type { EmailProvider, SmsProvider } from './types.js';
 
@@ -36,6 +37,8 @@ export function emailUrl(config: Config): string | undefined {
   switch (config.emailProvider) {
     case 'postmark':
       return config.postmark.apiUrl;
+    case 'sendgrid':
+      return config.sendgrid.apiUrl;
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -57,6 +60,8 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
   switch (config.emailProvider) {
     case 'postmark':
       return createPostmarkProvider({ ...config.postmark, apiUrl: baseUrl(config.postmark.apiUrl, deps, 'POSTMARK_API_URL'), timeoutMs });
+    case 'sendgrid':
+      return createSendgridProvider({ ...config.sendgrid, apiUrl: baseUrl(config.sendgrid.apiUrl, deps, 'SENDGRID_API_URL'), timeoutMs });
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }

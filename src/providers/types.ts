@@ -106,10 +106,23 @@ export interface EmailProvider {
   verify(): Promise<string>;
   /** Hand one email to the provider. Throws ProviderError. */
   send(message: EmailMessage): Promise<SendResult>;
-  /** Read the delivery status of an accepted message. Throws ProviderError. */
-  status(providerMessageId: string): Promise<StatusObservation>;
-  /** Find a message sent earlier with this idempotency key (a send in doubt). Throws ProviderError. */
-  findByIdempotencyKey(idempotencyKey: string, to: string): Promise<SendResult | null>;
+  /**
+   * Read the delivery status of an accepted message. `scope` says to whom and since when it was
+   * sent, for providers whose reads go through a search (SendGrid's Email Logs know a message by
+   * an ID that only starts with the one the send answered). Throws ProviderError.
+   */
+  status(providerMessageId: string, scope?: MessageScope): Promise<StatusObservation>;
+  /**
+   * Find a message sent earlier with this idempotency key (a send in doubt); `since` (ms) is a
+   * time no attempt started before, for providers searched by recipient and time. Throws ProviderError.
+   */
+  findByIdempotencyKey(idempotencyKey: string, to: string, since?: number): Promise<SendResult | null>;
+}
+
+/** Where to look for a message: its recipient, and a time (ms, Herald's clock) it was not sent before. */
+export interface MessageScope {
+  to: string;
+  since: number;
 }
 
 export interface SmsMessage {

@@ -41,7 +41,7 @@ export async function observeEmail(
   const nextCheckField = EMAIL.field('nextCheckAt');
   let observation: StatusObservation;
   try {
-    observation = await ctx.deps.email.status(record.providerMessageId!);
+    observation = await ctx.deps.email.status(record.providerMessageId!, { to: EMAIL.address(notice), since: notice.createdAt });
   } catch (thrown) {
     if (!(thrown instanceof ProviderError)) throw thrown;
     const error = ctx.bounded(thrown);

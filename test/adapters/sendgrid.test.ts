@@ -1,0 +1,307 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSendgridProvider, sendgridCustomArgs } from '../../src/providers/sendgrid.js';
+import type { EmailProvider, MessageScope, StatusObservation } from '../../src/providers/types.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { BAD_SENDGRID_KEY } from '../../src/sandbox/sendgrid-api.js';
+import { failure, sleep, unique } from '../helpers/providers.js';
+
+let sandbox: Sandbox;
+let email: EmailProvider;
+const make = (overrides: { timeoutMs?: number; apiKey?: string; apiUrl?: string } = {}) =>
+  createSendgridProvider({
+    apiKey: 'SG.sandbox-api-key',
+    from: 'herald@sandbox.example',
+    apiUrl: sandbox.url,
+    timeoutMs: 2000,
+    ...overrides,
+  });
+
+beforeAll(async () => {
+  sandbox = await startSandbox();
+  email = make();
+});
+afterAll(() => sandbox.close());
+
+const message = (to: string, idempotencyKey = `key-${unique()}`) => ({
+  to,
+  subject: 'Terms update',
+  text: 'The terms change on Friday.',
+  idempotencyKey,
+});
+
+const requestsFor = (to: string) => sandbox.requests().filter((r) => r.recipient === to || r.url.includes(encodeURIComponent(to)));
+
+/** Sends to `<behaviour>+800ms+<label>@example.com` and reads the status at fixed points in time. */
+async function timeline(behaviour: string): Promise<StatusObservation[]> {
+  const to = `${behaviour}+800ms+${unique()}@example.com`;
+  const scope: MessageScope = { to, since: Date.now() };
+  const sent = await email.send(message(to));
+  const started = Date.now();
+  const at = async (ms: number) => {
+    await sleep(Math.max(0, ms - (Date.now() - started)));
+    return email.status(sent.providerMessageId, scope);
+  };
+  // Before the logs list it (300 ms), after, after the delay, after twice the delay.
+  return [await at(0), await at(400), await at(1100), await at(1900)];
+}
+
+describe('SendGrid adapter against the sandbox', () => {
+  describe.concurrent('status over time, per behaviour', () => {
+    it('delivered: pending (not in the logs yet), pending (processed), then delivered', async () => {
+      const [notIndexed, early, later, last] = await timeline('delivered');
+      expect(notIndexed).toEqual({ providerStatus: 'not_found', status: 'pending', engagement: [] });
+      expect(early).toEqual({ providerStatus: 'processed+processed', status: 'pending', engagement: [] });
+      expect(later).toEqual({ providerStatus: 'delivered+processed+delivered', status: 'delivered', engagement: [] });
+      expect(last?.status).toBe('delivered');
+    });
+
+    it('never: pending forever', async () => {
+      const observations = await timeline('never');
+      expect(observations.map((o) => o.status)).toEqual(['pending', 'pending', 'pending', 'pending']);
+    });
+
+    it('bounce: bounced and suppressed after the hard bounce', async () => {
+      const [, early, later] = await timeline('bounce');
+      expect(early?.status).toBe('pending');
+      expect(later).toEqual({
+        providerStatus: 'bounced+processed+bounce(bounce)',
+        status: 'bounced',
+        engagement: [],
+        bounceType: 'HardBounce',
+        suppressed: true,
+      });
+    });
+
+    it('softbounce: deferred (blocked), not suppressed', async () => {
+      const [, , later] = await timeline('softbounce');
+      expect(later).toEqual({
+        providerStatus: 'blocked+processed+bounce(blocked)',
+        status: 'deferred',
+        engagement: [],
+        bounceType: 'SoftBounce',
+      });
+    });
+
+    it('deferred: deferred on deferred events', async () => {
+      const [, early, later] = await timeline('deferred');
+      expect(early?.status).toBe('pending');
+      expect(later).toMatchObject({ status: 'deferred', providerStatus: 'deferred+processed+deferred' });
+    });
+
+    it('opened: the summary says delivered, but an open is never delivery', async () => {
+      const [, , opened, clicked] = await timeline('opened');
+      expect(opened).toEqual({ providerStatus: 'delivered+processed+open', status: 'pending', engagement: ['opened'] });
+      expect(clicked).toEqual({ providerStatus: 'delivered+processed+open+click', status: 'pending', engagement: ['opened', 'clicked'] });
+    });
+
+    it('inactive: accepted, then dropped: failed and suppressed', async () => {
+      const to = `inactive+${unique()}@example.com`;
+      const sent = await email.send(message(to));
+      await sleep(350);
+      expect(await email.status(sent.providerMessageId, { to, since: Date.now() - 1000 })).toEqual({
+        providerStatus: 'dropped+processed+dropped',
+        status: 'failed',
+        engagement: [],
+        suppressed: true,
+      });
+    });
+
+    it('flaky: 500 (server_error), then 429 (rate_limited, from X-RateLimit-Reset), then accepted and delivered', async () => {
+      const to = `flaky+600ms+${unique()}@example.com`;
+      const since = Date.now();
+      const first = await failure(email.send(message(to)));
+      expect(first).toMatchObject({
+        kind: 'server_error',
+        httpStatus: 500,
+        retryable: true,
+        message: 'sendgrid: HTTP 500: internal server error',
+      });
+      const second = await failure(email.send(message(to)));
+      expect(second).toMatchObject({ kind: 'rate_limited', httpStatus: 429 });
+      // Reset is in whole epoch seconds: one second from the next whole second.
+      expect(second.retryAfterMs).toBeGreaterThanOrEqual(900);
+      expect(second.retryAfterMs).toBeLessThanOrEqual(2000);
+      const sent = await email.send(message(to));
+      await sleep(900);
+      expect((await email.status(sent.providerMessageId, { to, since })).status).toBe('delivered');
+    });
+
+    it('timeout / hang-status: status reads time out within timeoutMs', async () => {
+      const quick = make({ timeoutMs: 300 });
+      for (const behaviour of ['timeout', 'hang-status']) {
+        const to = `${behaviour}+${unique()}@example.com`;
+        const sent = await quick.send(message(to));
+        await sleep(350);
+        const error = await failure(quick.status(sent.providerMessageId, { to, since: Date.now() - 1000 }));
+        expect(error).toMatchObject({ kind: 'timeout', retryable: true });
+        expect(error.elapsedMs).toBeGreaterThanOrEqual(250);
+        expect(error.elapsedMs).toBeLessThan(1000);
+      }
+    });
+
+    it('slow: answers after 1.5 s, so a 1 s timeout times out and a 3 s one succeeds', async () => {
+      const [tooShort, longEnough] = await Promise.allSettled([
+        make({ timeoutMs: 1000 }).send(message(`slow+${unique()}@example.com`)),
+        make({ timeoutMs: 3000 }).send(message(`slow+${unique()}@example.com`)),
+      ]);
+      expect(tooShort.status === 'rejected' && tooShort.reason).toMatchObject({ kind: 'timeout' });
+      expect(longEnough.status === 'fulfilled' && longEnough.value.providerMessageId).toEqual(expect.any(String));
+    });
+  });
+
+  describe('send', () => {
+    it('answers with the X-Message-Id and carries Herald key and metadata in custom_args', async () => {
+      const to = `p+${unique()}@example.com`;
+      const sent = await email.send({ ...message(to, 'notice-1-email'), metadata: { notice_id: 'notice-1' } });
+      expect(sent).toEqual({ providerMessageId: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/), providerStatus: '202' });
+      const [stored] = sandbox.emails().filter((e) => e.to === to);
+      expect(stored?.messageId.startsWith(`${sent.providerMessageId}.`)).toBe(true);
+      expect(stored).toMatchObject({ from: 'herald@sandbox.example', subject: 'Terms update', textBody: 'The terms change on Friday.' });
+      expect(stored?.metadata).toEqual({ herald_key: 'notice-1-email', notice_id: 'notice-1' });
+    });
+
+    it('keeps custom_args within 10,000 bytes, Herald key first', () => {
+      const args = sendgridCustomArgs('k', { a: 'x'.repeat(6000), b: 'y'.repeat(6000), c: 'z', herald_key: 'other' });
+      expect(Object.keys(args)).toEqual(['herald_key', 'a', 'c']);
+      expect(args['herald_key']).toBe('k');
+    });
+
+    it('a read after the first costs one call: the Email Logs ID is resolved once', async () => {
+      const to = `delivered+100ms+${unique()}@example.com`;
+      const scope = { to, since: Date.now() };
+      const sent = await email.send(message(to));
+      await sleep(400);
+      const before = sandbox.requests().length;
+      await email.status(sent.providerMessageId, scope);
+      const first = sandbox
+        .requests()
+        .slice(before)
+        .map((r) => r.operation);
+      await email.status(sent.providerMessageId, scope);
+      const second = sandbox
+        .requests()
+        .slice(before + first.length)
+        .map((r) => r.operation);
+      expect(first).toEqual(['sendgrid.logs_search', 'sendgrid.logs_message']);
+      expect(second).toEqual(['sendgrid.logs_message']);
+    });
+  });
+
+  describe('send rejections', () => {
+    it('rejected (400, invalid address) is rejected, not suppressed, with SendGrid message and field', async () => {
+      const error = await failure(email.send(message(`rejected+${unique()}@example.com`)));
+      expect(error).toMatchObject({ kind: 'rejected', httpStatus: 400, suppressed: false, retryable: false });
+      expect(error.message).toBe('sendgrid: HTTP 400: Does not contain a valid address. (personalizations.0.to.0.email)');
+    });
+
+    it('a bad API key (401) is a server_error: the account, not the message', async () => {
+      const error = await failure(make({ apiKey: BAD_SENDGRID_KEY }).send(message('p@example.com')));
+      expect(error).toMatchObject({ kind: 'server_error', httpStatus: 401 });
+    });
+
+    it('a refused connection is a server_error keeping the network cause', async () => {
+      const closed = await startSandbox();
+      const url = closed.url;
+      await closed.close();
+      const error = await failure(make({ apiUrl: url }).send(message('p@example.com')));
+      expect(error.kind).toBe('server_error');
+      expect(error.message).toMatch(/ECONNREFUSED/);
+    });
+  });
+
+  describe('verify', () => {
+    it('reads the key scopes and sends nothing', async () => {
+      expect(await email.verify()).toBe('API key with 3 scopes, mail.send included');
+      expect(await failure(make({ apiKey: BAD_SENDGRID_KEY }).verify())).toMatchObject({ kind: 'server_error', httpStatus: 401 });
+    });
+  });
+
+  describe('injected faults', () => {
+    it.each([
+      ['status_500', 'server_error', 500],
+      ['status_503', 'server_error', 503],
+    ] as const)('%s on send → %s', async (mode, kind, httpStatus) => {
+      const to = `p+${unique()}@example.com`;
+      sandbox.injectFault({ operation: 'sendgrid.send', mode, match: to });
+      expect(await failure(email.send(message(to)))).toMatchObject({ kind, httpStatus });
+    });
+
+    it('status_429 on a logs read → rate_limited, coming back at X-RateLimit-Reset', async () => {
+      const to = `p+${unique()}@example.com`;
+      sandbox.injectFault({ operation: 'sendgrid.logs_search', mode: 'status_429', retryAfterSeconds: 3, match: to });
+      const sent = await email.send(message(to));
+      const error = await failure(email.status(sent.providerMessageId, { to, since: Date.now() }));
+      expect(error).toMatchObject({ kind: 'rate_limited', httpStatus: 429 });
+      expect(error.retryAfterMs).toBeGreaterThan(2000);
+      expect(error.retryAfterMs).toBeLessThanOrEqual(4000);
+    });
+
+    it('hang → timeout within timeoutMs, and nothing was sent', async () => {
+      const to = `p+${unique()}@example.com`;
+      sandbox.injectFault({ operation: 'sendgrid.send', mode: 'hang', match: to });
+      const error = await failure(make({ timeoutMs: 400 }).send(message(to)));
+      expect(error.kind).toBe('timeout');
+      expect(error.elapsedMs).toBeLessThan(1200);
+      expect(sandbox.emails().filter((e) => e.to === to)).toHaveLength(0);
+    });
+  });
+
+  describe('findByIdempotencyKey (a send in doubt)', () => {
+    it('finds an email whose send was accepted but never answered, through the Email Logs', async () => {
+      const to = `p+${unique()}@example.com`;
+      const key = `notice-${unique()}-email`;
+      const since = Date.now();
+      sandbox.injectFault({ operation: 'sendgrid.send', mode: 'accept_then_hang', match: to });
+      expect((await failure(make({ timeoutMs: 400 }).send(message(to, key)))).kind).toBe('timeout');
+      const [stored] = sandbox.emails().filter((e) => e.to === to);
+      expect(stored?.metadata).toEqual({ herald_key: key });
+
+      const found = await email.findByIdempotencyKey(key, to, since);
+      expect(found).toEqual({ providerMessageId: stored?.messageId, providerStatus: 'processed' });
+      // The full Email Logs ID reads directly.
+      const before = sandbox.requests().length;
+      expect((await email.status(found!.providerMessageId)).status).toBe('pending');
+      expect(
+        sandbox
+          .requests()
+          .slice(before)
+          .map((r) => r.operation),
+      ).toEqual(['sendgrid.logs_message']);
+    });
+
+    it('finds an email whose connection was dropped after sending', async () => {
+      const to = `p+${unique()}@example.com`;
+      const key = `notice-${unique()}`;
+      sandbox.injectFault({ operation: 'sendgrid.send', mode: 'accept_then_drop', match: to });
+      expect((await failure(email.send(message(to, key)))).kind).toBe('server_error');
+      await sleep(350);
+      expect(await email.findByIdempotencyKey(key, to, Date.now() - 1000)).toMatchObject({ providerMessageId: expect.any(String) });
+    });
+
+    it('returns null when nothing was sent with that key to that address', async () => {
+      const to = `p+${unique()}@example.com`;
+      const key = `notice-${unique()}`;
+      const since = Date.now();
+      await email.send(message(to, key));
+      await email.send(message(`q+${unique()}@example.com`, `${key}-other`));
+      await sleep(350);
+      expect(await email.findByIdempotencyKey(`${key}-other`, to, since)).toBeNull();
+      expect(await email.findByIdempotencyKey(key, `someone+${unique()}@example.com`, since)).toBeNull();
+      expect(await email.findByIdempotencyKey(`never-${unique()}`, to, since)).toBeNull();
+      expect(await email.findByIdempotencyKey(key, to, since)).toMatchObject({ providerMessageId: expect.any(String) });
+    });
+
+    it('a failed read of a listed message keeps the send in doubt (throws)', async () => {
+      const to = `p+${unique()}@example.com`;
+      const key = `notice-${unique()}`;
+      await email.send(message(to, key));
+      await sleep(350);
+      sandbox.injectFault({ operation: 'sendgrid.logs_message', mode: 'status_503', match: to });
+      expect(await failure(email.findByIdempotencyKey(key, to, Date.now() - 1000))).toMatchObject({
+        kind: 'server_error',
+        httpStatus: 503,
+      });
+      expect(requestsFor(to).map((r) => r.operation)).toEqual(['sendgrid.send', 'sendgrid.logs_search', 'sendgrid.logs_message']);
+    });
+  });
+});
