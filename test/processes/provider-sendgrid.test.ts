@@ -3,8 +3,10 @@
  * `@sendgrid/*` SDKs talking HTTP to the SendGrid emulator, on real Redis.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import type { StoredEntry } from '../../src/store/notices.js';
-import { testPrefix } from '../helpers/env.js';
+import { runHerald } from '../helpers/archive.js';
+import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -103,7 +105,10 @@ describe('with HERALD_EMAIL_PROVIDER=sendgrid', () => {
     const id = await stack.createNotice(notice(address('inactive'), to, 30));
     const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
     expect(view.fallback.reason).toBe('email_suppressed');
-    expect(ofType(await stack.events(id), 'email.observed').at(-1)).toMatchObject({ status: 'failed', providerStatus: 'dropped+processed+dropped' });
+    expect(ofType(await stack.events(id), 'email.observed').at(-1)).toMatchObject({
+      status: 'failed',
+      providerStatus: 'dropped+processed+dropped',
+    });
     expect(stack.smsTo(to)).toBe(1);
   });
 
@@ -166,5 +171,54 @@ describe('with HERALD_EMAIL_PROVIDER=sendgrid', () => {
     expect(ofType(events, 'fallback.decided')).toHaveLength(1);
     expect(emailsTo(email)).toHaveLength(1);
     expect(stack.smsTo(to)).toBe(1);
+  });
+});
+
+describe('SendGrid configuration', () => {
+  const live = () => ({
+    REDIS_URL,
+    HERALD_PREFIX: testPrefix('sendgrid-doctor'),
+    HERALD_API_KEYS: TEST_API_KEY,
+    HERALD_ARCHIVE_URL: testArchiveUrl(),
+    HERALD_PROVIDERS: 'live',
+    HERALD_EMAIL_PROVIDER: 'sendgrid',
+    SENDGRID_API_KEY: 'SG.doctor-key',
+    SENDGRID_FROM: 'notices@example.com',
+    SENDGRID_API_URL: stack.sandbox.url,
+    TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000001',
+    TWILIO_AUTH_TOKEN: 'doctor-auth',
+    TWILIO_FROM: '+15005550006',
+    TWILIO_API_URL: stack.sandbox.url,
+  });
+  const problems = (env: Record<string, string | undefined>): string[] => {
+    try {
+      loadConfig(env);
+      return [];
+    } catch (error) {
+      if (error instanceof ConfigError) return error.problems;
+      throw error;
+    }
+  };
+
+  it('a live start needs SENDGRID_API_KEY and SENDGRID_FROM, and no Postmark variable', () => {
+    expect(problems(live())).toEqual([]);
+    expect(problems({ ...live(), SENDGRID_API_KEY: undefined, SENDGRID_FROM: undefined })).toEqual([
+      'SENDGRID_API_KEY must be set when HERALD_PROVIDERS=live',
+      'SENDGRID_FROM must be set when HERALD_PROVIDERS=live',
+    ]);
+    expect(problems({ ...live(), SENDGRID_API_URL: 'ftp://example.com' })[0]).toMatch(
+      /^SENDGRID_API_URL="ftp:\/\/example.com" must be a URL/,
+    );
+    expect(loadConfig({ ...live(), SENDGRID_API_URL: undefined }).sendgrid.apiUrl).toBe('https://api.sendgrid.com');
+  });
+
+  it('herald doctor reads the key scopes (sending nothing), and names SENDGRID_API_KEY when the key is refused', async () => {
+    const before = stack.sandbox.emails().length;
+    const ok = await runHerald(['doctor'], live());
+    expect(ok.stdout).toMatch(/^ok +sendgrid +API key with 3 scopes, mail.send included at http:\/\/127\.0\.0\.1:\d+/m);
+    expect(stack.sandbox.emails()).toHaveLength(before);
+    const refused = await runHerald(['doctor'], { ...live(), SENDGRID_API_KEY: 'SG.bad-key' });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(/^FAIL +sendgrid +\S+ refused the credentials \(HTTP 401\)\n +fix: check SENDGRID_API_KEY/m);
   });
 });
