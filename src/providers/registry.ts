@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config.js';
 import { createPostmarkProvider } from './postmark.js';
-import { createSendgridProvider } from './sendgrid.js';
+import { createSendgridProvider, SENDGRID_LOGS_LAG_MS } from './sendgrid.js';
 import { createTwilioProvider } from './twilio.js';
 import type { EmailProvider, SmsProvider } from './types.js';
 
@@ -13,6 +13,9 @@ export const EMAIL_PROVIDERS = ['postmark', 'sendgrid', 'mailgun', 'ses', 'infra
 export const SMS_PROVIDERS = ['twilio', 'aws-sms', 'infrai'] as const;
 export type EmailProviderName = (typeof EMAIL_PROVIDERS)[number];
 export type SmsProviderName = (typeof SMS_PROVIDERS)[number];
+
+/** How long the sandbox's Email Logs may lag behind a send (its index lag, 300 ms, with room to spare). */
+const SANDBOX_LOGS_LAG_MS = 1_000;
 
 /** What building an adapter may need besides the configuration. */
 export interface ProviderDeps {
@@ -61,7 +64,13 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
     case 'postmark':
       return createPostmarkProvider({ ...config.postmark, apiUrl: baseUrl(config.postmark.apiUrl, deps, 'POSTMARK_API_URL'), timeoutMs });
     case 'sendgrid':
-      return createSendgridProvider({ ...config.sendgrid, apiUrl: baseUrl(config.sendgrid.apiUrl, deps, 'SENDGRID_API_URL'), timeoutMs });
+      return createSendgridProvider({
+        ...config.sendgrid,
+        apiUrl: baseUrl(config.sendgrid.apiUrl, deps, 'SENDGRID_API_URL'),
+        timeoutMs,
+        // The emulator lists a message within its index lag (300 ms); SendGrid publishes no bound.
+        logsLagMs: config.providers === 'sandbox' ? SANDBOX_LOGS_LAG_MS : SENDGRID_LOGS_LAG_MS,
+      });
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }

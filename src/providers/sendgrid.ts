@@ -8,7 +8,8 @@
  *   `sg_message_id`, which is the X-Message-Id followed by `.` and a suffix, and can be searched
  *   by recipient and time but not by that prefix: the first read of a message searches
  *   `to_email` + `sg_message_id_created_at` for it, then reads its events.
- * - A send in doubt: the same search, then each hit's `custom_args.herald_key` is compared.
+ * - A send in doubt: the same search, then each hit's `custom_args.herald_key` is compared;
+ *   not found is "no such message" only once the attempt is older than the logs may lag.
  *
  * `setApiKey` resets the SDK's base URL to SendGrid's, so the configured URL is set after it.
  */
@@ -21,6 +22,7 @@ import {
   type EmailMessage,
   type EmailProvider,
   type MessageScope,
+  type SearchWindow,
   type SendResult,
   type StatusObservation,
 } from './types.js';
@@ -32,6 +34,11 @@ export interface SendgridProviderOptions {
   apiUrl: string;
   /** Bound of one HTTP attempt. */
   timeoutMs: number;
+  /**
+   * How long after a send the Email Logs may still not list it. A send in doubt not found
+   * before its attempt is this old stays in doubt (the search throws) rather than being sent again.
+   */
+  logsLagMs: number;
 }
 
 /** The `custom_args` field that carries Herald's idempotency key. */
@@ -42,6 +49,11 @@ export const SENDGRID_CUSTOM_ARGS_BYTES = 10_000;
 export const SENDGRID_LOGS_LIMIT = 1000;
 /** How much earlier than Herald's `since` the logs are searched: clocks differ. */
 const CLOCK_SKEW_MS = 5 * 60_000;
+/**
+ * The Email Logs lag assumed for the live service: SendGrid says "near real time" and publishes no
+ * bound, so a send in doubt is sent again only once its attempt is this old and still not listed.
+ */
+export const SENDGRID_LOGS_LAG_MS = 30_000;
 /** X-Message-Id → sg_message_id resolutions kept by one adapter. */
 const RESOLVED_MAX = 10_000;
 
@@ -172,8 +184,8 @@ export function createSendgridProvider(opts: SendgridProviderOptions): EmailProv
       return message === null ? sendgridNotIndexedObservation() : sendgridObservation(message);
     },
 
-    async findByIdempotencyKey(idempotencyKey: string, to: string, since?: number): Promise<SendResult | null> {
-      const hits = await search(to, since);
+    async findByIdempotencyKey(idempotencyKey: string, to: string, window?: SearchWindow): Promise<SendResult | null> {
+      const hits = await search(to, window?.since);
       for (const hit of hits) {
         if (typeof hit.sg_message_id !== 'string') continue;
         const message = await logsMessage(hit.sg_message_id);
@@ -192,6 +204,12 @@ export function createSendgridProvider(opts: SendgridProviderOptions): EmailProv
         throw new ProviderError(`sendgrid: more than ${SENDGRID_LOGS_LIMIT} messages to this address; cannot rule the send out`, {
           kind: 'server_error',
         });
+      }
+      if (window !== undefined && window.lastAttemptAgeMs < opts.logsLagMs) {
+        throw new ProviderError(
+          `sendgrid: not in the Email Logs yet, which may lag ${opts.logsLagMs} ms behind a send; the send stays in doubt`,
+          { kind: 'server_error' },
+        );
       }
       return null;
     },

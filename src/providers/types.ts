@@ -113,10 +113,18 @@ export interface EmailProvider {
    */
   status(providerMessageId: string, scope?: MessageScope): Promise<StatusObservation>;
   /**
-   * Find a message sent earlier with this idempotency key (a send in doubt); `since` (ms) is a
-   * time no attempt started before, for providers searched by recipient and time. Throws ProviderError.
+   * Find a message sent earlier with this idempotency key (a send in doubt). `window` bounds the
+   * search for providers searched by recipient and time, and says how long ago the last attempt
+   * started, for providers whose search may not list a message yet. Null only when the provider
+   * can say no such message exists; when it cannot tell yet, it throws. Throws ProviderError.
    */
-  findByIdempotencyKey(idempotencyKey: string, to: string, since?: number): Promise<SendResult | null>;
+  findByIdempotencyKey(idempotencyKey: string, to: string, window?: SearchWindow): Promise<SendResult | null>;
+}
+
+/** Where a send in doubt may be: no attempt started before `since` (ms); the last one started `lastAttemptAgeMs` ago. */
+export interface SearchWindow {
+  since: number;
+  lastAttemptAgeMs: number;
 }
 
 /** Where to look for a message: its recipient, and a time (ms, Herald's clock) it was not sent before. */

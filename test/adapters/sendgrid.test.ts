@@ -1,18 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSendgridProvider, sendgridCustomArgs } from '../../src/providers/sendgrid.js';
-import type { EmailProvider, MessageScope, StatusObservation } from '../../src/providers/types.js';
+import type { EmailProvider, MessageScope, SearchWindow, StatusObservation } from '../../src/providers/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { BAD_SENDGRID_KEY } from '../../src/sandbox/sendgrid-api.js';
 import { failure, sleep, unique } from '../helpers/providers.js';
 
 let sandbox: Sandbox;
 let email: EmailProvider;
-const make = (overrides: { timeoutMs?: number; apiKey?: string; apiUrl?: string } = {}) =>
+const make = (overrides: { timeoutMs?: number; apiKey?: string; apiUrl?: string; logsLagMs?: number } = {}) =>
   createSendgridProvider({
     apiKey: 'SG.sandbox-api-key',
     from: 'herald@sandbox.example',
     apiUrl: sandbox.url,
     timeoutMs: 2000,
+    logsLagMs: 5000,
     ...overrides,
   });
 
@@ -28,6 +29,9 @@ const message = (to: string, idempotencyKey = `key-${unique()}`) => ({
   text: 'The terms change on Friday.',
   idempotencyKey,
 });
+
+/** A search window whose last attempt is older than the logs may lag (5 s here). */
+const settled = (since: number): SearchWindow => ({ since, lastAttemptAgeMs: 5000 });
 
 const requestsFor = (to: string) => sandbox.requests().filter((r) => r.recipient === to || r.url.includes(encodeURIComponent(to)));
 
@@ -256,7 +260,7 @@ describe('SendGrid adapter against the sandbox', () => {
       const [stored] = sandbox.emails().filter((e) => e.to === to);
       expect(stored?.metadata).toEqual({ herald_key: key });
 
-      const found = await email.findByIdempotencyKey(key, to, since);
+      const found = await email.findByIdempotencyKey(key, to, settled(since));
       expect(found).toEqual({ providerMessageId: stored?.messageId, providerStatus: 'processed' });
       // The full Email Logs ID reads directly.
       const before = sandbox.requests().length;
@@ -275,7 +279,9 @@ describe('SendGrid adapter against the sandbox', () => {
       sandbox.injectFault({ operation: 'sendgrid.send', mode: 'accept_then_drop', match: to });
       expect((await failure(email.send(message(to, key)))).kind).toBe('server_error');
       await sleep(350);
-      expect(await email.findByIdempotencyKey(key, to, Date.now() - 1000)).toMatchObject({ providerMessageId: expect.any(String) });
+      expect(await email.findByIdempotencyKey(key, to, settled(Date.now() - 1000))).toMatchObject({
+        providerMessageId: expect.any(String),
+      });
     });
 
     it('returns null when nothing was sent with that key to that address', async () => {
@@ -285,10 +291,21 @@ describe('SendGrid adapter against the sandbox', () => {
       await email.send(message(to, key));
       await email.send(message(`q+${unique()}@example.com`, `${key}-other`));
       await sleep(350);
-      expect(await email.findByIdempotencyKey(`${key}-other`, to, since)).toBeNull();
-      expect(await email.findByIdempotencyKey(key, `someone+${unique()}@example.com`, since)).toBeNull();
-      expect(await email.findByIdempotencyKey(`never-${unique()}`, to, since)).toBeNull();
-      expect(await email.findByIdempotencyKey(key, to, since)).toMatchObject({ providerMessageId: expect.any(String) });
+      expect(await email.findByIdempotencyKey(`${key}-other`, to, settled(since))).toBeNull();
+      expect(await email.findByIdempotencyKey(key, `someone+${unique()}@example.com`, settled(since))).toBeNull();
+      expect(await email.findByIdempotencyKey(`never-${unique()}`, to, settled(since))).toBeNull();
+      expect(await email.findByIdempotencyKey(key, to, settled(since))).toMatchObject({ providerMessageId: expect.any(String) });
+    });
+
+    it('not found while the attempt is younger than the logs may lag: stays in doubt (throws), null once older', async () => {
+      const to = `p+${unique()}@example.com`;
+      const since = Date.now();
+      sandbox.injectFault({ operation: 'sendgrid.send', mode: 'hang', match: to });
+      expect((await failure(make({ timeoutMs: 300 }).send(message(to, 'k')))).kind).toBe('timeout');
+      const young = await failure(email.findByIdempotencyKey('k', to, { since, lastAttemptAgeMs: 4999 }));
+      expect(young).toMatchObject({ kind: 'server_error', retryable: true });
+      expect(young.message).toMatch(/not in the Email Logs yet/);
+      expect(await email.findByIdempotencyKey('k', to, { since, lastAttemptAgeMs: 5000 })).toBeNull();
     });
 
     it('a failed read of a listed message keeps the send in doubt (throws)', async () => {
@@ -297,7 +314,7 @@ describe('SendGrid adapter against the sandbox', () => {
       await email.send(message(to, key));
       await sleep(350);
       sandbox.injectFault({ operation: 'sendgrid.logs_message', mode: 'status_503', match: to });
-      expect(await failure(email.findByIdempotencyKey(key, to, Date.now() - 1000))).toMatchObject({
+      expect(await failure(email.findByIdempotencyKey(key, to, settled(Date.now() - 1000)))).toMatchObject({
         kind: 'server_error',
         httpStatus: 503,
       });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { runHerald } from '../helpers/archive.js';
+import { ACCOUNT_SID, AUTH_TOKEN } from '../helpers/sandbox.js';
 import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -171,6 +172,47 @@ describe('with HERALD_EMAIL_PROVIDER=sendgrid', () => {
     expect(ofType(events, 'fallback.decided')).toHaveLength(1);
     expect(emailsTo(email)).toHaveLength(1);
     expect(stack.smsTo(to)).toBe(1);
+  });
+});
+
+describe('with live SendGrid settings (the Email Logs may lag 30 s), against the emulator', () => {
+  let live: Stack;
+  beforeAll(async () => {
+    live = await startStack({
+      prefix: testPrefix('sendgrid-live'),
+      env: {
+        HERALD_PROVIDERS: 'live',
+        HERALD_EMAIL_PROVIDER: 'sendgrid',
+        SENDGRID_API_KEY: 'SG.live-test-key',
+        SENDGRID_FROM: 'notices@example.com',
+        TWILIO_ACCOUNT_SID: ACCOUNT_SID,
+        TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+        TWILIO_FROM: '+15005550006',
+      },
+    });
+  });
+  afterAll(async () => {
+    await live?.close();
+  });
+
+  it('a send that may not be listed yet is not sent again: it stays in doubt and the deadline decides', async () => {
+    const to = phone();
+    const email = address('delivered', '300ms');
+    live.sandbox.injectFault({ operation: 'sendgrid.send', mode: 'hang', match: email });
+    const id = await live.createNotice(notice(email, to, 6));
+    const view = await live.waitForState(id, ['sms_sent', 'sms_delivered']);
+    expect(view.fallback.reason).toBe('email_deadline_elapsed');
+    const events = await live.events(id);
+    expect(ofType(events, 'email.requested')).toEqual([expect.objectContaining({ provider: 'sendgrid', attempt: 1 })]);
+    const searches = ofType(events, 'provider.error').filter((e) => e.operation === 'search');
+    expect(searches.length).toBeGreaterThanOrEqual(1);
+    // The searches were answered (200): the logs simply did not list it, which proves nothing yet.
+    expect(searches.every((e) => e.kind === 'server_error' && e.httpStatus === undefined)).toBe(true);
+    const searched = live.sandbox.requests().filter((r) => r.operation === 'sendgrid.logs_search' && r.recipient === email);
+    expect(searched.length).toBeGreaterThanOrEqual(1);
+    expect(searched.every((r) => r.status === 200)).toBe(true);
+    expect(live.sandbox.emails().filter((m) => m.to === email)).toHaveLength(0);
+    expect(live.smsTo(to)).toBe(1);
   });
 });
 
