@@ -7,6 +7,9 @@ import { failure, sleep, unique } from '../helpers/providers.js';
 
 let sandbox: Sandbox;
 let email: EmailProvider;
+/** A sandbox whose Email Logs lag 1.5 s, for the status timelines. */
+let lagging: Sandbox;
+let laggingEmail: EmailProvider;
 const make = (overrides: { timeoutMs?: number; apiKey?: string; apiUrl?: string; logsLagMs?: number } = {}) =>
   createSendgridProvider({
     apiKey: 'SG.sandbox-api-key',
@@ -20,8 +23,13 @@ const make = (overrides: { timeoutMs?: number; apiKey?: string; apiUrl?: string;
 beforeAll(async () => {
   sandbox = await startSandbox();
   email = make();
+  lagging = await startSandbox({ indexLagMs: 1500 });
+  laggingEmail = make({ apiUrl: lagging.url });
 });
-afterAll(() => sandbox.close());
+afterAll(async () => {
+  await sandbox.close();
+  await lagging.close();
+});
 
 const message = (to: string, idempotencyKey = `key-${unique()}`) => ({
   to,
@@ -35,18 +43,21 @@ const settled = (since: number): SearchWindow => ({ since, lastAttemptAgeMs: 500
 
 const requestsFor = (to: string) => sandbox.requests().filter((r) => r.recipient === to || r.url.includes(encodeURIComponent(to)));
 
-/** Sends to `<behaviour>+800ms+<label>@example.com` and reads the status at fixed points in time. */
+/**
+ * Sends to `<behaviour>+3s+<label>@example.com` through a sandbox whose logs lag 1.5 s, and reads
+ * the status in the middle of each phase: before the logs list it, listed (processed), after the
+ * behaviour's event (3 s), after its second event (6 s). Wide phases keep a loaded machine honest.
+ */
 async function timeline(behaviour: string): Promise<StatusObservation[]> {
-  const to = `${behaviour}+800ms+${unique()}@example.com`;
+  const to = `${behaviour}+3s+${unique()}@example.com`;
   const scope: MessageScope = { to, since: Date.now() };
-  const sent = await email.send(message(to));
+  const sent = await laggingEmail.send(message(to));
   const started = Date.now();
   const at = async (ms: number) => {
     await sleep(Math.max(0, ms - (Date.now() - started)));
-    return email.status(sent.providerMessageId, scope);
+    return laggingEmail.status(sent.providerMessageId, scope);
   };
-  // Before the logs list it (300 ms), after, after the delay, after twice the delay.
-  return [await at(0), await at(400), await at(1100), await at(1900)];
+  return [await at(0), await at(2200), await at(4200), await at(7000)];
 }
 
 describe('SendGrid adapter against the sandbox', () => {
