@@ -2,6 +2,7 @@
  * Pure mapping of what the providers report to Herald's normalized statuses (PROVIDERS.md,
  * "Status mapping"). Engagement (opens, clicks) is recorded but never counts as delivery.
  */
+import type { SuppressionSource } from '../store/suppressions.js';
 import type { NormalizedStatus, StatusObservation } from './types.js';
 
 /** The parts of Postmark's `GET /messages/outbound/{id}/details` answer the mapping reads. */
@@ -193,7 +194,7 @@ export function sendgridNotIndexedObservation(): StatusObservation {
  */
 export function sendgridObservation(message: SendgridLogMessage): StatusObservation {
   let status: NormalizedStatus = 'pending';
-  let suppressed = false;
+  let suppressed: SuppressionSource | undefined;
   let bounceType: string | undefined;
   const engagement = new Set<string>();
   const seen: string[] = [];
@@ -210,7 +211,7 @@ export function sendgridObservation(message: SendgridLogMessage): StatusObservat
         label = `bounce(${event.type ?? 'bounce'})`;
         if (hard) {
           status = 'bounced';
-          suppressed = true;
+          suppressed = 'sendgrid_hard_bounce';
         } else if (status === 'pending') {
           status = 'deferred';
         }
@@ -222,13 +223,13 @@ export function sendgridObservation(message: SendgridLogMessage): StatusObservat
       case 'dropped':
         // "Bounced Address", "Unsubscribed Address", "Spam Reporting Address": the address is on a
         // suppression list. A drop for the message's own sake ("Invalid SMTPAPI header") is not.
-        suppressed ||= event.reason === undefined || SENDGRID_SUPPRESSION_DROP.test(event.reason);
+        if (event.reason === undefined || SENDGRID_SUPPRESSION_DROP.test(event.reason)) suppressed ??= 'sendgrid_dropped';
         if (status !== 'delivered' && status !== 'bounced') status = 'failed';
         break;
       case 'spamreport':
       case 'unsubscribe':
       case 'group_unsubscribe':
-        suppressed = true;
+        suppressed ??= 'sendgrid_unsubscribe';
         break;
       case 'open':
         engagement.add('opened');
@@ -248,6 +249,9 @@ export function sendgridObservation(message: SendgridLogMessage): StatusObservat
     engagement: [...engagement],
   };
   if (bounceType !== undefined) observation.bounceType = bounceType;
-  if (suppressed) observation.suppressed = true;
+  if (suppressed !== undefined) {
+    observation.suppressed = true;
+    observation.suppressionSource = suppressed;
+  }
   return observation;
 }

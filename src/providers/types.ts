@@ -2,6 +2,7 @@
  * The provider contract the domain depends on. Adapters (postmark.ts, twilio.ts) implement it
  * with the official SDKs; the domain imports only these types.
  */
+import type { SuppressionSource } from '../store/suppressions.js';
 
 /** Normalized delivery status, as `*.observed` entries record it. */
 export type NormalizedStatus = 'pending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'unknown';
@@ -98,6 +99,8 @@ export interface StatusObservation {
   bounceType?: string;
   /** True when the provider says the address is now suppressed (hard bounce, spam complaint, STOP). */
   suppressed?: boolean;
+  /** Why, as the suppression list records it; Postmark's bounce / unsubscribe when unset. */
+  suppressionSource?: SuppressionSource;
 }
 
 export interface EmailProvider {

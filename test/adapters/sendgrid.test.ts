@@ -84,6 +84,7 @@ describe('SendGrid adapter against the sandbox', () => {
         engagement: [],
         bounceType: 'HardBounce',
         suppressed: true,
+        suppressionSource: 'sendgrid_hard_bounce',
       });
     });
 
@@ -118,6 +119,7 @@ describe('SendGrid adapter against the sandbox', () => {
         status: 'failed',
         engagement: [],
         suppressed: true,
+        suppressionSource: 'sendgrid_dropped',
       });
     });
 

@@ -87,6 +87,7 @@ describe('with HERALD_EMAIL_PROVIDER=sendgrid', () => {
     expect(stack.smsTo(to)).toBe(1);
     const suppression = await stack.web.call('GET', `/v1/suppressions/email/${encodeURIComponent(email)}`);
     expect(suppression.statusCode).toBe(200);
+    expect(suppression.json()).toMatchObject({ source: 'sendgrid_hard_bounce', noticeId: id });
   });
 
   it('an email only opened (the logs summary says delivered) still falls back at the deadline', async () => {
@@ -103,9 +104,12 @@ describe('with HERALD_EMAIL_PROVIDER=sendgrid', () => {
 
   it('a suppressed address (accepted, then dropped) falls back early with email_suppressed', async () => {
     const to = phone();
-    const id = await stack.createNotice(notice(address('inactive'), to, 30));
+    const email = address('inactive');
+    const id = await stack.createNotice(notice(email, to, 30));
     const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
     expect(view.fallback.reason).toBe('email_suppressed');
+    const suppression = await stack.web.call('GET', `/v1/suppressions/email/${encodeURIComponent(email)}`);
+    expect(suppression.json()).toMatchObject({ source: 'sendgrid_dropped', noticeId: id });
     expect(ofType(await stack.events(id), 'email.observed').at(-1)).toMatchObject({
       status: 'failed',
       providerStatus: 'dropped+processed+dropped',
