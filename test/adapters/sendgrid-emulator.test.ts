@@ -7,12 +7,16 @@ import { sleep, type HttpAnswer } from '../helpers/sandbox.js';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
-  sandbox = await startSandbox({ indexLagMs: 200 });
+  // A 1 s index lag: wide enough that "not listed yet" holds on a loaded machine.
+  sandbox = await startSandbox({ indexLagMs: LAG_MS });
 });
 afterAll(() => sandbox.close());
 beforeEach(() => sandbox.reset());
 
 const KEY = 'SG.sandbox-api-key';
+const LAG_MS = 1000;
+/** Past the index lag. */
+const pastTheLag = () => sleep(LAG_MS + 100);
 
 /** A SendGrid API call with a bearer key, over plain HTTP. */
 async function sendgrid(method: string, path: string, body?: unknown, key: string | null = KEY): Promise<HttpAnswer> {
@@ -106,7 +110,7 @@ describe('SendGrid emulator', () => {
 
     it('accepts a suppressed address and drops it, as SendGrid does', async () => {
       expect((await sendgrid('POST', '/v3/mail/send', mail('inactive@example.com'))).status).toBe(202);
-      await sleep(250);
+      await pastTheLag();
       const listed = await search("to_email = 'inactive@example.com'");
       expect(listed.body.messages).toEqual([expect.objectContaining({ status: 'dropped', reason: 'Bounced Address' })]);
     });
@@ -126,15 +130,15 @@ describe('SendGrid emulator', () => {
       const since = new Date(Date.now() - 1000).toISOString();
       await sendgrid('POST', '/v3/mail/send', mail('log@example.com', { custom_args: { herald_key: 'a' } }));
       // The first message listed proves the lag has passed for it, not for the next one.
-      await sleep(250);
+      await pastTheLag();
       await sendgrid('POST', '/v3/mail/send', mail('log@example.com', { custom_args: { herald_key: 'b' } }));
       await sendgrid('POST', '/v3/mail/send', mail('other@example.com'));
       const query = `to_email = 'log@example.com' AND sg_message_id_created_at >= TIMESTAMP "${since}"`;
       const early = (await search(query)).body.messages;
       const newestAt = sandbox.emails().filter((e) => e.to === 'log@example.com')[1]!.createdAt;
       // Unless the machine was too slow to ask within the lag, the newest is not listed yet.
-      if (Date.now() < newestAt + 200) expect(early.map((m: { sg_message_id: string }) => m.sg_message_id)).toHaveLength(1);
-      await sleep(250);
+      if (Date.now() < newestAt + LAG_MS) expect(early.map((m: { sg_message_id: string }) => m.sg_message_id)).toHaveLength(1);
+      await pastTheLag();
       const listed = (await search(query)).body.messages;
       const [newest, oldest] = sandbox
         .emails()
@@ -162,7 +166,7 @@ describe('SendGrid emulator', () => {
       expect((await sendgrid('GET', `/v3/logs/${stored!.messageId}`)).body).toEqual({
         errors: [{ message: 'not found', field: 'sg_message_id', help: expect.any(String) }],
       });
-      await sleep(350);
+      await pastTheLag();
       const shown = await sendgrid('GET', `/v3/logs/${stored!.messageId}`);
       expect(shown.status).toBe(200);
       expect(shown.body).toMatchObject({ sg_message_id: stored!.messageId, status: 'delivered', custom_args: { herald_key: 'k' } });
@@ -177,7 +181,7 @@ describe('SendGrid emulator', () => {
     it('tell hard bounces (type bounce) from soft ones (type blocked)', async () => {
       await sendgrid('POST', '/v3/mail/send', mail('bounce+50ms@example.com'));
       await sendgrid('POST', '/v3/mail/send', mail('softbounce+50ms@example.com'));
-      await sleep(300);
+      await pastTheLag();
       const [hard, soft] = sandbox.emails();
       const events = async (id: string) => (await sendgrid('GET', `/v3/logs/${id}`)).body;
       expect(await events(hard!.messageId)).toMatchObject({
@@ -230,7 +234,7 @@ describe('SendGrid emulator', () => {
       const [stored] = sandbox.emails();
       expect(stored).toMatchObject({ to: 'sdk@example.com', textBody: 'T', htmlBody: '<p>T</p>', metadata: { herald_key: 'k-1' } });
       expect(stored?.messageId.startsWith(`${response.headers['x-message-id']}.`)).toBe(true);
-      await sleep(250);
+      await pastTheLag();
       const [, body] = await client.request({
         method: 'POST',
         url: '/v3/logs',
