@@ -33,6 +33,12 @@ export interface Config {
     /** Undefined in sandbox mode until the worker starts its embedded emulator. */
     readonly apiUrl: string | undefined;
   };
+  readonly sendgrid: {
+    readonly apiKey: string;
+    readonly from: string;
+    /** Undefined in sandbox mode until the worker starts its embedded emulator. */
+    readonly apiUrl: string | undefined;
+  };
   readonly twilio: {
     readonly accountSid: string;
     readonly authToken: string;
@@ -279,6 +285,12 @@ export function loadConfig(env: Env = process.env): Config {
     messageStream: read('POSTMARK_MESSAGE_STREAM') ?? 'outbound',
     apiUrl: providerUrl('POSTMARK_API_URL', 'https://api.postmarkapp.com'),
   };
+  const sendgridChosen = emailProvider === 'sendgrid';
+  const sendgrid = {
+    apiKey: liveRequired('SENDGRID_API_KEY', 'SG.sandbox-api-key', sendgridChosen),
+    from: liveRequired('SENDGRID_FROM', 'herald@sandbox.example', sendgridChosen),
+    apiUrl: providerUrl('SENDGRID_API_URL', 'https://api.sendgrid.com'),
+  };
   const accountSid = liveRequired('TWILIO_ACCOUNT_SID', 'AC00000000000000000000000000000000', twilioChosen);
   if (!accountSid.startsWith('AC')) problems.push('TWILIO_ACCOUNT_SID must start with "AC"');
   const twilioFrom = read('TWILIO_FROM');
@@ -345,6 +357,7 @@ export function loadConfig(env: Env = process.env): Config {
     emailProvider,
     smsProvider,
     postmark,
+    sendgrid,
     twilio,
     providerTimeoutMs,
     maxRetryAfterMs: duration('HERALD_MAX_RETRY_AFTER', parseDuration('5m')),

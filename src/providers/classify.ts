@@ -7,7 +7,7 @@
  */
 import { Errors as PostmarkErrors } from 'postmark';
 import twilio from 'twilio';
-import type { HttpTrace } from './http-trace.js';
+import { parseRetryAfter, type HttpTrace } from './http-trace.js';
 import { ProviderError, type ProviderErrorKind } from './types.js';
 
 /** Postmark API error codes that blame Herald's account or configuration, not the message. */
@@ -152,4 +152,59 @@ function twilioRestFields(error: unknown): { status: number; code: number | unde
     code: typeof fields.code === 'number' && fields.code !== 0 ? fields.code : undefined,
     message: error.message,
   };
+}
+
+/** Classifies anything thrown by a call through `@sendgrid/client` / `@sendgrid/mail`. */
+export function classifySendgridError(error: unknown, now: number = Date.now()): ProviderError {
+  if (error instanceof ProviderError) return error;
+  const answer = sendgridAnswer(error);
+  if (answer) {
+    return fromHttpStatus('sendgrid', answer.status, {
+      message: answer.message,
+      providerCode: undefined,
+      kindOverride: undefined,
+      // Mail Send accepts a suppressed address and drops it later (a `dropped` event): no refusal says so.
+      suppressed: false,
+      retryAfterMs: sendgridRetryAfterMs(answer.headers, now),
+      cause: error,
+    });
+  }
+  // Network failures and timeouts come as the raw axios error, with its string code.
+  return fromTransportError('sendgrid', error, error);
+}
+
+/** Status, headers and the `errors[].message` texts of a SendGrid error answer (the SDK's ResponseError). */
+function sendgridAnswer(error: unknown): { status: number; headers: Record<string, unknown>; message: string } | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const { code, response } = error as Error & { code?: unknown; response?: { headers?: unknown; body?: unknown } };
+  if (typeof code !== 'number' || typeof response !== 'object' || response === null) return undefined;
+  const headers = typeof response.headers === 'object' && response.headers !== null ? (response.headers as Record<string, unknown>) : {};
+  const errors = (response.body as { errors?: unknown } | undefined)?.errors;
+  const texts = Array.isArray(errors)
+    ? errors
+        .map((e: { message?: unknown; field?: unknown }) =>
+          typeof e?.message === 'string'
+            ? typeof e.field === 'string' && e.field !== 'null'
+              ? `${e.message} (${e.field})`
+              : e.message
+            : '',
+        )
+        .filter(Boolean)
+    : [];
+  return { status: code, headers, message: texts.length > 0 ? texts.join('; ') : error.message };
+}
+
+/**
+ * When SendGrid asks Herald to come back: `Retry-After` when present, otherwise the
+ * `X-RateLimit-Reset` its rate-limit answers carry (epoch seconds).
+ */
+function sendgridRetryAfterMs(headers: Record<string, unknown>, now: number): number | undefined {
+  const header = (name: string): string | undefined => {
+    const value = headers[name] ?? headers[name.toLowerCase()];
+    return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
+  };
+  const retryAfter = parseRetryAfter(header('retry-after'), now);
+  if (retryAfter !== undefined) return retryAfter;
+  const reset = Number(header('x-ratelimit-reset'));
+  return Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - now) : undefined;
 }

@@ -2,6 +2,7 @@
  * Pure mapping of what the providers report to Herald's normalized statuses (PROVIDERS.md,
  * "Status mapping"). Engagement (opens, clicks) is recorded but never counts as delivery.
  */
+import type { SuppressionSource } from '../store/suppressions.js';
 import type { NormalizedStatus, StatusObservation } from './types.js';
 
 /** The parts of Postmark's `GET /messages/outbound/{id}/details` answer the mapping reads. */
@@ -154,6 +155,103 @@ export function twilioObservation(message: { status: string; errorCode?: number 
   if (typeof message.errorCode === 'number') {
     observation.errorCode = message.errorCode;
     if (TWILIO_OPT_OUT_CODES.has(message.errorCode)) observation.suppressed = true;
+  }
+  return observation;
+}
+
+/** The parts of SendGrid's Email Logs `GET /v3/logs/{sg_message_id}` answer the mapping reads. */
+export interface SendgridLogMessage {
+  /** The summary status; it counts an open or a click as `delivered`, so the mapping never reads it for delivery. */
+  status?: string;
+  events?: SendgridLogEvent[];
+}
+
+export interface SendgridLogEvent {
+  event: string;
+  /** Bounces: `bounce` (hard) or `blocked` (soft). */
+  type?: string;
+  reason?: string;
+}
+
+const SENDGRID_SUPPRESSION_DROP = /address|unsubscrib|suppress/i;
+
+/** What an Email Logs read means when the logs do not show the message yet: accepted, not indexed. */
+export function sendgridNotIndexedObservation(): StatusObservation {
+  return { providerStatus: 'not_found', status: 'pending', engagement: [] };
+}
+
+/**
+ * Maps an Email Logs message to an observation, from its events in the order given (oldest
+ * first): a `delivered` event → delivered (the only proof: the summary `status` says
+ * `delivered` for an open alone); a hard bounce (`bounce`, type `bounce`) → bounced and
+ * suppressed; a soft one (type `blocked`) or `deferred` → deferred unless delivery was seen;
+ * `dropped` → failed unless already delivered or bounced, and suppressed when its reason names
+ * the address (a suppression list); `spamreport`, `unsubscribe`, `group_unsubscribe` → suppressed
+ * for later notices; `open` / `click` only add engagement.
+ *
+ * `providerStatus` is the summary status followed by the event names in the order first seen,
+ * a bounce carrying its type, e.g. `delivered+processed+open` or `bounced+processed+bounce(bounce)`.
+ */
+export function sendgridObservation(message: SendgridLogMessage): StatusObservation {
+  let status: NormalizedStatus = 'pending';
+  let suppressed: SuppressionSource | undefined;
+  let bounceType: string | undefined;
+  const engagement = new Set<string>();
+  const seen: string[] = [];
+
+  for (const event of message.events ?? []) {
+    let label = event.event;
+    switch (event.event) {
+      case 'delivered':
+        status = 'delivered';
+        break;
+      case 'bounce': {
+        const hard = event.type !== 'blocked';
+        bounceType = hard ? 'HardBounce' : 'SoftBounce';
+        label = `bounce(${event.type ?? 'bounce'})`;
+        if (hard) {
+          status = 'bounced';
+          suppressed = 'sendgrid_hard_bounce';
+        } else if (status === 'pending') {
+          status = 'deferred';
+        }
+        break;
+      }
+      case 'deferred':
+        if (status === 'pending') status = 'deferred';
+        break;
+      case 'dropped':
+        // "Bounced Address", "Unsubscribed Address", "Spam Reporting Address": the address is on a
+        // suppression list. A drop for the message's own sake ("Invalid SMTPAPI header") is not.
+        if (event.reason === undefined || SENDGRID_SUPPRESSION_DROP.test(event.reason)) suppressed ??= 'sendgrid_dropped';
+        if (status !== 'delivered' && status !== 'bounced') status = 'failed';
+        break;
+      case 'spamreport':
+      case 'unsubscribe':
+      case 'group_unsubscribe':
+        suppressed ??= 'sendgrid_unsubscribe';
+        break;
+      case 'open':
+        engagement.add('opened');
+        break;
+      case 'click':
+        engagement.add('clicked');
+        break;
+      default:
+        break;
+    }
+    if (!seen.includes(label)) seen.push(label);
+  }
+
+  const observation: StatusObservation = {
+    providerStatus: [message.status ?? 'unknown', ...seen].join('+'),
+    status,
+    engagement: [...engagement],
+  };
+  if (bounceType !== undefined) observation.bounceType = bounceType;
+  if (suppressed !== undefined) {
+    observation.suppressed = true;
+    observation.suppressionSource = suppressed;
   }
   return observation;
 }

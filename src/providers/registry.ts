@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config.js';
 import { createPostmarkProvider } from './postmark.js';
+import { createSendgridProvider, SENDGRID_LOGS_LAG_MS } from './sendgrid.js';
 import { createTwilioProvider } from './twilio.js';
 import type { EmailProvider, SmsProvider } from './types.js';
 
@@ -29,6 +30,9 @@ export const STATUS_READS_PER_SECOND: Record<EmailProviderName | SmsProviderName
   infrai: { perSecond: 100, why: 'no published number; 429 with Retry-After' },
 };
 
+/** How long the sandbox's Email Logs may lag behind a send (its index lag, 300 ms, with room to spare). */
+const SANDBOX_LOGS_LAG_MS = 1_000;
+
 /** What building an adapter may need besides the configuration. */
 export interface ProviderDeps {
   /** The sandbox's base URL, standing in for every provider URL the configuration leaves unset. */
@@ -52,6 +56,8 @@ export function emailUrl(config: Config): string | undefined {
   switch (config.emailProvider) {
     case 'postmark':
       return config.postmark.apiUrl;
+    case 'sendgrid':
+      return config.sendgrid.apiUrl;
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -73,6 +79,14 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
   switch (config.emailProvider) {
     case 'postmark':
       return createPostmarkProvider({ ...config.postmark, apiUrl: baseUrl(config.postmark.apiUrl, deps, 'POSTMARK_API_URL'), timeoutMs });
+    case 'sendgrid':
+      return createSendgridProvider({
+        ...config.sendgrid,
+        apiUrl: baseUrl(config.sendgrid.apiUrl, deps, 'SENDGRID_API_URL'),
+        timeoutMs,
+        // The emulator lists a message within its index lag (300 ms); SendGrid publishes no bound.
+        logsLagMs: config.providers === 'sandbox' ? SANDBOX_LOGS_LAG_MS : SENDGRID_LOGS_LAG_MS,
+      });
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }

@@ -2,6 +2,7 @@
  * The provider contract the domain depends on. Adapters (postmark.ts, twilio.ts) implement it
  * with the official SDKs; the domain imports only these types.
  */
+import type { SuppressionSource } from '../store/suppressions.js';
 
 /** Normalized delivery status, as `*.observed` entries record it. */
 export type NormalizedStatus = 'pending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'unknown';
@@ -98,6 +99,8 @@ export interface StatusObservation {
   bounceType?: string;
   /** True when the provider says the address is now suppressed (hard bounce, spam complaint, STOP). */
   suppressed?: boolean;
+  /** Why, as the suppression list records it; Postmark's bounce / unsubscribe when unset. */
+  suppressionSource?: SuppressionSource;
 }
 
 export interface EmailProvider {
@@ -106,10 +109,31 @@ export interface EmailProvider {
   verify(): Promise<string>;
   /** Hand one email to the provider. Throws ProviderError. */
   send(message: EmailMessage): Promise<SendResult>;
-  /** Read the delivery status of an accepted message. Throws ProviderError. */
-  status(providerMessageId: string): Promise<StatusObservation>;
-  /** Find a message sent earlier with this idempotency key (a send in doubt). Throws ProviderError. */
-  findByIdempotencyKey(idempotencyKey: string, to: string): Promise<SendResult | null>;
+  /**
+   * Read the delivery status of an accepted message. `scope` says to whom and since when it was
+   * sent, for providers whose reads go through a search (SendGrid's Email Logs know a message by
+   * an ID that only starts with the one the send answered). Throws ProviderError.
+   */
+  status(providerMessageId: string, scope?: MessageScope): Promise<StatusObservation>;
+  /**
+   * Find a message sent earlier with this idempotency key (a send in doubt). `window` bounds the
+   * search for providers searched by recipient and time, and says how long ago the last attempt
+   * started, for providers whose search may not list a message yet. Null only when the provider
+   * can say no such message exists; when it cannot tell yet, it throws. Throws ProviderError.
+   */
+  findByIdempotencyKey(idempotencyKey: string, to: string, window?: SearchWindow): Promise<SendResult | null>;
+}
+
+/** Where a send in doubt may be: no attempt started before `since` (ms); the last one started `lastAttemptAgeMs` ago. */
+export interface SearchWindow {
+  since: number;
+  lastAttemptAgeMs: number;
+}
+
+/** Where to look for a message: its recipient, and a time (ms, Herald's clock) it was not sent before. */
+export interface MessageScope {
+  to: string;
+  since: number;
 }
 
 export interface SmsMessage {

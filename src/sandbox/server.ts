@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { registerControl } from './control-api.js';
 import type { SandboxContext } from './exchange.js';
 import { registerPostmark } from './postmark-api.js';
+import { isSendgridPath, registerSendgrid, sendgridError } from './sendgrid-api.js';
 import { emailView, SandboxState, smsView } from './state.js';
 import { registerTwilio, twilioError } from './twilio-api.js';
 import type { Sandbox, SandboxOptions } from './types.js';
@@ -61,12 +62,22 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       const { status, body } = twilioError(404, 20404, `The requested resource ${path} was not found`);
       return reply.code(status).send(body);
     }
+    if (isSendgridPath(request.url)) {
+      const { status, body } = sendgridError(404, `resource not found: ${request.method} ${path}`);
+      return reply.code(status).send(body);
+    }
     return reply.code(404).send({ ErrorCode: 0, Message: `Not found: ${request.method} ${path}` });
   });
   app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
     const clientError = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
     if (isTwilio(request.url)) {
       const { status, body } = clientError ? twilioError(400, 20001, error.message) : twilioError(500, 20500, 'Internal Server Error');
+      return reply.code(status).send(body);
+    }
+    if (isSendgridPath(request.url)) {
+      const { status, body } = clientError
+        ? sendgridError(400, `Bad Request: ${error.message}`)
+        : sendgridError(500, 'internal server error');
       return reply.code(status).send(body);
     }
     if (request.url.startsWith('/__sandbox/')) {
@@ -80,6 +91,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
 
   registerPostmark(app, ctx);
   registerTwilio(app, ctx);
+  registerSendgrid(app, ctx);
   registerControl(app, controls);
 
   return { app, controls, abortPending: () => closing.abort() };

@@ -11,7 +11,11 @@ export type Operation =
   | 'twilio.list'
   | 'twilio.cancel'
   | 'postmark.server'
-  | 'twilio.account';
+  | 'twilio.account'
+  | 'sendgrid.send'
+  | 'sendgrid.logs_search'
+  | 'sendgrid.logs_message'
+  | 'sendgrid.scopes';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -24,6 +28,10 @@ export const OPERATIONS: readonly Operation[] = [
   'twilio.cancel',
   'postmark.server',
   'twilio.account',
+  'sendgrid.send',
+  'sendgrid.logs_search',
+  'sendgrid.logs_message',
+  'sendgrid.scopes',
 ];
 
 /**
@@ -100,7 +108,7 @@ export interface SandboxSms {
 
 /** One API request the sandbox received (control routes under `/__sandbox/` are not recorded). */
 export interface SandboxRequest {
-  provider: 'postmark' | 'twilio';
+  provider: 'postmark' | 'twilio' | 'sendgrid';
   operation: Operation;
   method: string;
   /** Path without the query string. */

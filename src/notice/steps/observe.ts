@@ -44,7 +44,7 @@ export async function observeEmail(
   const nextCheckField = EMAIL.field('nextCheckAt');
   let observation: StatusObservation;
   try {
-    observation = await ctx.deps.email.status(record.providerMessageId!);
+    observation = await ctx.deps.email.status(record.providerMessageId!, { to: EMAIL.address(notice), since: notice.createdAt });
   } catch (thrown) {
     if (!(thrown instanceof ProviderError)) throw thrown;
     const error = ctx.bounded(thrown);
@@ -116,7 +116,8 @@ export async function observeEmail(
     if (!result.ok && result.reason === 'state') continue;
     if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`) };
     if (observation.suppressed && observation.status !== 'delivered') {
-      const source: SuppressionSource = observation.status === 'bounced' ? 'postmark_hard_bounce' : 'postmark_unsubscribe';
+      const source: SuppressionSource =
+        observation.suppressionSource ?? (observation.status === 'bounced' ? 'postmark_hard_bounce' : 'postmark_unsubscribe');
       await ctx.suppress(current, 'email', current.email!, source, observation.bounceType ?? observation.providerStatus);
     }
     if (undecided && observation.status === 'bounced') return { outcome: await decideFallback(ctx, current.id, 'email_bounced') };

@@ -148,7 +148,10 @@ function handOver(ctx: StepContext, port: ChannelPort, notice: Notice, content: 
 async function searchInDoubt(ctx: StepContext, port: ChannelPort, notice: Notice, smsBody: string | undefined): Promise<SendResult | null> {
   const record = port.record(notice);
   const to = port.address(notice);
-  if (port === EMAIL) return ctx.deps.email.findByIdempotencyKey(record.idempotencyKey!, to);
+  if (port === EMAIL) {
+    const lastAttemptAgeMs = ctx.now() - (record.attemptStartedAt ?? notice.createdAt);
+    return ctx.deps.email.findByIdempotencyKey(record.idempotencyKey!, to, { since: notice.createdAt, lastAttemptAgeMs });
+  }
   const since = (record.attemptStartedAt ?? ctx.now()) - PROVIDER_CLOCK_SKEW_MS;
   return (await ctx.deps.sms.findSince(to, since, smsBody!))[0] ?? null;
 }
