@@ -14,7 +14,7 @@ import { openScheduling, openStores } from '../src/compose.js';
 import { loadConfig, type Config } from '../src/config.js';
 import type { NoticeStore } from '../src/store/notices.js';
 import { closeQueues, QUEUE_NAMES, type HeraldQueues } from '../queues/index.js';
-import { freePort, httpReady, NodeProcess, until } from './processes.js';
+import { freePort, httpReady, NodeProcess, processCpuMs, until } from './processes.js';
 import { deleteKeys } from './redis-stats.js';
 import type { BenchSandbox } from './sandbox.js';
 
@@ -76,6 +76,8 @@ export class HeraldDeployment {
   constructor(
     private readonly ctx: BenchContext,
     readonly prefix: string,
+    /** Added to Herald's environment (a topology the benchmark compares, say). */
+    private readonly extraEnv: Record<string, string> = {},
   ) {
     this.config = loadConfig(this.env);
     this.store = openStores(ctx.redis, this.config).store;
@@ -83,7 +85,7 @@ export class HeraldDeployment {
   }
 
   get env(): Record<string, string> {
-    return heraldEnv(this.ctx, this.prefix, this.archiveDir);
+    return { ...heraldEnv(this.ctx, this.prefix, this.archiveDir), ...this.extraEnv };
   }
 
   async startWeb(): Promise<void> {
@@ -130,6 +132,11 @@ export class HeraldDeployment {
       NOTICE_QUEUES.map((name) => this.queue(name).getJobCounts('wait', 'active', 'delayed', 'paused', 'prioritized')),
     );
     return counts.every((c) => Object.values(c).every((n) => n === 0));
+  }
+
+  /** CPU time (ms) the web and worker processes have used so far. */
+  processCpuMs(): number {
+    return [this.web, ...this.workers].reduce((sum, p) => sum + processCpuMs(p?.pid), 0);
   }
 
   /** Notices not yet in a terminal state. */

@@ -2,6 +2,7 @@ import { DelayedError, Queue, type ConnectionOptions, type DefaultJobOptions, ty
 import type { Logger } from 'pino';
 import type { Clock } from '../src/clock.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
+import { JOB_PER_CHECK } from '../src/notice/topology.js';
 
 /** Herald's queues; one processor module per queue in this folder. */
 export const QUEUE_NAMES = {
@@ -28,10 +29,13 @@ export interface NoticeJob {
 /** Job IDs are derived from the notice ID (BullMQ job IDs may not contain ':'). */
 export const jobIds = {
   emailSend: (id: string) => `${id}-email-send`,
-  emailPoll: (id: string, check: number) => `${id}-poll-${check}`,
+  emailPoll: (id: string) => `${id}-email-poll`,
   deadline: (id: string) => `${id}-deadline`,
   smsSend: (id: string) => `${id}-sms-send`,
-  smsPoll: (id: string, check: number) => `${id}-sms-poll-${check}`,
+  smsPoll: (id: string) => `${id}-sms-poll`,
+  /** One job per planned check: what earlier versions queued; their processors still run them. */
+  emailCheck: (id: string, check: number) => `${id}-poll-${check}`,
+  smsCheck: (id: string, check: number) => `${id}-sms-poll-${check}`,
 };
 
 /**
@@ -92,8 +96,9 @@ export class QueueScheduler implements Scheduler {
   async emailSend(id: string, at: number): Promise<void> {
     await this.queues.emailSend.add('email-send', { noticeId: id }, { jobId: jobIds.emailSend(id), delay: this.delay(at) });
   }
-  async emailPoll(id: string, check: number, at: number): Promise<void> {
-    await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id, check), id, at);
+  async emailPoll(id: string, check: number, at: number, repair = false): Promise<void> {
+    if (JOB_PER_CHECK) await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailCheck(id, check), id, at, true);
+    else await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id), id, at, repair);
   }
   async deadline(id: string, at: number): Promise<void> {
     await this.queues.deadline.add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: this.delay(at) });
@@ -105,8 +110,9 @@ export class QueueScheduler implements Scheduler {
   async smsSend(id: string, at: number): Promise<void> {
     await this.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
   }
-  async smsPoll(id: string, check: number, at: number): Promise<void> {
-    await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsPoll(id, check), id, at);
+  async smsPoll(id: string, check: number, at: number, repair = false): Promise<void> {
+    if (JOB_PER_CHECK) await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsCheck(id, check), id, at, true);
+    else await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsPoll(id), id, at, repair);
   }
 
   /**
@@ -115,9 +121,11 @@ export class QueueScheduler implements Scheduler {
    * early, a job that failed for good), and then it must run: the finished job makes way.
    * A check still waiting or running keeps its job, so asking twice stays harmless.
    */
-  private async statusCheck(queue: Queue<NoticeJob>, name: string, jobId: string, noticeId: string, at: number): Promise<void> {
-    const existing = await queue.getJob(jobId);
-    if (existing?.finishedOn) await queue.remove(jobId);
+  private async statusCheck(queue: Queue<NoticeJob>, name: string, jobId: string, noticeId: string, at: number, repair: boolean): Promise<void> {
+    if (repair) {
+      const existing = await queue.getJob(jobId);
+      if (existing?.finishedOn) await queue.remove(jobId);
+    }
     await queue.add(name, { noticeId }, { jobId, delay: this.delay(at) });
   }
 }
@@ -157,8 +165,10 @@ export async function runStep(
     await job.moveToDelayed(Date.now() + (ctx.retryBaseMs ?? STEP_RETRY_BASE_MS) * 2 ** (errors - 1), token);
     throw new DelayedError(`run ${errors} of ${MAX_STEP_RUNS} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (outcome.kind === 'done' && outcome.pauseMs && pause) await pause(outcome.pauseMs);
+  if (outcome.pauseMs && pause) await pause(outcome.pauseMs);
   if (outcome.kind === 'retry' && token) {
+    // A job that comes back for its next check starts that check with a clean error count.
+    if (job.data.errors) await job.updateData({ noticeId: job.data.noticeId });
     await job.moveToDelayed(Date.now() + Math.max(0, outcome.at - clock.now()), token);
     throw new DelayedError(outcome.note);
   }

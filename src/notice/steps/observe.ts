@@ -5,7 +5,8 @@ import type { Notice } from '../notice.js';
 import type { SuppressionSource } from '../../store/suppressions.js';
 import { EMAIL, SMS } from '../channels.js';
 import { providerErrorEntry, type LogEntry } from '../entries.js';
-import { done, type StepOutcome } from '../outcome.js';
+import { done, retryAt, type StepOutcome } from '../outcome.js';
+import { JOB_PER_CHECK } from '../topology.js';
 import { checkNumber, nextCheckAfter } from '../planner.js';
 import { UNDECIDED_STATES, type NoticeState } from '../states.js';
 import { emailChecksBeforeDeadline, MAX_RACES, type StepContext } from './context.js';
@@ -18,9 +19,9 @@ export async function pollEmail(ctx: StepContext, id: string): Promise<StepOutco
   const observable = notice.state === 'email_sent' || (notice.state === 'sms_pending' && notice.emailChannel.providerMessageId);
   if (!observable) return done(`state is ${notice.state}`);
   const { outcome, nextCheckAt } = await observeEmail(ctx, notice, false);
-  if (nextCheckAt !== undefined && nextCheckAt < notice.deadline) {
-    await ctx.deps.schedule.emailPoll(id, checkNumber(notice.pollPlan, nextCheckAt), nextCheckAt);
-  }
+  if (nextCheckAt === undefined || nextCheckAt >= notice.deadline) return outcome;
+  if (!JOB_PER_CHECK) return retryAt(nextCheckAt, outcome.note, outcome.pauseMs);
+  await ctx.deps.schedule.emailPoll(id, checkNumber(notice.pollPlan, nextCheckAt), nextCheckAt);
   return outcome;
 }
 
@@ -150,8 +151,11 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
       entries,
       due: next ?? 'remove',
     });
+    const note = `sms status read failed: ${error.kind}`;
+    const pauseMs = error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined;
+    if (next !== undefined && !JOB_PER_CHECK) return retryAt(next, note, pauseMs);
     if (next !== undefined) await ctx.deps.schedule.smsPoll(id, checkNumber(notice.smsPlan, next), next);
-    return done(`sms status read failed: ${error.kind}`, error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined);
+    return done(note, pauseMs);
   }
   const now = ctx.now();
   const terminal: NoticeState | undefined =
@@ -182,6 +186,9 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
     entries,
     due: terminal || next === undefined ? 'remove' : next,
   });
-  if (result.ok && !terminal && next !== undefined) await ctx.deps.schedule.smsPoll(id, checkNumber(notice.smsPlan, next), next);
+  if (result.ok && !terminal && next !== undefined) {
+    if (!JOB_PER_CHECK) return retryAt(next, `sms ${observation.status}`);
+    await ctx.deps.schedule.smsPoll(id, checkNumber(notice.smsPlan, next), next);
+  }
   return done(`sms ${observation.status}`);
 }
