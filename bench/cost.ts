@@ -50,13 +50,8 @@ const NOTICE_KINDS = ['{s}:notice', '{s}:events', '{s}:content', '{s}:created', 
  */
 const DEADLINE_SECONDS = 8;
 
-export async function noticeCost(
-  ctx: BenchContext,
-  path: 'delivered' | 'fallback',
-  notices: number,
-  env: Record<string, string> = {},
-): Promise<CostRun> {
-  const herald = new HeraldDeployment(ctx, `${ctx.runPrefix}-cost-${path}`, env);
+export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallback', notices: number): Promise<CostRun> {
+  const herald = new HeraldDeployment(ctx, `${ctx.runPrefix}-cost-${path}`);
   try {
     await herald.startWeb();
     await herald.startWorkers(1);

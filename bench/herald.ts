@@ -76,8 +76,6 @@ export class HeraldDeployment {
   constructor(
     private readonly ctx: BenchContext,
     readonly prefix: string,
-    /** Added to Herald's environment (a topology the benchmark compares, say). */
-    private readonly extraEnv: Record<string, string> = {},
   ) {
     this.config = loadConfig(this.env);
     this.store = openStores(ctx.redis, this.config).store;
@@ -85,7 +83,7 @@ export class HeraldDeployment {
   }
 
   get env(): Record<string, string> {
-    return { ...heraldEnv(this.ctx, this.prefix, this.archiveDir), ...this.extraEnv };
+    return heraldEnv(this.ctx, this.prefix, this.archiveDir);
   }
 
   async startWeb(): Promise<void> {

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { planChecks } from '../src/notice/planner.js';
 import { measureAccept } from './accept.js';
-import { noticeCost, rawJobCost, type CostRun } from './cost.js';
+import { noticeCost, rawJobCost } from './cost.js';
 import type { BenchContext } from './herald.js';
 import { deliveredThroughput, fallbackThroughput, rawThroughput } from './lifecycle.js';
 import { heraldPending, rawPending, type PendingRun } from './pending.js';
@@ -89,7 +89,11 @@ try {
     const round = (x: number) => Math.round(x * 10) / 10;
     return {
       ...best,
-      repeats: runs.map((r) => ({ commands: round(r.redisCommandsPerItem), redisCpuUs: round(r.redisCpuUsPerItem), processCpuUs: round(r.processCpuUsPerItem) })),
+      repeats: runs.map((r) => ({
+        commands: round(r.redisCommandsPerItem),
+        redisCpuUs: round(r.redisCpuUsPerItem),
+        processCpuUs: round(r.processCpuUsPerItem),
+      })),
     };
   };
   const cost = runs('cost')
@@ -99,17 +103,7 @@ try {
         raw: await lower(() => rawJobCost(ctx, n(2_000))),
       }
     : undefined;
-  // Other job topologies, measured in the same run (BENCH_TOPOLOGIES, a comma-separated list).
-  const topologies: Record<string, { delivered: Awaited<ReturnType<typeof lower<CostRun>>>; fallback: Awaited<ReturnType<typeof lower<CostRun>>> }> = {};
-  for (const topology of (process.env.BENCH_TOPOLOGIES ?? '').split(',').filter(Boolean)) {
-    if (!cost) break;
-    const env = { HERALD_BENCH_TOPOLOGY: topology };
-    topologies[topology] = {
-      delivered: await lower(() => noticeCost(ctx, 'delivered', n(1_000), env)),
-      fallback: await lower(() => noticeCost(ctx, 'fallback', n(1_000), env)),
-    };
-  }
-  for (const [name, run] of [...Object.entries(cost ?? {}), ...Object.entries(topologies).flatMap(([t, r]) => [[`${t} delivered`, r.delivered], [`${t} fallback`, r.fallback]] as const)]) {
+  for (const [name, run] of Object.entries(cost ?? {})) {
     ctx.log(`cost ${name}: ${JSON.stringify(run.repeats)} per item (idle ${run.idleCommandsPerSecond.toFixed(0)} commands/s subtracted)`);
     ctx.log(`cost ${name}: busiest ${JSON.stringify(run.busiestCommands)}`);
     if (run.memory) {
@@ -257,31 +251,6 @@ try {
         target: '≤ 50×',
         met: cost.fallback.processCpuUsPerItem <= 50 * cost.raw.processCpuUsPerItem,
       },
-      ...Object.entries(topologies).flatMap(([topology, run]): Row[] =>
-        (['delivered', 'fallback'] as const).flatMap((path): Row[] => [
-          {
-            figure: `Redis CPU per ${path} notice, topology ${topology}`,
-            herald: run[path].redisCpuUsPerItem,
-            baseline: cost.raw.redisCpuUsPerItem,
-            baselineIs: 'raw job, add + run',
-            unit: 'µs',
-          },
-          {
-            figure: `Web + worker CPU per ${path} notice, topology ${topology}`,
-            herald: run[path].processCpuUsPerItem,
-            baseline: cost.raw.processCpuUsPerItem,
-            baselineIs: 'raw job: adder + worker',
-            unit: 'µs',
-          },
-          {
-            figure: `Redis commands per ${path} notice, topology ${topology}`,
-            herald: run[path].redisCommandsPerItem,
-            baseline: cost.raw.redisCommandsPerItem,
-            baselineIs: 'raw job, add + run',
-            unit: '',
-          },
-        ]),
-      ),
       {
         figure: 'Redis commands per delivered notice',
         herald: cost.delivered.redisCommandsPerItem,
@@ -374,7 +343,6 @@ try {
     accept,
     lifecycle,
     cost,
-    topologies,
     pending,
     lightPending,
     durationSeconds: (Date.now() - started) / 1000,

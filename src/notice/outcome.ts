@@ -10,11 +10,11 @@ export const retryAt = (at: number, note: string, pauseMs?: number): StepOutcome
 /** The jobs the engine asks for; queues/index.ts implements it over BullMQ. Adding twice is harmless. */
 export interface Scheduler {
   emailSend(noticeId: string, at: number): Promise<void>;
-  /** `repair`: the reconciler asks; a finished check job (failed for good, say) makes way for a new one. */
-  emailPoll(noticeId: string, check: number, at: number, repair?: boolean): Promise<void>;
+  /** The channel's status-check job, due at `at`; it moves itself back to delayed for each later check. */
+  emailPoll(noticeId: string, at: number): Promise<void>;
   deadline(noticeId: string, at: number): Promise<void>;
   /** Removes the deadline job of a notice that no longer needs it (a job already running stays). */
   dropDeadline(noticeId: string): Promise<void>;
   smsSend(noticeId: string, at: number): Promise<void>;
-  smsPoll(noticeId: string, check: number, at: number, repair?: boolean): Promise<void>;
+  smsPoll(noticeId: string, at: number): Promise<void>;
 }

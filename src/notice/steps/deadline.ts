@@ -4,7 +4,6 @@ import { UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
 import { decide } from './decide.js';
 import { sendSms } from './send.js';
-import { JOB_PER_CHECK } from '../topology.js';
 import { observeEmail } from './observe.js';
 
 /**
@@ -16,7 +15,7 @@ export async function runDeadline(ctx: StepContext, id: string, opts: { sendSms:
   const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   // Run again after it decided (its worker died, say): the SMS it was to send is still its own.
-  if (opts.sendSms && !JOB_PER_CHECK && (notice.state === 'sms_pending' || notice.state === 'sms_sending')) return sendSmsHere(ctx, id);
+  if (opts.sendSms && (notice.state === 'sms_pending' || notice.state === 'sms_sending')) return sendSmsHere(ctx, id);
   if (!UNDECIDED_STATES.includes(notice.state)) return done(`state is ${notice.state}`);
   const now = ctx.now();
   if (now < notice.deadline) return retryAt(notice.deadline, 'deadline not reached');

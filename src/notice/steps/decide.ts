@@ -7,7 +7,6 @@ import { smsIdempotencyKey } from '../notice.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
 import { UNDECIDED_STATES, type FallbackReason } from '../states.js';
 import { MAX_RACES, type StepContext } from './context.js';
-import { JOB_PER_CHECK } from '../topology.js';
 
 /**
  * Decides the fallback at most once: checks whether SMS may be used, and records either
@@ -99,7 +98,7 @@ export async function decide(
     });
     if (result.ok) {
       if (reason !== 'email_deadline_elapsed') await ctx.dropDeadline(id);
-      const smsNow = !blocked && sendHere && sendAt <= now && !JOB_PER_CHECK;
+      const smsNow = !blocked && sendHere && sendAt <= now;
       if (!blocked && !smsNow) await deps.schedule.smsSend(id, sendAt);
       deps.log.info({ noticeId: id, reason, blocked }, 'fallback decided');
       return { outcome: done(blocked ? `fallback blocked: ${blocked}` : `fallback decided: ${reason}`), smsNow };
