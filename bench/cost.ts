@@ -15,6 +15,13 @@ import { countCommands, keysMemory, perItem, top } from './redis-stats.js';
 export interface CostRun {
   items: number;
   redisCommandsPerItem: number;
+  /** CPU time of the Redis server per item, µs, net of its idle rate. */
+  redisCpuUsPerItem: number;
+  /**
+   * CPU time per item, µs, net of the idle rate, of Herald's web and worker processes; for the
+   * raw job, of its worker process and of the benchmark's process, which adds the jobs.
+   */
+  processCpuUsPerItem: number;
   /** Commands per second while idle (workers waiting, the probe running), subtracted. */
   idleCommandsPerSecond: number;
   seconds: number;
@@ -63,7 +70,12 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
           250,
         );
       },
-      { idleMs: 3000, probe: async () => (await herald.live()) === 0 && (await herald.drained()), probeEveryMs: 250 },
+      {
+        idleMs: 3000,
+        probe: async () => (await herald.live()) === 0 && (await herald.drained()),
+        probeEveryMs: 250,
+        processCpu: () => herald.processCpuMs(),
+      },
     );
     const calls: Record<string, number> = {};
     for (const request of ctx.sandbox.requests()) if (request.at >= started) calls[request.operation] = (calls[request.operation] ?? 0) + 1;
@@ -73,6 +85,8 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
       memory,
       items: notices,
       redisCommandsPerItem: counted.total / notices,
+      redisCpuUsPerItem: (counted.redisCpuMs * 1000) / notices,
+      processCpuUsPerItem: (counted.processCpuMs * 1000) / notices,
       idleCommandsPerSecond: counted.idlePerSecond,
       seconds: counted.durationMs / 1000,
       busiestCommands: top(counted.byCommand, notices, 40),
@@ -145,11 +159,18 @@ export async function rawJobCost(ctx: BenchContext, jobs: number): Promise<CostR
         }
         await until(() => raw.drained(), 120_000, 'the raw jobs to finish', 250);
       },
-      { idleMs: 3000, probe: () => raw.drained(), probeEveryMs: 250 },
+      {
+        idleMs: 3000,
+        probe: () => raw.drained(),
+        probeEveryMs: 250,
+        processCpu: () => raw.processCpuMs() + ownCpuMs(),
+      },
     );
     return {
       items: jobs,
       redisCommandsPerItem: counted.total / jobs,
+      redisCpuUsPerItem: (counted.redisCpuMs * 1000) / jobs,
+      processCpuUsPerItem: (counted.processCpuMs * 1000) / jobs,
       idleCommandsPerSecond: counted.idlePerSecond,
       seconds: counted.durationMs / 1000,
       busiestCommands: top(counted.byCommand, jobs, 40),
@@ -157,4 +178,10 @@ export async function rawJobCost(ctx: BenchContext, jobs: number): Promise<CostR
   } finally {
     await raw.close();
   }
+}
+
+/** CPU time (user + system, ms) this process has used so far. */
+function ownCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }

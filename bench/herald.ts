@@ -14,7 +14,7 @@ import { openScheduling, openStores } from '../src/compose.js';
 import { loadConfig, type Config } from '../src/config.js';
 import type { NoticeStore } from '../src/store/notices.js';
 import { closeQueues, QUEUE_NAMES, type HeraldQueues } from '../queues/index.js';
-import { freePort, httpReady, NodeProcess, until } from './processes.js';
+import { freePort, httpReady, NodeProcess, processCpuMs, until } from './processes.js';
 import { deleteKeys } from './redis-stats.js';
 import type { BenchSandbox } from './sandbox.js';
 
@@ -130,6 +130,11 @@ export class HeraldDeployment {
       NOTICE_QUEUES.map((name) => this.queue(name).getJobCounts('wait', 'active', 'delayed', 'paused', 'prioritized')),
     );
     return counts.every((c) => Object.values(c).every((n) => n === 0));
+  }
+
+  /** CPU time (ms) the web and worker processes have used so far. */
+  processCpuMs(): number {
+    return [this.web, ...this.workers].reduce((sum, p) => sum + processCpuMs(p?.pid), 0);
   }
 
   /** Notices not yet in a terminal state. */

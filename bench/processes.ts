@@ -1,5 +1,6 @@
 /** The processes a benchmark runs: compiled entry points started with their own environment. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -37,6 +38,11 @@ export class NodeProcess {
     child.stderr!.on('data', keep);
     this.child = child;
     return this;
+  }
+
+  /** The process ID, once started. */
+  get pid(): number | undefined {
+    return this.child?.pid;
   }
 
   get running(): boolean {
@@ -88,4 +94,21 @@ export async function httpReady(url: string, proc: NodeProcess, timeoutMs = 20_0
     url,
     100,
   );
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (Linux's USER_HZ, 100 on every common build). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU time (user + system, ms) a process has used so far, from /proc; 0 once it is gone. */
+export function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
 }

@@ -2,7 +2,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { DEFAULT_JOB_OPTIONS } from '../queues/index.js';
 import type { BenchContext } from './herald.js';
-import { NodeProcess, until } from './processes.js';
+import { NodeProcess, processCpuMs, until } from './processes.js';
 import { deleteKeys } from './redis-stats.js';
 
 export class RawDeployment {
@@ -34,6 +34,11 @@ export class RawDeployment {
       for (const job of await this.queue.addBulk(batch)) ids.push(job.id!);
     }
     return ids;
+  }
+
+  /** CPU time (ms) the worker processes have used so far. */
+  processCpuMs(): number {
+    return this.workers.reduce((sum, p) => sum + processCpuMs(p.pid), 0);
   }
 
   async drained(): Promise<boolean> {

@@ -41,18 +41,50 @@ export function top(counts: CommandCounts, per: number, n = 12): Record<string, 
   );
 }
 
+/** CPU time (user + system, ms) the Redis server process has used since it started (`INFO cpu`). */
+export async function redisCpuMs(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return (field('used_cpu_sys') + field('used_cpu_user')) * 1000;
+}
+
+/** One reading of what a piece of work is measured by. */
+interface Reading {
+  counts: CommandCounts;
+  redisCpuMs: number;
+  processCpuMs: number;
+  at: number;
+}
+
+export interface CountedWork {
+  /** Commands, net of the idle rate. */
+  total: number;
+  gross: number;
+  idlePerSecond: number;
+  /** CPU time of the Redis server, ms, net of its idle rate. */
+  redisCpuMs: number;
+  /** CPU time of the processes measured (`processCpu`), ms, net of their idle rate. */
+  processCpuMs: number;
+  idleRedisCpuPerSecond: number;
+  idleProcessCpuPerSecond: number;
+  durationMs: number;
+  byCommand: CommandCounts;
+}
+
 /**
- * Counts the commands of one piece of work, net of the idle rate measured just before it
+ * Counts the commands of one piece of work, and the CPU time it cost the Redis server and the
+ * processes `processCpu` sums (ms used so far), each net of the idle rate measured just before it
  * (idle workers' blocking reads and sweeps, and the benchmark's own progress probe, running at
  * the same cadence in both). The idle rate is the quietest one-second slice of `idleMs`: other
  * clients of a shared Redis only ever add to it, and an inflated idle rate would make the work
- * look cheaper than it is.
+ * look cheaper than it is. Redis CPU is the server's whole process: a Redis of the benchmark's
+ * own gives the exact figure, a shared one adds its other clients' work.
  */
 export async function countCommands(
   redis: Redis,
   work: () => Promise<void>,
-  opts: { idleMs: number; probe?: () => Promise<unknown>; probeEveryMs?: number },
-): Promise<{ total: number; gross: number; idlePerSecond: number; durationMs: number; byCommand: CommandCounts }> {
+  opts: { idleMs: number; probe?: () => Promise<unknown>; probeEveryMs?: number; processCpu?: () => number },
+): Promise<CountedWork> {
   const probing = async (ms: number) => {
     const end = Date.now() + ms;
     while (Date.now() < end) {
@@ -60,23 +92,43 @@ export async function countCommands(
       await sleep(opts.probeEveryMs ?? 250);
     }
   };
+  const read = async (): Promise<Reading> => ({
+    counts: await commandCounts(redis),
+    redisCpuMs: await redisCpuMs(redis),
+    processCpuMs: opts.processCpu?.() ?? 0,
+    at: Date.now(),
+  });
   let idlePerSecond = Number.POSITIVE_INFINITY;
+  let idleRedisCpuPerSecond = Number.POSITIVE_INFINITY;
+  let idleProcessCpuPerSecond = Number.POSITIVE_INFINITY;
   for (let slice = 0; slice < Math.max(1, Math.round(opts.idleMs / 1000)); slice += 1) {
-    const sliceStart = await commandCounts(redis);
-    const sliceAt = Date.now();
+    const sliceStart = await read();
     await probing(1000);
-    const sliceEnd = await commandCounts(redis);
-    idlePerSecond = Math.min(idlePerSecond, (total(countsBetween(sliceStart, sliceEnd)) / (Date.now() - sliceAt)) * 1000);
+    const sliceEnd = await read();
+    const seconds = (sliceEnd.at - sliceStart.at) / 1000;
+    idlePerSecond = Math.min(idlePerSecond, total(countsBetween(sliceStart.counts, sliceEnd.counts)) / seconds);
+    idleRedisCpuPerSecond = Math.min(idleRedisCpuPerSecond, (sliceEnd.redisCpuMs - sliceStart.redisCpuMs) / seconds);
+    idleProcessCpuPerSecond = Math.min(idleProcessCpuPerSecond, (sliceEnd.processCpuMs - sliceStart.processCpuMs) / seconds);
   }
 
-  const start = await commandCounts(redis);
-  const startedAt = Date.now();
+  const start = await read();
   await work();
-  const end = await commandCounts(redis);
-  const durationMs = Date.now() - startedAt;
-  const byCommand = countsBetween(start, end);
+  const end = await read();
+  const durationMs = end.at - start.at;
+  const byCommand = countsBetween(start.counts, end.counts);
   const gross = total(byCommand);
-  return { total: Math.max(0, gross - (idlePerSecond * durationMs) / 1000), gross, idlePerSecond, durationMs, byCommand };
+  const net = (used: number, idlePerSecond: number) => Math.max(0, used - (idlePerSecond * durationMs) / 1000);
+  return {
+    total: net(gross, idlePerSecond),
+    gross,
+    idlePerSecond,
+    redisCpuMs: net(end.redisCpuMs - start.redisCpuMs, idleRedisCpuPerSecond),
+    processCpuMs: net(end.processCpuMs - start.processCpuMs, idleProcessCpuPerSecond),
+    idleRedisCpuPerSecond,
+    idleProcessCpuPerSecond,
+    durationMs,
+    byCommand,
+  };
 }
 
 export async function usedMemory(redis: Redis): Promise<number> {

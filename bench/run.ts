@@ -79,12 +79,22 @@ try {
   for (const [name, run] of Object.entries(lifecycle ?? {}))
     ctx.log(`lifecycle ${name}: ${run.perSecond.toFixed(0)}/s over ${run.items} in ${run.seconds.toFixed(1)} s`);
 
-  // Other clients of a shared Redis can only add to INFO commandstats: of two runs, the lower
-  // count is the closer one.
-  const lower = async <T extends { redisCommandsPerItem: number }>(run: () => Promise<T>): Promise<T & { repeats: number[] }> => {
+  // Other clients of a shared Redis, and other work on the machine, can only add to the counts
+  // and CPU times: of two runs, the one that cost Redis less CPU is the closer one.
+  const lower = async <T extends { redisCommandsPerItem: number; redisCpuUsPerItem: number; processCpuUsPerItem: number }>(
+    run: () => Promise<T>,
+  ): Promise<T & { repeats: { commands: number; redisCpuUs: number; processCpuUs: number }[] }> => {
     const runs = [await run(), await run()];
-    const best = runs.reduce((a, b) => (b.redisCommandsPerItem < a.redisCommandsPerItem ? b : a));
-    return { ...best, repeats: runs.map((r) => Math.round(r.redisCommandsPerItem * 10) / 10) };
+    const best = runs.reduce((a, b) => (b.redisCpuUsPerItem < a.redisCpuUsPerItem ? b : a));
+    const round = (x: number) => Math.round(x * 10) / 10;
+    return {
+      ...best,
+      repeats: runs.map((r) => ({
+        commands: round(r.redisCommandsPerItem),
+        redisCpuUs: round(r.redisCpuUsPerItem),
+        processCpuUs: round(r.processCpuUsPerItem),
+      })),
+    };
   };
   const cost = runs('cost')
     ? {
@@ -94,7 +104,7 @@ try {
       }
     : undefined;
   for (const [name, run] of Object.entries(cost ?? {})) {
-    ctx.log(`cost ${name}: ${run.repeats.join(' and ')} Redis commands each (idle ${run.idleCommandsPerSecond.toFixed(0)}/s subtracted)`);
+    ctx.log(`cost ${name}: ${JSON.stringify(run.repeats)} per item (idle ${run.idleCommandsPerSecond.toFixed(0)} commands/s subtracted)`);
     ctx.log(`cost ${name}: busiest ${JSON.stringify(run.busiestCommands)}`);
     if (run.memory) {
       ctx.log(`cost ${name}: memory per finished notice, kept hot: ${JSON.stringify(run.memory.hot.byKind)}`);
@@ -131,8 +141,8 @@ try {
         baseline: accept.baseline.requestsPerSecond,
         baselineIs: 'route with one BullMQ add',
         unit: 'req/s',
-        target: '≥ 0.6×',
-        met: accept.herald.requestsPerSecond / accept.baseline.requestsPerSecond >= 0.6,
+        target: '≥ 0.5×',
+        met: accept.herald.requestsPerSecond / accept.baseline.requestsPerSecond >= 0.5,
       },
       { figure: 'Accept latency p50', herald: accept.herald.p50Ms, baseline: accept.baseline.p50Ms, baselineIs: 'same', unit: 'ms' },
       {
@@ -141,8 +151,8 @@ try {
         baseline: accept.baseline.p99Ms,
         baselineIs: 'same',
         unit: 'ms',
-        target: '≤ 25 ms',
-        met: accept.herald.p99Ms <= 25,
+        target: '≤ 15 ms',
+        met: accept.herald.p99Ms <= 15,
       },
       {
         figure: 'Redis commands per accepted request',
@@ -206,13 +216,47 @@ try {
   if (cost) {
     rows.push(
       {
+        figure: 'Redis CPU per delivered notice',
+        herald: cost.delivered.redisCpuUsPerItem,
+        baseline: cost.raw.redisCpuUsPerItem,
+        baselineIs: 'raw job, add + run',
+        unit: 'µs',
+        target: '≤ 5×',
+        met: cost.delivered.redisCpuUsPerItem <= 5 * cost.raw.redisCpuUsPerItem,
+      },
+      {
+        figure: 'Redis CPU per fallback notice',
+        herald: cost.fallback.redisCpuUsPerItem,
+        baseline: cost.raw.redisCpuUsPerItem,
+        baselineIs: 'raw job, add + run',
+        unit: 'µs',
+        target: '≤ 10×',
+        met: cost.fallback.redisCpuUsPerItem <= 10 * cost.raw.redisCpuUsPerItem,
+      },
+      {
+        figure: 'Web + worker CPU per delivered notice',
+        herald: cost.delivered.processCpuUsPerItem,
+        baseline: cost.raw.processCpuUsPerItem,
+        baselineIs: 'raw job: adder + worker',
+        unit: 'µs',
+        target: '≤ 25×',
+        met: cost.delivered.processCpuUsPerItem <= 25 * cost.raw.processCpuUsPerItem,
+      },
+      {
+        figure: 'Web + worker CPU per fallback notice',
+        herald: cost.fallback.processCpuUsPerItem,
+        baseline: cost.raw.processCpuUsPerItem,
+        baselineIs: 'raw job: adder + worker',
+        unit: 'µs',
+        target: '≤ 50×',
+        met: cost.fallback.processCpuUsPerItem <= 50 * cost.raw.processCpuUsPerItem,
+      },
+      {
         figure: 'Redis commands per delivered notice',
         herald: cost.delivered.redisCommandsPerItem,
         baseline: cost.raw.redisCommandsPerItem,
         baselineIs: 'raw job, add + run',
         unit: '',
-        target: '≤ 150',
-        met: cost.delivered.redisCommandsPerItem <= 150,
       },
       {
         figure: 'Redis commands per fallback notice',
@@ -220,8 +264,6 @@ try {
         baseline: cost.raw.redisCommandsPerItem,
         baselineIs: 'raw job, add + run',
         unit: '',
-        target: '≤ 250',
-        met: cost.fallback.redisCommandsPerItem <= 250,
       },
       {
         figure: 'Redis memory of a finished notice, retired',
@@ -254,8 +296,8 @@ try {
         baseline: pending.raw.bytesPerItem,
         baselineIs: 'raw delayed job, body as data',
         unit: 'B',
-        target: '≤ 4096 B',
-        met: pending.herald.bytesPerItem <= 4096,
+        target: '≤ 3000 B',
+        met: pending.herald.bytesPerItem <= 3000,
       },
       ...latenessRows(pending),
       ...latenessRows(lightPending),

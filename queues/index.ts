@@ -1,4 +1,4 @@
-import { DelayedError, Queue, type ConnectionOptions, type DefaultJobOptions, type Job } from 'bullmq';
+import { DelayedError, Queue, WaitingError, type ConnectionOptions, type DefaultJobOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Clock } from '../src/clock.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
@@ -25,13 +25,23 @@ export interface NoticeJob {
   errors?: number;
 }
 
-/** Job IDs are derived from the notice ID (BullMQ job IDs may not contain ':'). */
+/**
+ * Job IDs are derived from the notice ID (BullMQ job IDs may not contain ':'). A notice has at
+ * most one job per queue: its status checks run in one job per channel, moved back to delayed
+ * for each planned check.
+ */
 export const jobIds = {
   emailSend: (id: string) => `${id}-email-send`,
-  emailPoll: (id: string, check: number) => `${id}-poll-${check}`,
+  emailPoll: (id: string) => `${id}-email-poll`,
   deadline: (id: string) => `${id}-deadline`,
   smsSend: (id: string) => `${id}-sms-send`,
-  smsPoll: (id: string, check: number) => `${id}-sms-poll-${check}`,
+  smsPoll: (id: string) => `${id}-sms-poll`,
+  /**
+   * One job per planned check: what earlier versions queued. The same processors run them: such
+   * a job moves itself back to delayed for the next check, as the channel's job does.
+   */
+  emailCheck: (id: string, check: number) => `${id}-poll-${check}`,
+  smsCheck: (id: string, check: number) => `${id}-sms-poll-${check}`,
 };
 
 /**
@@ -92,8 +102,8 @@ export class QueueScheduler implements Scheduler {
   async emailSend(id: string, at: number): Promise<void> {
     await this.queues.emailSend.add('email-send', { noticeId: id }, { jobId: jobIds.emailSend(id), delay: this.delay(at) });
   }
-  async emailPoll(id: string, check: number, at: number): Promise<void> {
-    await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id, check), id, at);
+  async emailPoll(id: string, at: number): Promise<void> {
+    await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id), id, at);
   }
   async deadline(id: string, at: number): Promise<void> {
     await this.queues.deadline.add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: this.delay(at) });
@@ -105,15 +115,16 @@ export class QueueScheduler implements Scheduler {
   async smsSend(id: string, at: number): Promise<void> {
     await this.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
   }
-  async smsPoll(id: string, check: number, at: number): Promise<void> {
-    await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsPoll(id, check), id, at);
+  async smsPoll(id: string, at: number): Promise<void> {
+    await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsPoll(id), id, at);
   }
 
   /**
-   * BullMQ ignores an add whose job ID exists, finished jobs included. A check is asked for
-   * again only when its job finished without moving the notice on (a duplicate that ran too
-   * early, a job that failed for good), and then it must run: the finished job makes way.
-   * A check still waiting or running keeps its job, so asking twice stays harmless.
+   * A channel's status checks run in one job, which moves itself back to delayed for each
+   * planned check. BullMQ ignores an add whose job ID exists, finished jobs included. The job is
+   * asked for again only when it finished without moving the notice on (a duplicate that ran
+   * too early, a job that failed for good), and then it must run: the finished job makes way.
+   * A job still waiting, delayed or running keeps its place, so asking twice stays harmless.
    */
   private async statusCheck(queue: Queue<NoticeJob>, name: string, jobId: string, noticeId: string, at: number): Promise<void> {
     const existing = await queue.getJob(jobId);
@@ -133,8 +144,9 @@ export interface StepContext {
 }
 
 /**
- * Runs one engine step for a job. A step that must come back later moves the same job back to
- * delayed (no second job is added), at the time the step asked for. A provider's 429 pauses the
+ * Runs one engine step for a job. A step that must come back later (the next planned check, an
+ * attempt in flight, a Retry-After) moves the same job back to delayed (no second job is added),
+ * at the time the step asked for, or back to waiting when that time has come already. A provider's 429 pauses the
  * queue for every worker (`pause`, BullMQ's global rate limit) for its Retry-After. A step that
  * throws is run again with backoff (MAX_STEP_RUNS); after the last run the job fails, for Bull
  * Board to show, and the reconciler drives the notice.
@@ -157,9 +169,18 @@ export async function runStep(
     await job.moveToDelayed(Date.now() + (ctx.retryBaseMs ?? STEP_RETRY_BASE_MS) * 2 ** (errors - 1), token);
     throw new DelayedError(`run ${errors} of ${MAX_STEP_RUNS} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (outcome.kind === 'done' && outcome.pauseMs && pause) await pause(outcome.pauseMs);
+  if (outcome.pauseMs && pause) await pause(outcome.pauseMs);
   if (outcome.kind === 'retry' && token) {
-    await job.moveToDelayed(Date.now() + Math.max(0, outcome.at - clock.now()), token);
+    // A job that comes back for its next check starts that check with a clean error count.
+    if (job.data.errors) await job.updateData({ noticeId: job.data.noticeId });
+    const delay = outcome.at - clock.now();
+    // Already due (a check that a slow provider call made late): straight back to waiting, not
+    // through the delayed set, whose promotion would make it later still.
+    if (delay <= 0) {
+      await job.moveToWait(token);
+      throw new WaitingError(outcome.note);
+    }
+    await job.moveToDelayed(Date.now() + delay, token);
     throw new DelayedError(outcome.note);
   }
   return outcome.note;

@@ -43,7 +43,7 @@ export class NoticeEngine {
     return pollSms(this.ctx, id);
   }
 
-  /** At or after the deadline: the last email status read, then the fallback decision. */
+  /** At or after the deadline: the last email status read, the fallback decision, and the SMS send when nothing makes it wait. */
   runDeadline(id: string): Promise<StepOutcome> {
     return runDeadline(this.ctx, id);
   }

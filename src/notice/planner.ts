@@ -138,11 +138,6 @@ export function nextCheckAfter(checks: readonly number[], now: number): number |
   return checks.find((at) => at > now);
 }
 
-/** The number of the check planned at `at` (1 for the first): its job ID says which one it is. */
-export function checkNumber(checks: readonly number[], at: number): number {
-  return checks.filter((planned) => planned < at).length + 1;
-}
-
 function clamp(value: number, min: number, max: number): number {
   return Math.min(Math.max(value, min), Math.max(min, max));
 }

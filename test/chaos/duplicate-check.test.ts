@@ -25,9 +25,9 @@ describe('a status check whose job ID already ran', () => {
       noticeBody({ recipient: { id: 'p-dup', email: 'never@example.com', phone }, deadlineInSeconds: 2 }),
     );
     // The duplicate runs at once, while the notice is still waiting for its deadline.
-    await stack.web.queues.smsPoll.add('sms-poll', { noticeId: id }, { jobId: jobIds.smsPoll(id, 1) });
+    await stack.web.queues.smsPoll.add('sms-poll', { noticeId: id }, { jobId: jobIds.smsPoll(id) });
     await waitFor(
-      async () => (await stack!.web.queues.smsPoll.getJobState(jobIds.smsPoll(id, 1))) === 'completed',
+      async () => (await stack!.web.queues.smsPoll.getJobState(jobIds.smsPoll(id))) === 'completed',
       10_000,
       'the duplicate to finish',
     );

@@ -342,10 +342,10 @@ class ChaosRun {
         }
         const own: Record<typeof event.queue, string> = {
           emailSend: jobIds.emailSend(id),
-          emailPoll: jobIds.emailPoll(id, 1),
+          emailPoll: jobIds.emailPoll(id),
           deadline: jobIds.deadline(id),
           smsSend: jobIds.smsSend(id),
-          smsPoll: jobIds.smsPoll(id, 1),
+          smsPoll: jobIds.smsPoll(id),
         };
         const jobId = event.sameId ? own[event.queue] : `dup${event.at}-${own[event.queue]}`;
         try {
@@ -428,7 +428,8 @@ class ChaosRun {
       ['emailSend', jobIds.emailSend(id)],
       ['deadline', jobIds.deadline(id)],
       ['smsSend', jobIds.smsSend(id)],
-      ...Array.from({ length: 8 }, (_, i) => ['smsPoll', jobIds.smsPoll(id, i + 1)] as [keyof typeof this.web.queues, string]),
+      ['emailPoll', jobIds.emailPoll(id)],
+      ['smsPoll', jobIds.smsPoll(id)],
     ];
     const found: string[] = [];
     for (const [queue, jobId] of wanted) {

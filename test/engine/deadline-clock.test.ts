@@ -8,6 +8,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { engineUnderTest } from '../helpers/engine.js';
+import { jobIds } from '../../queues/index.js';
 
 const prefix = testPrefix('clock');
 const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
@@ -52,12 +53,15 @@ describe('the deadline, on the injected clock', () => {
     expect((await web.store.events(id)).some((e) => e.type === 'fallback.decided')).toBe(false);
 
     clock.set(deadline);
-    expect((await engine.runDeadline(id)).note).toBe('fallback decided: email_deadline_elapsed');
+    // Nothing makes the SMS wait (no quiet hours): the deadline step hands it over itself.
+    expect((await engine.runDeadline(id)).note).toBe('fallback decided: email_deadline_elapsed; sms accepted');
     const events = await web.store.events(id);
     const decided = events.filter((e) => e.type === 'fallback.decided');
     expect(decided).toHaveLength(1);
     expect(decided[0]).toMatchObject({ decidedAt: iso(deadline), deadline: iso(deadline), reason: 'email_deadline_elapsed' });
-    expect((await web.store.get(id))!.state).toBe('sms_pending');
+    expect((await web.store.get(id))!.state).toBe('sms_sent');
+    expect(sandbox.sms().filter((m) => m.to === '+12025550100')).toHaveLength(1);
+    expect(await web.queues.smsSend.getJob(jobIds.smsSend(id))).toBeUndefined();
   });
 
   it('decides once when several deadline steps race at the deadline', async () => {
@@ -84,7 +88,8 @@ describe('a late email delivery', () => {
     const deadline = Date.parse(res.json().deadline);
     await engine.sendEmail(id);
     clock.set(deadline);
-    expect((await engine.runDeadline(id)).note).toBe('fallback decided: email_deadline_elapsed');
+    // Decided, its SMS left to its sms-send job (as when quiet hours make it wait).
+    expect((await engine.decideFallback(id, 'email_deadline_elapsed')).note).toBe('fallback decided: email_deadline_elapsed');
     await new Promise((resolve) => setTimeout(resolve, 2300)); // the emulator delivers the email now
     await engine.pollEmail(id);
     expect((await web.store.get(id))!.state).toBe('email_delivered');
@@ -154,14 +159,14 @@ describe('the reconciler, on the injected clock', () => {
 
   it('resolves an SMS send in doubt by asking the provider, and does not send again', async () => {
     const { id, deadline } = await acceptedAndSent('+12055550100');
-    clock.set(deadline);
-    await engine.runDeadline(id);
-    // The SMS leaves, the answer never comes back: the process "dies" with the attempt open.
+    // The deadline step sends the SMS; it leaves, the answer never comes back: the attempt is in
+    // doubt, and the sms-send job takes the send over.
     sandbox.injectFault({ operation: 'twilio.create', mode: 'accept_then_hang', match: '+12055550100' });
-    const realNow = Date.now();
+    const realNow = Math.max(Date.now(), deadline);
     clock.set(realNow);
-    const outcome = await engine.sendSms(id);
-    expect(outcome.kind).toBe('retry');
+    const outcome = await engine.runDeadline(id);
+    expect(outcome.note).toMatch(/^fallback decided: email_deadline_elapsed; sms send: timeout; the sms-send job sends it at /);
+    expect(await web.queues.smsSend.getJob(jobIds.smsSend(id))).toBeDefined();
     expect(sandbox.sms().filter((m) => m.to === '+12055550100')).toHaveLength(1);
 
     clock.set(realNow + 60_000);

@@ -85,8 +85,10 @@ describe('quiet hours', () => {
     const decided = (await events(id)).find((e) => e.type === 'fallback.decided')!;
     expect(decided).toMatchObject({ timingRule: 'compliance_deadline', complianceDeadline: '2026-11-29T14:00:00.000Z' });
     expect(decided.sendNotBefore).toBeUndefined();
-    expect((await engine.sendSms(id)).note).toBe('sms accepted');
+    // Nothing makes it wait: the deadline step sent it.
+    expect((await web.store.get(id))!.state).toBe('sms_sent');
     expect(sandbox.sms().filter((m) => m.to === phone)).toHaveLength(1);
+    expect((await engine.sendSms(id)).note).toBe('state is sms_sent');
   });
 
   it('cancel the waiting SMS when the email is delivered meanwhile', async () => {
@@ -117,7 +119,8 @@ describe('regional rules', () => {
   it('take the notice’s region over the recipient policy’s, and the policy’s when the notice has none', async () => {
     await web.call('PUT', '/v1/recipients/traveller/policy', { consent: { email: true, sms: true }, region: 'DE' });
     const fromNotice = await fallBack({ id: 'traveller', email: 'never@example.com', phone: '+12165550100', region: 'US' });
-    expect((await web.store.get(fromNotice))!.state).toBe('sms_pending');
+    // Allowed, with nothing to wait for: the deadline step sent it.
+    expect((await web.store.get(fromNotice))!.state).toBe('sms_sent');
     const fromPolicy = await fallBack({ id: 'traveller', email: 'never@example.com', phone: '+12165550100' });
     expect((await web.store.get(fromPolicy))!.state).toBe('blocked');
     expect((await events(fromPolicy)).find((e) => e.type === 'policy.checked' && e.channel === 'sms')).toMatchObject({

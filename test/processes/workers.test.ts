@@ -4,6 +4,7 @@ import type { StoredEntry } from '../../src/store/notices.js';
 import { noticeBody } from '../helpers/herald.js';
 import { sleep, testPrefix, waitFor } from '../helpers/env.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
+import { jobIds } from '../../queues/index.js';
 
 let stack: Stack | undefined;
 const workers: WorkerProcess[] = [];
@@ -119,5 +120,34 @@ describe('worker processes', () => {
     expect(events.filter((e) => e.type === 'sms.requested')).toHaveLength(1);
     expect(events.find((e) => e.type === 'sms.accepted')).toMatchObject({ resolvedBy: 'provider_search' });
     expect(events.some((e) => e.type === 'notice.reconciled')).toBe(true);
+  });
+
+  it('a status-check job an earlier version queued (one job per check) still runs the checks, coming back for each', async () => {
+    stack = await startStack({ prefix: testPrefix('legacy'), inProcessWorker: false });
+    const { emailPoll } = stack.web.queues;
+    // Status checks wait while the notice's jobs are swapped for the ones an earlier version queued.
+    await emailPoll.pause();
+    workers.push(new WorkerProcess(stack.env).start());
+    const id = await stack.createNotice(
+      noticeBody({
+        recipient: { id: 'p-legacy', email: 'delivered+2s@example.com', phone: '+15025550100' },
+        deadlineInSeconds: 12,
+        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 1 },
+      }),
+    );
+    await stack.waitForState(id, ['email_sent'], 10_000);
+    await waitFor(async () => (await emailPoll.getJob(jobIds.emailPoll(id))) !== undefined, 5_000, 'the notice status-check job');
+    await emailPoll.remove(jobIds.emailPoll(id));
+    const legacy = jobIds.emailCheck(id, 1);
+    await emailPoll.add('email-poll', { noticeId: id }, { jobId: legacy });
+    await emailPoll.resume();
+
+    await stack.waitForState(id, ['email_delivered'], 15_000);
+    const events = await stack.events(id);
+    // Checks before the delivery came back in the same job, moved back to delayed in between.
+    expect(events.filter((e) => e.type === 'email.observed').length).toBeGreaterThanOrEqual(2);
+    await waitFor(async () => (await emailPoll.getJobState(legacy)) === 'completed', 5_000, 'the legacy job to complete');
+    expect(await emailPoll.getJob(jobIds.emailPoll(id))).toBeUndefined();
+    expect(events.filter((e) => e.type === 'notice.completed')).toHaveLength(1);
   });
 });

@@ -2,16 +2,20 @@ import { iso } from '../../clock.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
 import { UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
-import { decideFallback } from './decide.js';
+import { decide } from './decide.js';
+import { sendSms } from './send.js';
 import { observeEmail } from './observe.js';
 
 /**
  * The deadline step: never before the deadline; reads the email status one last time and
- * records it; then, unless that read proved delivery, decides the fallback.
+ * records it; then, unless that read proved delivery, decides the fallback, and (`sendSms`, the
+ * deadline job) hands the SMS over at once when nothing makes it wait (no quiet hours).
  */
-export async function runDeadline(ctx: StepContext, id: string): Promise<StepOutcome> {
+export async function runDeadline(ctx: StepContext, id: string, opts: { sendSms: boolean } = { sendSms: true }): Promise<StepOutcome> {
   const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
+  // Run again after it decided (its worker died, say): the SMS it was to send is still its own.
+  if (opts.sendSms && (notice.state === 'sms_pending' || notice.state === 'sms_sending')) return sendSmsHere(ctx, id);
   if (!UNDECIDED_STATES.includes(notice.state)) return done(`state is ${notice.state}`);
   const now = ctx.now();
   if (now < notice.deadline) return retryAt(notice.deadline, 'deadline not reached');
@@ -37,5 +41,20 @@ export async function runDeadline(ctx: StepContext, id: string): Promise<StepOut
       ],
     });
   }
-  return decideFallback(ctx, id, 'email_deadline_elapsed');
+  const { outcome, smsNow } = await decide(ctx, id, 'email_deadline_elapsed', opts.sendSms);
+  if (!smsNow) return outcome;
+  const sent = await sendSmsHere(ctx, id);
+  return { ...sent, note: `${outcome.note}; ${sent.note}` };
+}
+
+/**
+ * The SMS send of a fallback the deadline job decided, in the same job. What makes it wait (an
+ * attempt in flight or in doubt, a provider's Retry-After) hands it to an `sms-send` job at that
+ * time, the job a send that waits has always had.
+ */
+async function sendSmsHere(ctx: StepContext, id: string): Promise<StepOutcome> {
+  const outcome = await sendSms(ctx, id);
+  if (outcome.kind !== 'retry') return outcome;
+  await ctx.deps.schedule.smsSend(id, outcome.at);
+  return done(`${outcome.note}; the sms-send job sends it at ${iso(outcome.at)}`);
 }

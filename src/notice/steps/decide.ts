@@ -13,13 +13,26 @@ import { MAX_RACES, type StepContext } from './context.js';
  * `fallback.decided` (then asks for the SMS send) or `fallback.blocked` (the notice ends).
  */
 export async function decideFallback(ctx: StepContext, id: string, reason: FallbackReason): Promise<StepOutcome> {
+  return (await decide(ctx, id, reason, false)).outcome;
+}
+
+/**
+ * The decision itself. `sendHere`: the caller sends the SMS itself when nothing makes it wait
+ * (no quiet hours): then no `sms-send` job is asked for, and `smsNow` says so.
+ */
+export async function decide(
+  ctx: StepContext,
+  id: string,
+  reason: FallbackReason,
+  sendHere: boolean,
+): Promise<{ outcome: StepOutcome; smsNow?: boolean }> {
   const { deps, store } = ctx;
   for (let race = 0; race < MAX_RACES; race += 1) {
     const notice = await ctx.notice(id);
-    if (!notice) return done('no such notice');
-    if (!UNDECIDED_STATES.includes(notice.state)) return done(`already decided: ${notice.state}`);
+    if (!notice) return { outcome: done('no such notice') };
+    if (!UNDECIDED_STATES.includes(notice.state)) return { outcome: done(`already decided: ${notice.state}`) };
     const now = ctx.now();
-    if (reason === 'email_deadline_elapsed' && now < notice.deadline) return retryAt(notice.deadline, 'deadline not reached');
+    if (reason === 'email_deadline_elapsed' && now < notice.deadline) return { outcome: retryAt(notice.deadline, 'deadline not reached') };
 
     const policy = await deps.policies.get(notice.recipientId);
     const region = notice.region ?? policy.region;
@@ -85,12 +98,13 @@ export async function decideFallback(ctx: StepContext, id: string, reason: Fallb
     });
     if (result.ok) {
       if (reason !== 'email_deadline_elapsed') await ctx.dropDeadline(id);
-      if (!blocked) await deps.schedule.smsSend(id, sendAt);
+      const smsNow = !blocked && sendHere && sendAt <= now;
+      if (!blocked && !smsNow) await deps.schedule.smsSend(id, sendAt);
       deps.log.info({ noticeId: id, reason, blocked }, 'fallback decided');
-      return done(blocked ? `fallback blocked: ${blocked}` : `fallback decided: ${reason}`);
+      return { outcome: done(blocked ? `fallback blocked: ${blocked}` : `fallback decided: ${reason}`), smsNow };
     }
-    if (result.reason === 'guard') return retryAt(notice.deadline, 'deadline not reached');
-    if (result.reason === 'missing') return done('no such notice');
+    if (result.reason === 'guard') return { outcome: retryAt(notice.deadline, 'deadline not reached') };
+    if (result.reason === 'missing') return { outcome: done('no such notice') };
   }
-  return done('the notice kept moving; decision left to the next step');
+  return { outcome: done('the notice kept moving; decision left to the next step') };
 }

@@ -1,6 +1,5 @@
 import { iso } from '../../clock.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
-import { checkNumber } from '../planner.js';
 import type { StepContext } from './context.js';
 import { runDeadline } from './deadline.js';
 import { sendEmail, sendSms } from './send.js';
@@ -17,19 +16,19 @@ export async function drive(ctx: StepContext, id: string): Promise<StepOutcome> 
   switch (notice.state) {
     case 'accepted':
     case 'email_sending':
-      return now >= notice.deadline ? runDeadline(ctx, id) : sendEmail(ctx, id);
+      return now >= notice.deadline ? runDeadline(ctx, id, { sendSms: false }) : sendEmail(ctx, id);
     case 'email_sent': {
-      if (now >= notice.deadline) return runDeadline(ctx, id);
+      if (now >= notice.deadline) return runDeadline(ctx, id, { sendSms: false });
       // Polls go through their queue, so the provider's shared status-call limit holds for
       // repairs too; the job ID makes this a no-op when the check is already queued.
-      await schedule.emailPoll(id, checkNumber(notice.pollPlan, notice.emailChannel.nextCheckAt ?? now), now);
+      await schedule.emailPoll(id, now);
       return retryAt(now + settings.minPollIntervalMs, 'status check queued');
     }
     case 'sms_pending':
     case 'sms_sending':
       return sendSms(ctx, id);
     case 'sms_sent': {
-      await schedule.smsPoll(id, checkNumber(notice.smsPlan, notice.smsChannel.nextCheckAt ?? now), now);
+      await schedule.smsPoll(id, now);
       return retryAt(now + settings.minPollIntervalMs, 'status check queued');
     }
     default:

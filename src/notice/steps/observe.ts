@@ -5,24 +5,22 @@ import type { Notice } from '../notice.js';
 import type { SuppressionSource } from '../../store/suppressions.js';
 import { EMAIL, SMS } from '../channels.js';
 import { providerErrorEntry, type LogEntry } from '../entries.js';
-import { done, type StepOutcome } from '../outcome.js';
-import { checkNumber, nextCheckAfter } from '../planner.js';
+import { done, retryAt, type StepOutcome } from '../outcome.js';
+import { nextCheckAfter } from '../planner.js';
 import { UNDECIDED_STATES, type NoticeState } from '../states.js';
 import { emailChecksBeforeDeadline, MAX_RACES, type StepContext } from './context.js';
 import { decideFallback } from './decide.js';
 
-/** One planned email status check; asks for the next one. */
+/** One planned email status check; comes back (the same job, moved back to delayed) for the next one. */
 export async function pollEmail(ctx: StepContext, id: string): Promise<StepOutcome> {
   const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   const observable = notice.state === 'email_sent' || (notice.state === 'sms_pending' && notice.emailChannel.providerMessageId);
   if (!observable) return done(`state is ${notice.state}`);
-  const plannedAt = notice.emailChannel.nextCheckAt;
-  const { outcome, nextCheckAt } = await observeEmail(ctx, notice, false, plannedAt);
-  if (nextCheckAt !== undefined && nextCheckAt < notice.deadline) {
-    await ctx.deps.schedule.emailPoll(id, checkNumber(notice.pollPlan, nextCheckAt), nextCheckAt);
-  }
-  return outcome;
+  const { outcome, nextCheckAt } = await observeEmail(ctx, notice, false, notice.emailChannel.nextCheckAt);
+  // The next check runs in this same job, moved back to delayed until then.
+  if (nextCheckAt === undefined || nextCheckAt >= notice.deadline) return outcome;
+  return retryAt(nextCheckAt, outcome.note, outcome.pauseMs);
 }
 
 /**
@@ -131,7 +129,7 @@ export async function observeEmail(
   return { outcome: done('the notice kept moving; observation dropped') };
 }
 
-/** One SMS status check; plans the next one from the SMS plan. */
+/** One SMS status check; comes back for the next one of the SMS plan. */
 export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome> {
   const { store } = ctx;
   const notice = await ctx.notice(id);
@@ -156,8 +154,9 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
       entries,
       due: next ?? 'remove',
     });
-    if (next !== undefined) await ctx.deps.schedule.smsPoll(id, checkNumber(notice.smsPlan, next), next);
-    return done(`sms status read failed: ${error.kind}`, error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined);
+    const note = `sms status read failed: ${error.kind}`;
+    const pauseMs = error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined;
+    return next !== undefined ? retryAt(next, note, pauseMs) : done(note, pauseMs);
   }
   const planned = ctx.checkRan('sms', record.nextCheckAt);
   const now = ctx.now();
@@ -190,6 +189,6 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
     entries,
     due: terminal || next === undefined ? 'remove' : next,
   });
-  if (result.ok && !terminal && next !== undefined) await ctx.deps.schedule.smsPoll(id, checkNumber(notice.smsPlan, next), next);
+  if (result.ok && !terminal && next !== undefined) return retryAt(next, `sms ${observation.status}`);
   return done(`sms ${observation.status}`);
 }

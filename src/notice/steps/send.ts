@@ -7,7 +7,7 @@ import { smsSegments } from '../cost.js';
 import { providerErrorEntry, type Accepted } from '../entries.js';
 import { newAttemptId } from '../ids.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
-import { checkNumber, nextCheckAfter, planSmsChecks } from '../planner.js';
+import { nextCheckAfter, planSmsChecks } from '../planner.js';
 import { UNDECIDED_STATES, type FailureReason, type FallbackReason } from '../states.js';
 import { emailChecksBeforeDeadline, type StepContext } from './context.js';
 import { decideFallback } from './decide.js';
@@ -257,9 +257,8 @@ async function accepted(
     return done('accepted after the notice moved on');
   }
   if (nextCheck !== undefined) {
-    const check = checkNumber(plan, nextCheck);
-    if (port === EMAIL) await ctx.deps.schedule.emailPoll(notice.id, check, nextCheck);
-    else await ctx.deps.schedule.smsPoll(notice.id, check, nextCheck);
+    if (port === EMAIL) await ctx.deps.schedule.emailPoll(notice.id, nextCheck);
+    else await ctx.deps.schedule.smsPoll(notice.id, nextCheck);
   }
   return done(`${port.channel} accepted`);
 }
