@@ -50,7 +50,7 @@ report() {
   wait "$pid" || true
   echo "== $3"
   grep -E '^State-vector|states, stored|elapsed time' "$dir/pan.out" || true
-  if grep -q 'errors: 0' "$dir/pan.out" && grep -q 'Search not completed' "$dir/pan.out"; then
+  if grep -q 'errors: 0' "$dir/pan.out" && grep -qE 'Search not completed|max search depth too small|out of memory' "$dir/pan.out"; then
     echo "the search did not complete (memory or depth bound): nothing is proven" >&2
     cat "$dir/pan.out" >&2
     exit 1
