@@ -11,7 +11,13 @@ export type Operation =
   | 'twilio.list'
   | 'twilio.cancel'
   | 'postmark.server'
-  | 'twilio.account';
+  | 'twilio.account'
+  | 'ses.send'
+  | 'ses.account'
+  | 'aws-sms.send'
+  | 'aws-sms.account'
+  | 'sqs.receive'
+  | 'sqs.delete';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -24,6 +30,12 @@ export const OPERATIONS: readonly Operation[] = [
   'twilio.cancel',
   'postmark.server',
   'twilio.account',
+  'ses.send',
+  'ses.account',
+  'aws-sms.send',
+  'aws-sms.account',
+  'sqs.receive',
+  'sqs.delete',
 ];
 
 /**
@@ -100,7 +112,7 @@ export interface SandboxSms {
 
 /** One API request the sandbox received (control routes under `/__sandbox/` are not recorded). */
 export interface SandboxRequest {
-  provider: 'postmark' | 'twilio';
+  provider: 'postmark' | 'twilio' | 'ses' | 'aws-sms' | 'sqs';
   operation: Operation;
   method: string;
   /** Path without the query string. */
@@ -147,6 +159,8 @@ export interface Sandbox {
   sms(): SandboxSms[];
   /** Every API request seen, oldest first. */
   requests(): SandboxRequest[];
+  /** The feed providers' events queues (SES, AWS SMS): messages still in each, and deleted so far. */
+  feedQueues(): { name: string; messages: number; deleted: number }[];
   /** Adds a fault; returns it with its id. */
   injectFault(fault: Fault): ActiveFault;
   /** Faults still waiting for requests. */
