@@ -25,7 +25,8 @@ export function awsClientConfig(opts: AwsClientOptions) {
   return {
     region: opts.region,
     endpoint: opts.endpoint,
-    ...(opts.credentials ? { credentials: opts.credentials } : {}),
+    // A copy: the SDK marks the credentials it resolves, and the configuration's are frozen.
+    ...(opts.credentials ? { credentials: { ...opts.credentials } } : {}),
     maxAttempts: 1,
     requestHandler: { requestTimeout: opts.timeoutMs, connectionTimeout: opts.timeoutMs, throwOnRequestTimeout: true },
   };

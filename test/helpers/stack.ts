@@ -40,7 +40,16 @@ export async function startStack(opts: {
   workerLogger?: Logger;
 }): Promise<Stack> {
   const sandbox = await startSandbox({ port: 0 });
-  const env = testEnv(opts.prefix, { POSTMARK_API_URL: sandbox.url, TWILIO_API_URL: sandbox.url, LOG_LEVEL: 'warn', ...opts.env });
+  const env = testEnv(opts.prefix, {
+    POSTMARK_API_URL: sandbox.url,
+    TWILIO_API_URL: sandbox.url,
+    // The feed providers (HERALD_EMAIL_PROVIDER=ses, HERALD_SMS_PROVIDER=aws-sms) and their events queues.
+    AWS_ENDPOINT_URL_SESV2: sandbox.url,
+    AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2: sandbox.url,
+    AWS_ENDPOINT_URL_SQS: sandbox.url,
+    LOG_LEVEL: 'warn',
+    ...opts.env,
+  });
   const config = testConfig(opts.prefix, env);
   const web = await startWebUnderTest(config);
   const worker =
