@@ -19,6 +19,10 @@ async function main(): Promise<void> {
     sandbox = await startSandbox({ port: Number(env.HERALD_SANDBOX_PORT ?? 4010) });
     env.POSTMARK_API_URL = sandbox.url;
     env.TWILIO_API_URL = sandbox.url;
+    // The feed providers (SES, AWS SMS) and their events queues, on the same emulator.
+    env.AWS_ENDPOINT_URL_SESV2 ??= sandbox.url;
+    env.AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 ??= sandbox.url;
+    env.AWS_ENDPOINT_URL_SQS ??= sandbox.url;
   }
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;

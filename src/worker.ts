@@ -2,23 +2,12 @@ import { pathToFileURL } from 'node:url';
 import { Worker, type Processor } from 'bullmq';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
-import { composeWorker, openRedis } from './compose.js';
+import { composeWorker, openProviderFeed, type ProviderFeed } from './compose.js';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import type { NoticeEngine } from './notice/engine.js';
 import type { ReconcilerDeps } from './notice/reconciler.js';
-import { FeedSweep } from './providers/feed.js';
-import {
-  createEmailProvider,
-  createSmsProvider,
-  emailUrl,
-  feedObservationTtlMs,
-  feedSources,
-  needsSandbox,
-  smsUrl,
-} from './providers/registry.js';
-import { ProviderFeedStore } from './store/provider-feed.js';
-import { SuppressionStore } from './store/suppressions.js';
+import { createEmailProvider, createSmsProvider, emailUrl, needsSandbox, smsUrl } from './providers/registry.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
@@ -40,17 +29,8 @@ import { indexExistingNoticesOnce } from './store/notice-index.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
-/**
- * The feed sweep (SES, AWS SMS events): how often it runs, its long poll and how long one run may
- * drain a busy queue — short enough that a shutdown waiting for it stays within its bound.
- */
-const FEED_SWEEP = { everyMs: 1_000, waitSeconds: 1, budgetMs: 5_000 } as const;
-
-/** The feed providers' sweep and the connection it and their adapters read Redis on. */
-export interface ProviderFeed {
-  sweep: FeedSweep;
-  close(): Promise<void>;
-}
+/** How often the feed sweep (SES, AWS SMS events) runs. */
+const FEED_SWEEP_EVERY_MS = 1_000;
 
 export interface WorkerHandle {
   engine: NoticeEngine;
@@ -88,30 +68,6 @@ export async function createProviders(
   return { email: { ...email, name: `${email.name}-sandbox` }, sms: { ...sms, name: `${sms.name}-sandbox` }, sandbox, feed };
 }
 
-/** The feed store and sweep when a chosen provider reports through an events queue (SES, AWS SMS), on a connection of their own. */
-function openProviderFeed(config: Config, sandboxUrl: string | undefined, log: Logger): (ProviderFeed & { store: ProviderFeedStore }) | undefined {
-  const feeds = feedSources(config, { sandboxUrl });
-  if (!feeds) return undefined;
-  const redis = openRedis(config, 'worker', 'herald-provider-feed', log);
-  const store = new ProviderFeedStore(redis, config.prefix, feedObservationTtlMs(config));
-  const sweep = new FeedSweep({
-    sources: feeds.sources,
-    sqs: feeds.sqs,
-    store,
-    suppressions: new SuppressionStore(redis, config.prefix, { max: config.suppressionsMax }),
-    clock: systemClock,
-    log,
-    settings: { waitSeconds: FEED_SWEEP.waitSeconds, budgetMs: FEED_SWEEP.budgetMs },
-  });
-  return {
-    store,
-    sweep,
-    close: async () => {
-      sweep.close();
-      if (!(await within(1_000, redis.quit().then(() => true, () => false)))) redis.disconnect();
-    },
-  };
-}
 
 /**
  * Starts the worker process's BullMQ workers (one per queue) and the reconciler schedule.
@@ -187,7 +143,7 @@ export async function startWorker(
   await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
   await queues.retentionSweep.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
   // Only while a feed provider is chosen: a worker of another configuration takes the schedule away.
-  if (made.feed) await queues.providerFeed.upsertJobScheduler('provider-feed-sweep', { every: FEED_SWEEP.everyMs }, { name: 'provider-feed' });
+  if (made.feed) await queues.providerFeed.upsertJobScheduler('provider-feed-sweep', { every: FEED_SWEEP_EVERY_MS }, { name: 'provider-feed' });
   else await queues.providerFeed.removeJobScheduler('provider-feed-sweep');
   // Notices created by versions before the stats counters are counted once; start-up does not wait.
   const backfill = backfillStatsOnce(redis, store.keys, clock.now()).then(
