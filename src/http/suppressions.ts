@@ -24,7 +24,9 @@ export const SuppressionResponse = Type.Object({
   channel: Type.String(),
   address: Type.String(),
   reason: Type.String(),
-  source: Type.String({ description: 'manual, postmark_hard_bounce, postmark_inactive, postmark_unsubscribe, twilio_opt_out, ses_hard_bounce or ses_complaint' }),
+  source: Type.String({
+    description: 'manual, postmark_hard_bounce, postmark_inactive, postmark_unsubscribe, twilio_opt_out, ses_hard_bounce or ses_complaint',
+  }),
   noticeId: Type.Optional(Type.String()),
   createdAt: Type.String({ format: 'date-time' }),
 });

@@ -131,24 +131,52 @@ export function readSesMessage(body: string, now: number): FeedMessage {
     case 'Complaint': {
       const complaint = detail('complaint');
       // A complaint says the recipient refuses mail, not that this one was delivered.
-      event = { ...base, at: timeOf(complaint['timestamp'], now), rank: 0, status: 'pending', providerStatus: 'Complaint', engagement: 'complained', suppressed: true };
+      event = {
+        ...base,
+        at: timeOf(complaint['timestamp'], now),
+        rank: 0,
+        status: 'pending',
+        providerStatus: 'Complaint',
+        engagement: 'complained',
+        suppressed: true,
+      };
       const address = firstAddress(complaint['complainedRecipients']) ?? text((mail['destination'] as unknown[] | undefined)?.[0]);
       const feedback = text(complaint['complaintFeedbackType']);
       if (address) suppress = { address, reason: `SES complaint${feedback ? ` (${feedback})` : ''}`, source: 'ses_complaint' };
       break;
     }
     case 'Reject':
-      event = { ...base, at: sentAt, rank: 5, status: 'failed', providerStatus: `Reject(${text(detail('reject')['reason']) ?? 'unknown'})` };
+      event = {
+        ...base,
+        at: sentAt,
+        rank: 5,
+        status: 'failed',
+        providerStatus: `Reject(${text(detail('reject')['reason']) ?? 'unknown'})`,
+      };
       break;
     case 'Rendering Failure':
     case 'RenderingFailure':
       event = { ...base, at: sentAt, rank: 5, status: 'failed', providerStatus: 'RenderingFailure' };
       break;
     case 'Open':
-      event = { ...base, at: timeOf(detail('open')['timestamp'], now), rank: 0, status: 'pending', providerStatus: 'Open', engagement: 'opened' };
+      event = {
+        ...base,
+        at: timeOf(detail('open')['timestamp'], now),
+        rank: 0,
+        status: 'pending',
+        providerStatus: 'Open',
+        engagement: 'opened',
+      };
       break;
     case 'Click':
-      event = { ...base, at: timeOf(detail('click')['timestamp'], now), rank: 0, status: 'pending', providerStatus: 'Click', engagement: 'clicked' };
+      event = {
+        ...base,
+        at: timeOf(detail('click')['timestamp'], now),
+        rank: 0,
+        status: 'pending',
+        providerStatus: 'Click',
+        engagement: 'clicked',
+      };
       break;
     default:
       // Subscription (list preferences) and types SES may add later say nothing of delivery.

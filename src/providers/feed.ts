@@ -81,7 +81,10 @@ export class FeedSweep {
         await this.drain(source, until, report);
       } catch (error) {
         report.failed += 1;
-        this.deps.log.warn({ err: error, provider: source.provider }, 'feed sweep: the events queue could not be read; the next sweep tries again');
+        this.deps.log.warn(
+          { err: error, provider: source.provider },
+          'feed sweep: the events queue could not be read; the next sweep tries again',
+        );
       }
     }
     return report;
@@ -115,7 +118,10 @@ export class FeedSweep {
     const read = source.read(message.Body ?? '', now);
     if (read.kind === 'unreadable') {
       report.unreadable += 1;
-      this.deps.log.warn({ provider: source.provider, sqsMessageId: message.MessageId, reason: read.reason }, 'feed sweep: an unreadable message is left in the queue');
+      this.deps.log.warn(
+        { provider: source.provider, sqsMessageId: message.MessageId, reason: read.reason },
+        'feed sweep: an unreadable message is left in the queue',
+      );
       return false;
     }
     if (read.kind === 'ignored') {
@@ -148,7 +154,10 @@ export class FeedSweep {
     report.deleted += answer.Successful?.length ?? 0;
     // Not deleted: read again later, which the store's ranking makes harmless.
     if ((answer.Failed ?? []).length > 0) {
-      this.deps.log.warn({ provider: source.provider, failed: answer.Failed?.length }, 'feed sweep: some stored messages were not deleted; they will be read again');
+      this.deps.log.warn(
+        { provider: source.provider, failed: answer.Failed?.length },
+        'feed sweep: some stored messages were not deleted; they will be read again',
+      );
     }
   }
 

@@ -127,7 +127,11 @@ export function feedSources(config: Config, deps: ProviderDeps): { sources: Feed
   const queue = (configured: string | undefined, name: string, variable: string) =>
     configured ?? `${sqsUrl(variable).replace(/\/+$/, '')}/${SANDBOX_ACCOUNT}/${name}`;
   if (config.emailProvider === 'ses') {
-    sources.push({ provider: SES_PROVIDER, queueUrl: queue(config.ses.eventsQueueUrl, SANDBOX_QUEUES.ses, 'SES_EVENTS_QUEUE_URL'), read: readSesMessage });
+    sources.push({
+      provider: SES_PROVIDER,
+      queueUrl: queue(config.ses.eventsQueueUrl, SANDBOX_QUEUES.ses, 'SES_EVENTS_QUEUE_URL'),
+      read: readSesMessage,
+    });
   }
   if (config.smsProvider === 'aws-sms') {
     sources.push({

@@ -72,7 +72,10 @@ export function registerAwsSms(targets: AwsJsonTargets, ctx: SandboxContext, que
       });
     }
     if (text === '' || text.length > BODY_LIMIT) {
-      return awsJsonError(400, 'ValidationException', 'Invalid message body', { Reason: 'INVALID_PARAMETER', Fields: [{ Name: 'MessageBody', Message: `1 to ${BODY_LIMIT} characters` }] });
+      return awsJsonError(400, 'ValidationException', 'Invalid message body', {
+        Reason: 'INVALID_PARAMETER',
+        Fields: [{ Name: 'MessageBody', Message: `1 to ${BODY_LIMIT} characters` }],
+      });
     }
     const context = typeof body['Context'] === 'object' && body['Context'] !== null ? (body['Context'] as Record<string, string>) : {};
     const configurationSet = typeof body['ConfigurationSetName'] === 'string' ? body['ConfigurationSetName'] : undefined;
@@ -104,7 +107,12 @@ export function registerAwsSms(targets: AwsJsonTargets, ctx: SandboxContext, que
       steps: plannedSteps(behaviour, { createdAt: now, viaService: false }),
     });
     if (configurationSet !== undefined) publishEvents(queues, record, context, FEED_FAULTS[to.slice(-2)]);
-    return { status: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body: { MessageId: record.sid }, delayMs: behaviour === 'slow' ? ctx.slowMs : 0 };
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: { MessageId: record.sid },
+      delayMs: behaviour === 'slow' ? ctx.slowMs : 0,
+    };
   }
 
   // The account (`herald doctor`'s authenticated call that sends nothing).
@@ -118,14 +126,24 @@ export function registerAwsSms(targets: AwsJsonTargets, ctx: SandboxContext, que
       run: () => ({
         status: 200,
         headers: { 'content-type': 'application/x-amz-json-1.0' },
-        body: { AccountAttributes: [{ Name: 'ACCOUNT_TIER', Value: 'SANDBOX' }, { Name: 'DEFAULT_PROTECT_CONFIGURATION_ID', Value: '' }] },
+        body: {
+          AccountAttributes: [
+            { Name: 'ACCOUNT_TIER', Value: 'SANDBOX' },
+            { Name: 'DEFAULT_PROTECT_CONFIGURATION_ID', Value: '' },
+          ],
+        },
       }),
     });
   });
 }
 
 /** The message's timeline as End User Messaging events, published at their times. */
-function publishEvents(queues: SandboxQueues, record: SmsRecord, context: Record<string, string>, fault: 'duplicate' | 'reorder' | undefined): void {
+function publishEvents(
+  queues: SandboxQueues,
+  record: SmsRecord,
+  context: Record<string, string>,
+  fault: 'duplicate' | 'reorder' | undefined,
+): void {
   const steps: StatusStep[] = record.steps;
   const events = steps.flatMap((step) => {
     const known = EVENT_OF_STATUS[step.status];

@@ -66,11 +66,15 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
   const isTwilio = (url: string): boolean => url.startsWith('/2010-04-01/');
   const isSes = (url: string): boolean => url.startsWith('/v2/email/');
   const send = (reply: FastifyReply, answer: { status: number; body?: unknown; headers?: Record<string, string> }) =>
-    reply.code(answer.status).headers(answer.headers ?? {}).send(answer.body);
+    reply
+      .code(answer.status)
+      .headers(answer.headers ?? {})
+      .send(answer.body);
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0];
     if (isSes(request.url)) return send(reply, sesError(404, 'NotFoundException', `Not found: ${request.method} ${path}`));
-    if (request.headers['x-amz-target'] !== undefined) return send(reply, awsJsonError(400, 'UnknownOperationException', `Unknown operation ${request.method} ${path}`));
+    if (request.headers['x-amz-target'] !== undefined)
+      return send(reply, awsJsonError(400, 'UnknownOperationException', `Unknown operation ${request.method} ${path}`));
     if (isTwilio(request.url)) {
       const { status, body } = twilioError(404, 20404, `The requested resource ${path} was not found`);
       return reply.code(status).send(body);
@@ -84,10 +88,16 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       return reply.code(status).send(body);
     }
     if (isSes(request.url)) {
-      return send(reply, clientError ? sesError(400, 'BadRequestException', error.message) : sesError(500, 'InternalFailure', 'Internal Failure'));
+      return send(
+        reply,
+        clientError ? sesError(400, 'BadRequestException', error.message) : sesError(500, 'InternalFailure', 'Internal Failure'),
+      );
     }
     if (isAwsJsonRequest(request)) {
-      return send(reply, clientError ? awsJsonError(400, 'SerializationException', error.message) : awsJsonError(500, 'InternalFailure', 'Internal Failure'));
+      return send(
+        reply,
+        clientError ? awsJsonError(400, 'SerializationException', error.message) : awsJsonError(500, 'InternalFailure', 'Internal Failure'),
+      );
     }
     if (request.url.startsWith('/__sandbox/')) {
       return reply.code(clientError ? (error.statusCode as number) : 500).send({ error: error.message });

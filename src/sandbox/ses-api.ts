@@ -54,7 +54,9 @@ export function registerSes(app: FastifyInstance, ctx: SandboxContext, queues: S
   app.post('/v2/email/outbound-emails', async (request, reply) => {
     const body: Json = isObject(request.body) ? request.body : {};
     const destination = isObject(body['Destination']) ? body['Destination'] : {};
-    const to = Array.isArray(destination['ToAddresses']) ? destination['ToAddresses'].filter((a): a is string => typeof a === 'string') : [];
+    const to = Array.isArray(destination['ToAddresses'])
+      ? destination['ToAddresses'].filter((a): a is string => typeof a === 'string')
+      : [];
     await exchange(ctx, request, reply, {
       provider: 'ses',
       operation: 'ses.send',
@@ -75,10 +77,12 @@ export function registerSes(app: FastifyInstance, ctx: SandboxContext, queues: S
     if (!simple) return sesError(400, 'BadRequestException', 'Content.Simple is required (the sandbox takes no Raw or Template content).');
     const subject = isObject(simple['Subject']) && typeof simple['Subject']['Data'] === 'string' ? simple['Subject']['Data'] : '';
     const bodyPart = isObject(simple['Body']) ? simple['Body'] : {};
-    const part = (name: string) => (isObject(bodyPart[name]) && typeof bodyPart[name]['Data'] === 'string' ? (bodyPart[name]['Data'] as string) : undefined);
+    const part = (name: string) =>
+      isObject(bodyPart[name]) && typeof bodyPart[name]['Data'] === 'string' ? (bodyPart[name]['Data'] as string) : undefined;
     const textBody = part('Text');
     const htmlBody = part('Html');
-    if (textBody === undefined && htmlBody === undefined) return sesError(400, 'BadRequestException', 'Content.Simple.Body needs Text or Html.');
+    if (textBody === undefined && htmlBody === undefined)
+      return sesError(400, 'BadRequestException', 'Content.Simple.Body needs Text or Html.');
     const tags = checkTags(body['EmailTags']);
     if (typeof tags === 'string') return sesError(400, 'BadRequestException', tags);
     const configurationSet = typeof body['ConfigurationSetName'] === 'string' ? body['ConfigurationSetName'] : undefined;
@@ -86,7 +90,8 @@ export function registerSes(app: FastifyInstance, ctx: SandboxContext, queues: S
     const first = emailAddress(to[0] as string);
     const plan = planEmail(first);
     const { name, labels } = sesAddressTags(first);
-    if (plan.behaviour === 'rejected') return sesError(400, 'MessageRejected', `Email address is not verified. The sandbox rejects ${first}.`);
+    if (plan.behaviour === 'rejected')
+      return sesError(400, 'MessageRejected', `Email address is not verified. The sandbox rejects ${first}.`);
     if (plan.behaviour === 'flaky') {
       const attempt = state.nextAttempt(`ses:${first.toLowerCase()}`);
       if (attempt === 1) return faultAnswer(500);
@@ -110,9 +115,18 @@ export function registerSes(app: FastifyInstance, ctx: SandboxContext, queues: S
     const record = state.addEmail(fields);
     // SES publishes events only for sends through a configuration set with an event destination.
     if (configurationSet !== undefined) {
-      publishEvents(queues, record, configurationSet, { complaint: name === 'complaint', duplicate: labels.includes('dup'), reorder: labels.includes('reorder') });
+      publishEvents(queues, record, configurationSet, {
+        complaint: name === 'complaint',
+        duplicate: labels.includes('dup'),
+        reorder: labels.includes('reorder'),
+      });
     }
-    return { status: 200, body: { MessageId: record.messageId }, headers: { 'content-type': 'application/json' }, delayMs: slowDelay(plan.behaviour) };
+    return {
+      status: 200,
+      body: { MessageId: record.messageId },
+      headers: { 'content-type': 'application/json' },
+      delayMs: slowDelay(plan.behaviour),
+    };
   }
 
   // The account (`herald doctor`'s authenticated call that sends nothing).
@@ -168,11 +182,36 @@ function publishEvents(
   if (record.plan.behaviour === 'inactive') {
     // On the account's suppression list: SES accepts the message and never tries it.
     const at = record.createdAt + delayMs;
-    events.push({ at, record: { mail, eventType: 'Bounce', bounce: bounce('Permanent', 'OnAccountSuppressionList', to, at, 'Amazon SES has suppressed sending to this address because it has a recent history of bouncing as an invalid address.') } });
+    events.push({
+      at,
+      record: {
+        mail,
+        eventType: 'Bounce',
+        bounce: bounce(
+          'Permanent',
+          'OnAccountSuppressionList',
+          to,
+          at,
+          'Amazon SES has suppressed sending to this address because it has a recent history of bouncing as an invalid address.',
+        ),
+      },
+    });
   }
   if (opts.complaint) {
     const at = record.createdAt + 2 * delayMs;
-    events.push({ at, record: { mail, eventType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: to }], timestamp: new Date(at).toISOString(), feedbackId: randomBytes(8).toString('hex'), complaintFeedbackType: 'abuse' } } });
+    events.push({
+      at,
+      record: {
+        mail,
+        eventType: 'Complaint',
+        complaint: {
+          complainedRecipients: [{ emailAddress: to }],
+          timestamp: new Date(at).toISOString(),
+          feedbackId: randomBytes(8).toString('hex'),
+          complaintFeedbackType: 'abuse',
+        },
+      },
+    });
   }
   if (opts.reorder) {
     const last = Math.max(...events.map((e) => e.at));
@@ -199,11 +238,26 @@ function sesEvent(event: EmailEvent, to: string): Json {
     case 'Delivered':
       return {
         eventType: 'Delivery',
-        delivery: { timestamp, processingTimeMillis: 900, recipients: [to], smtpResponse: '250 2.0.0 OK (sandbox)', reportingMTA: 'a8-70.smtp-out.sandbox.invalid' },
+        delivery: {
+          timestamp,
+          processingTimeMillis: 900,
+          recipients: [to],
+          smtpResponse: '250 2.0.0 OK (sandbox)',
+          reportingMTA: 'a8-70.smtp-out.sandbox.invalid',
+        },
       };
     case 'Bounced':
       return event.bounceType === 'SoftBounce'
-        ? { eventType: 'Bounce', bounce: bounce('Transient', 'MailboxFull', to, event.at, 'smtp; 452 4.2.2 The email account that you tried to reach is over quota (sandbox)') }
+        ? {
+            eventType: 'Bounce',
+            bounce: bounce(
+              'Transient',
+              'MailboxFull',
+              to,
+              event.at,
+              'smtp; 452 4.2.2 The email account that you tried to reach is over quota (sandbox)',
+            ),
+          }
         : { eventType: 'Bounce', bounce: bounce('Permanent', 'General', to, event.at, 'smtp; 550 5.1.1 user unknown (sandbox)') };
     case 'Transient':
       return {
@@ -218,7 +272,10 @@ function sesEvent(event: EmailEvent, to: string): Json {
     case 'Opened':
       return { eventType: 'Open', open: { timestamp, userAgent: 'Sandbox Mail', ipAddress: '127.0.0.1' } };
     case 'LinkClicked':
-      return { eventType: 'Click', click: { timestamp, link: 'https://example.com/', userAgent: 'Sandbox Mail', ipAddress: '127.0.0.1', linkTags: {} } };
+      return {
+        eventType: 'Click',
+        click: { timestamp, link: 'https://example.com/', userAgent: 'Sandbox Mail', ipAddress: '127.0.0.1', linkTags: {} },
+      };
   }
 }
 
@@ -242,7 +299,12 @@ function checkTags(value: unknown): Record<string, string> | string {
   for (const tag of value) {
     const name = isObject(tag) ? tag['Name'] : undefined;
     const tagValue = isObject(tag) ? tag['Value'] : undefined;
-    if (typeof name !== 'string' || typeof tagValue !== 'string' || !/^[A-Za-z0-9_-]{1,256}$/.test(name) || !/^[A-Za-z0-9_-]{1,256}$/.test(tagValue)) {
+    if (
+      typeof name !== 'string' ||
+      typeof tagValue !== 'string' ||
+      !/^[A-Za-z0-9_-]{1,256}$/.test(name) ||
+      !/^[A-Za-z0-9_-]{1,256}$/.test(tagValue)
+    ) {
       return `Invalid tag ${JSON.stringify(tag)}: names and values may contain only ASCII letters, digits, underscores and dashes, at most 256 characters.`;
     }
     tags[name] = tagValue;

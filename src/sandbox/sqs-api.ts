@@ -104,7 +104,11 @@ export class SandboxQueues {
   }
 
   view(): SandboxQueueView[] {
-    return [...this.queues.entries()].map(([name, messages]) => ({ name, messages: messages.length, deleted: this.deletedCount.get(name) ?? 0 }));
+    return [...this.queues.entries()].map(([name, messages]) => ({
+      name,
+      messages: messages.length,
+      deleted: this.deletedCount.get(name) ?? 0,
+    }));
   }
 
   clear(): void {
@@ -138,7 +142,13 @@ export function awsCredentialProblem(authorization: string | undefined): string 
 }
 
 /** An AWS JSON protocol (awsJson1_0) error answer; `queryError` for SQS's query-compatible codes. */
-export function awsJsonError(status: number, type: string, message: string, extra: Record<string, unknown> = {}, queryError?: string): Answer {
+export function awsJsonError(
+  status: number,
+  type: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  queryError?: string,
+): Answer {
   return {
     status,
     body: { __type: type, message, ...extra },
@@ -181,18 +191,32 @@ export function registerAwsJson(app: FastifyInstance, targets: AwsJsonTargets): 
     const handler = targets.get(target);
     const body = typeof request.body === 'object' && request.body !== null ? (request.body as Record<string, unknown>) : {};
     if (!handler) {
-      const { status, body: error, headers } = awsJsonError(400, 'UnknownOperationException', `Unknown operation ${target || '(no X-Amz-Target)'}`);
-      return reply.code(status).headers(headers ?? {}).send(error);
+      const {
+        status,
+        body: error,
+        headers,
+      } = awsJsonError(400, 'UnknownOperationException', `Unknown operation ${target || '(no X-Amz-Target)'}`);
+      return reply
+        .code(status)
+        .headers(headers ?? {})
+        .send(error);
     }
     return handler(request, reply, body);
   });
 }
 
 function sqsFault(status: 429 | 500 | 503): Answer {
-  if (status === 429) return awsJsonError(400, 'AWS.SimpleQueueService.RequestThrottled', 'Request is throttled.', {}, 'RequestThrottled;Sender');
+  if (status === 429)
+    return awsJsonError(400, 'AWS.SimpleQueueService.RequestThrottled', 'Request is throttled.', {}, 'RequestThrottled;Sender');
   return status === 500
     ? awsJsonError(500, 'InternalError', 'We encountered an internal error. Please try again.', {}, 'InternalError;Receiver')
-    : awsJsonError(503, 'ServiceUnavailable', 'The request has failed due to a temporary failure of the server.', {}, 'ServiceUnavailable;Receiver');
+    : awsJsonError(
+        503,
+        'ServiceUnavailable',
+        'The request has failed due to a temporary failure of the server.',
+        {},
+        'ServiceUnavailable;Receiver',
+      );
 }
 
 /** Registers the SQS targets: ReceiveMessage, DeleteMessage, DeleteMessageBatch. */
@@ -205,7 +229,13 @@ export function registerSqs(targets: AwsJsonTargets, ctx: SandboxContext, queues
     const url = typeof body['QueueUrl'] === 'string' ? body['QueueUrl'] : '';
     const name = url.split('/').filter(Boolean).at(-1) ?? '';
     if (!queues.has(name)) {
-      return awsJsonError(400, 'AWS.SimpleQueueService.NonExistentQueue', 'The specified queue does not exist.', {}, 'AWS.SimpleQueueService.NonExistentQueue;Sender');
+      return awsJsonError(
+        400,
+        'AWS.SimpleQueueService.NonExistentQueue',
+        'The specified queue does not exist.',
+        {},
+        'AWS.SimpleQueueService.NonExistentQueue;Sender',
+      );
     }
     return name;
   };
@@ -216,10 +246,23 @@ export function registerSqs(targets: AwsJsonTargets, ctx: SandboxContext, queues
     const wait = body['WaitTimeSeconds'] === undefined ? 0 : Number(body['WaitTimeSeconds']);
     const visibility = body['VisibilityTimeout'] === undefined ? DEFAULT_VISIBILITY_SECONDS : Number(body['VisibilityTimeout']);
     const invalid = (field: string, range: string) =>
-      awsJsonError(400, 'InvalidParameterValue', `Value for parameter ${field} is invalid. Reason: must be ${range}.`, {}, 'InvalidParameterValue;Sender');
+      awsJsonError(
+        400,
+        'InvalidParameterValue',
+        `Value for parameter ${field} is invalid. Reason: must be ${range}.`,
+        {},
+        'InvalidParameterValue;Sender',
+      );
     // The long poll happens before the exchange: a fault or a hang applies to the answer.
-    let messages: QueuedMessage[] = [];
-    if (typeof queue === 'string' && Number.isInteger(max) && max >= 1 && max <= 10 && Number.isInteger(wait) && wait >= 0 && wait <= MAX_WAIT_SECONDS) {
+    if (
+      typeof queue === 'string' &&
+      Number.isInteger(max) &&
+      max >= 1 &&
+      max <= 10 &&
+      Number.isInteger(wait) &&
+      wait >= 0 &&
+      wait <= MAX_WAIT_SECONDS
+    ) {
       const until = Date.now() + wait * 1000;
       while (Date.now() < until && !ctx.closing.aborted && queues.visibleCount(queue, Date.now()) === 0) {
         await sleep(POLL_STEP_MS);
@@ -235,12 +278,23 @@ export function registerSqs(targets: AwsJsonTargets, ctx: SandboxContext, queues
         if (typeof queue !== 'string') return queue;
         if (!(Number.isInteger(max) && max >= 1 && max <= 10)) return invalid('MaxNumberOfMessages', 'between 1 and 10');
         if (!(Number.isInteger(wait) && wait >= 0 && wait <= MAX_WAIT_SECONDS)) return invalid('WaitTimeSeconds', 'between 0 and 20');
-        if (!(Number.isInteger(visibility) && visibility >= 0 && visibility <= 43_200)) return invalid('VisibilityTimeout', 'between 0 and 43200');
-        messages = queues.receive(queue, max, visibility * 1000, Date.now());
+        if (!(Number.isInteger(visibility) && visibility >= 0 && visibility <= 43_200))
+          return invalid('VisibilityTimeout', 'between 0 and 43200');
+        const messages = queues.receive(queue, max, visibility * 1000, Date.now());
         return {
           status: 200,
           headers: { 'content-type': 'application/x-amz-json-1.0' },
-          body: messages.length === 0 ? {} : { Messages: messages.map((m) => ({ MessageId: m.messageId, ReceiptHandle: m.receiptHandle, MD5OfBody: m.md5, Body: m.body })) },
+          body:
+            messages.length === 0
+              ? {}
+              : {
+                  Messages: messages.map((m) => ({
+                    MessageId: m.messageId,
+                    ReceiptHandle: m.receiptHandle,
+                    MD5OfBody: m.md5,
+                    Body: m.body,
+                  })),
+                },
         };
       },
     });
@@ -258,7 +312,13 @@ export function registerSqs(targets: AwsJsonTargets, ctx: SandboxContext, queues
         if (typeof queue !== 'string') return queue;
         const handle = typeof body['ReceiptHandle'] === 'string' ? body['ReceiptHandle'] : '';
         if (!queues.delete(queue, handle)) {
-          return awsJsonError(400, 'ReceiptHandleIsInvalid', `The input receipt handle "${handle}" is not a valid receipt handle.`, {}, 'ReceiptHandleIsInvalid;Sender');
+          return awsJsonError(
+            400,
+            'ReceiptHandleIsInvalid',
+            `The input receipt handle "${handle}" is not a valid receipt handle.`,
+            {},
+            'ReceiptHandleIsInvalid;Sender',
+          );
         }
         return { status: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body: {} };
       },
@@ -277,7 +337,13 @@ export function registerSqs(targets: AwsJsonTargets, ctx: SandboxContext, queues
         if (typeof queue !== 'string') return queue;
         const entries = Array.isArray(body['Entries']) ? (body['Entries'] as Record<string, unknown>[]) : [];
         if (entries.length === 0 || entries.length > 10) {
-          return awsJsonError(400, 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest', 'Maximum number of entries per request are 10.', {}, 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest;Sender');
+          return awsJsonError(
+            400,
+            'AWS.SimpleQueueService.TooManyEntriesInBatchRequest',
+            'Maximum number of entries per request are 10.',
+            {},
+            'AWS.SimpleQueueService.TooManyEntriesInBatchRequest;Sender',
+          );
         }
         const successful: { Id: string }[] = [];
         const failed: { Id: string; SenderFault: boolean; Code: string; Message: string }[] = [];

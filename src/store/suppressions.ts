@@ -5,13 +5,7 @@ import { defineScripts, type HeraldScripts } from './scripts.js';
 
 /** Where a suppression came from: the API, or a provider telling Herald the address is dead. */
 export type SuppressionSource =
-  | 'manual'
-  | 'postmark_hard_bounce'
-  | 'postmark_inactive'
-  | 'postmark_unsubscribe'
-  | 'twilio_opt_out'
-  | 'ses_hard_bounce'
-  | 'ses_complaint';
+  'manual' | 'postmark_hard_bounce' | 'postmark_inactive' | 'postmark_unsubscribe' | 'twilio_opt_out' | 'ses_hard_bounce' | 'ses_complaint';
 
 export interface Suppression {
   channel: Channel;

@@ -64,18 +64,24 @@ let n = 0;
 const address = (behaviour: string, ...labels: string[]) => [`${behaviour}+300ms`, ...labels, `a${++n}`].join('+') + '@example.com';
 let areaCode = 300;
 const number = (suffix: string) => `+1${++areaCode}55501${suffix}`;
-const message = (to: string, key = `key-${++n}`) => ({ to, subject: 'Terms', text: 'The terms change.', idempotencyKey: key, metadata: { notice_id: `n${n}` } });
+const message = (to: string, key = `key-${++n}`) => ({
+  to,
+  subject: 'Terms',
+  text: 'The terms change.',
+  idempotencyKey: key,
+  metadata: { notice_id: `n${n}` },
+});
 
 describe('SES v2 adapter, through the real SDK, against the emulator and its event feed', () => {
   it('sends one email with Herald key as a tag; status is pending until the feed says delivered', async () => {
-    const sent = await email.send(message(address('delivered')));
+    const sent = await email.send(message(`delivered+2s+a${++n}@example.com`));
     expect(sent.providerMessageId).toMatch(/^0100/);
     const stored = sandbox.emails().find((e) => e.messageId === sent.providerMessageId)!;
     expect(stored.metadata).toMatchObject({ herald_key: expect.stringMatching(/^key-/), notice_id: expect.any(String) });
     expect(await email.status(sent.providerMessageId)).toEqual({ providerStatus: 'NoEventYet', status: 'pending', engagement: [] });
     await sweep.sweepOnce();
     expect(await email.status(sent.providerMessageId)).toMatchObject({ providerStatus: 'Send', status: 'pending' });
-    await sleep(400);
+    await sleep(2100);
     await sweep.sweepOnce();
     expect(await email.status(sent.providerMessageId)).toEqual({ providerStatus: 'Delivery', status: 'delivered', engagement: [] });
   });
@@ -90,12 +96,23 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     const complaint = await email.send(message(complaintTo));
     await sleep(700);
     await sweep.sweepOnce();
-    expect(await email.status(bounce.providerMessageId)).toMatchObject({ status: 'bounced', bounceType: 'Permanent/General', suppressed: true });
+    expect(await email.status(bounce.providerMessageId)).toMatchObject({
+      status: 'bounced',
+      bounceType: 'Permanent/General',
+      suppressed: true,
+    });
     expect(await email.status(soft.providerMessageId)).toMatchObject({ status: 'deferred', bounceType: 'Transient/MailboxFull' });
-    expect(await email.status(deferred.providerMessageId)).toMatchObject({ status: 'deferred', providerStatus: 'DeliveryDelay(TransientCommunicationFailure)' });
+    expect(await email.status(deferred.providerMessageId)).toMatchObject({
+      status: 'deferred',
+      providerStatus: 'DeliveryDelay(TransientCommunicationFailure)',
+    });
     expect(await email.status(inactive.providerMessageId)).toMatchObject({ status: 'failed', suppressed: true });
     // Opens and clicks are engagement, never delivery.
-    expect(await email.status(opened.providerMessageId)).toEqual({ providerStatus: 'Send', status: 'pending', engagement: ['clicked', 'opened'] });
+    expect(await email.status(opened.providerMessageId)).toEqual({
+      providerStatus: 'Send',
+      status: 'pending',
+      engagement: ['clicked', 'opened'],
+    });
     // A complaint suppresses the address and changes nothing of the delivery.
     const complained = await email.status(complaint.providerMessageId);
     expect(complained).toMatchObject({ status: 'delivered', providerStatus: 'Delivery', suppressed: true, engagement: ['complained'] });
@@ -105,18 +122,27 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
   it('keeps the latest observation through duplicates and a Send read after its Delivery', async () => {
     const dup = await email.send(message(address('delivered', 'dup')));
     const reordered = await email.send(message(address('delivered', 'reorder')));
-    await sleep(400);
-    const first = await sweep.sweepOnce();
-    expect(first.recorded).toBeGreaterThanOrEqual(4);
-    expect(await email.status(reordered.providerMessageId)).toMatchObject({ status: 'delivered' });
-    await sleep(800);
-    const second = await sweep.sweepOnce();
-    expect(second.recorded).toBeGreaterThanOrEqual(2);
+    const sesQueue = () => sandbox.feedQueues().find((q) => q.name === SANDBOX_QUEUE_NAMES.ses)!;
+    await sleep(1000);
+    for (let sweeps = 0; sweeps < 10 && sesQueue().messages > 0; sweeps += 1) await sweep.sweepOnce();
     expect(await email.status(dup.providerMessageId)).toMatchObject({ status: 'delivered', providerStatus: 'Delivery' });
-    // The late Send did not move the observation back.
     expect(await email.status(reordered.providerMessageId)).toMatchObject({ status: 'delivered', providerStatus: 'Delivery' });
-    // Everything stored was deleted, nothing else.
-    expect(sandbox.feedQueues().find((q) => q.name === SANDBOX_QUEUE_NAMES.ses)).toMatchObject({ messages: 0 });
+    // Everything stored was deleted.
+    expect(sesQueue().messages).toBe(0);
+    // The store itself, in a fixed order: a duplicate and a late Send change nothing.
+    const delivery = { messageId: `order-${++n}`, at: 2000, rank: 5, status: 'delivered' as const, providerStatus: 'Delivery' };
+    expect(await store.record('ses', delivery)).toBe(true);
+    expect(await store.record('ses', delivery)).toBe(false);
+    expect(await store.record('ses', { ...delivery, at: 1000, rank: 1, status: 'pending', providerStatus: 'Send' })).toBe(false);
+    expect(
+      await store.record('ses', { ...delivery, at: 3000, rank: 0, status: 'pending', providerStatus: 'Open', engagement: 'opened' }),
+    ).toBe(false);
+    expect(await store.observation('ses', delivery.messageId)).toEqual({
+      providerStatus: 'Delivery',
+      status: 'delivered',
+      engagement: ['opened'],
+      events: 4,
+    });
   });
 
   it('finds a send in doubt by its key once the feed shows it, and never answers "none" before', async () => {
@@ -143,12 +169,23 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     sandbox.injectFault({ operation: 'ses.send', mode: 'hang', match: hanging });
     expect(await failure(email.send(message(hanging)))).toMatchObject({ kind: 'timeout' });
     sandbox.injectFault({ operation: 'ses.send', mode: 'status_503', match: 'retry-check' });
-    expect(await failure(email.send(message(address('delivered', 'retry-check'))))).toMatchObject({ kind: 'server_error', httpStatus: 503 });
+    expect(await failure(email.send(message(address('delivered', 'retry-check'))))).toMatchObject({
+      kind: 'server_error',
+      httpStatus: 503,
+    });
     expect(sandbox.requests().filter((r) => r.operation === 'ses.send' && r.recipient?.includes('retry-check'))).toHaveLength(1);
   });
 
   it('refuses bad credentials as a retryable account problem, and verify says what the account is', async () => {
-    const bad = createSesProvider({ region: 'us-east-1', credentials: { accessKeyId: 'bad-token', secretAccessKey: 'x' }, endpoint: sandbox.url, timeoutMs: 2000, from: 'a@b.c', configurationSet: 'c', feed: store });
+    const bad = createSesProvider({
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'bad-token', secretAccessKey: 'x' },
+      endpoint: sandbox.url,
+      timeoutMs: 2000,
+      from: 'a@b.c',
+      configurationSet: 'c',
+      feed: store,
+    });
     expect(await failure(bad.verify())).toMatchObject({ kind: 'server_error', httpStatus: 403 });
     expect(await email.verify()).toMatch(/sending enabled/);
   });
@@ -194,18 +231,25 @@ describe('the SQS emulator, through the real SDK', () => {
     const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
     await sms.send({ to: number('05'), body: 'x' });
     const queueUrl = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.awsSms}`;
-    const first = await client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 1 }));
+    const first = await client.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 3 }),
+    );
     expect(first.Messages?.length).toBeGreaterThanOrEqual(1);
     const again = await client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }));
     expect(again.Messages ?? []).toHaveLength(0);
-    await expect(client.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: 'nope' }))).rejects.toMatchObject({ name: 'ReceiptHandleIsInvalid' });
-    await expect(client.send(new ReceiveMessageCommand({ QueueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/missing` }))).rejects.toMatchObject({
+    await expect(client.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: 'nope' }))).rejects.toMatchObject({
+      name: 'ReceiptHandleIsInvalid',
+    });
+    await expect(
+      client.send(new ReceiveMessageCommand({ QueueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/missing` })),
+    ).rejects.toMatchObject({
       name: 'QueueDoesNotExist',
     });
-    await sleep(1100);
+    await sleep(3100);
     const back = await client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }));
     expect(back.Messages?.map((m) => m.MessageId)).toEqual(expect.arrayContaining(first.Messages!.map((m) => m.MessageId)));
-    for (const m of back.Messages ?? []) await client.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+    for (const m of back.Messages ?? [])
+      await client.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
     client.destroy();
   });
 

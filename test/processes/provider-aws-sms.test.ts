@@ -29,7 +29,9 @@ describe('with HERALD_SMS_PROVIDER=aws-sms', () => {
     const view = await stack.waitForState(id, ['sms_delivered', 'sms_failed']);
     expect(view.state).toBe('sms_delivered');
     const events = await stack.events(id);
-    expect(ofType(events, 'sms.requested')).toEqual([expect.objectContaining({ provider: 'aws-sms-sandbox', idempotencyKey: `${id}-sms` })]);
+    expect(ofType(events, 'sms.requested')).toEqual([
+      expect.objectContaining({ provider: 'aws-sms-sandbox', idempotencyKey: `${id}-sms` }),
+    ]);
     expect(ofType(events, 'sms.observed').at(-1)).toMatchObject({ status: 'delivered', providerStatus: 'TEXT_DELIVERED' });
     expect(stack.smsTo(to)).toBe(1);
   });

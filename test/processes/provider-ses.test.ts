@@ -69,7 +69,9 @@ describe('with HERALD_EMAIL_PROVIDER=ses', () => {
     const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
     expect(view.fallback.reason).toBe('email_deadline_elapsed');
     const events = await stack.events(id);
-    expect(ofType(events, 'email.observed').some((e) => (e.engagement as string[] | undefined)?.includes('opened') && e.status === 'pending')).toBe(true);
+    expect(
+      ofType(events, 'email.observed').some((e) => (e.engagement as string[] | undefined)?.includes('opened') && e.status === 'pending'),
+    ).toBe(true);
     expect(stack.smsTo(to)).toBe(1);
   });
 

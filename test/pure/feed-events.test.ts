@@ -4,24 +4,66 @@ import { loadConfig, ConfigError } from '../../src/config.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
 const sns = (message: unknown) =>
-  JSON.stringify({ Type: 'Notification', MessageId: 'm', TopicArn: 'arn:aws:sns:us-east-1:1:t', Message: JSON.stringify(message), Timestamp: '2026-12-01T10:00:00Z' });
+  JSON.stringify({
+    Type: 'Notification',
+    MessageId: 'm',
+    TopicArn: 'arn:aws:sns:us-east-1:1:t',
+    Message: JSON.stringify(message),
+    Timestamp: '2026-12-01T10:00:00Z',
+  });
 const mail = { timestamp: '2026-12-01T09:59:00.000Z', messageId: 'ses-1', destination: ['a@example.com'], tags: { herald_key: ['k-1'] } };
 const ses = (record: Record<string, unknown>) => readSesMessage(sns({ mail, ...record }), NOW);
 
 describe('SES event records → observations (the README mapping)', () => {
   it.each([
-    [{ eventType: 'Send', send: {} }, { rank: 1, status: 'pending', providerStatus: 'Send' }],
-    [{ eventType: 'DeliveryDelay', deliveryDelay: { delayType: 'MailboxFull', timestamp: '2026-12-01T09:59:30Z' } }, { rank: 2, status: 'deferred' }],
-    [{ eventType: 'Delivery', delivery: { timestamp: '2026-12-01T09:59:40Z' } }, { rank: 5, status: 'delivered', at: Date.parse('2026-12-01T09:59:40Z') }],
-    [{ eventType: 'Bounce', bounce: { bounceType: 'Permanent', bounceSubType: 'General' } }, { rank: 5, status: 'bounced', suppressed: true }],
-    [{ eventType: 'Bounce', bounce: { bounceType: 'Permanent', bounceSubType: 'OnAccountSuppressionList' } }, { rank: 5, status: 'failed', suppressed: true }],
-    [{ eventType: 'Bounce', bounce: { bounceType: 'Transient', bounceSubType: 'MailboxFull' } }, { rank: 2, status: 'deferred' }],
-    [{ eventType: 'Bounce', bounce: { bounceType: 'Undetermined', bounceSubType: 'Undetermined' } }, { rank: 4, status: 'unknown' }],
-    [{ eventType: 'Reject', reject: { reason: 'Bad content' } }, { rank: 5, status: 'failed', providerStatus: 'Reject(Bad content)' }],
-    [{ eventType: 'Rendering Failure', failure: {} }, { rank: 5, status: 'failed' }],
-    [{ eventType: 'Open', open: {} }, { rank: 0, engagement: 'opened' }],
-    [{ eventType: 'Click', click: {} }, { rank: 0, engagement: 'clicked' }],
-    [{ eventType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'a@example.com' }] } }, { rank: 0, engagement: 'complained', suppressed: true }],
+    [
+      { eventType: 'Send', send: {} },
+      { rank: 1, status: 'pending', providerStatus: 'Send' },
+    ],
+    [
+      { eventType: 'DeliveryDelay', deliveryDelay: { delayType: 'MailboxFull', timestamp: '2026-12-01T09:59:30Z' } },
+      { rank: 2, status: 'deferred' },
+    ],
+    [
+      { eventType: 'Delivery', delivery: { timestamp: '2026-12-01T09:59:40Z' } },
+      { rank: 5, status: 'delivered', at: Date.parse('2026-12-01T09:59:40Z') },
+    ],
+    [
+      { eventType: 'Bounce', bounce: { bounceType: 'Permanent', bounceSubType: 'General' } },
+      { rank: 5, status: 'bounced', suppressed: true },
+    ],
+    [
+      { eventType: 'Bounce', bounce: { bounceType: 'Permanent', bounceSubType: 'OnAccountSuppressionList' } },
+      { rank: 5, status: 'failed', suppressed: true },
+    ],
+    [
+      { eventType: 'Bounce', bounce: { bounceType: 'Transient', bounceSubType: 'MailboxFull' } },
+      { rank: 2, status: 'deferred' },
+    ],
+    [
+      { eventType: 'Bounce', bounce: { bounceType: 'Undetermined', bounceSubType: 'Undetermined' } },
+      { rank: 4, status: 'unknown' },
+    ],
+    [
+      { eventType: 'Reject', reject: { reason: 'Bad content' } },
+      { rank: 5, status: 'failed', providerStatus: 'Reject(Bad content)' },
+    ],
+    [
+      { eventType: 'Rendering Failure', failure: {} },
+      { rank: 5, status: 'failed' },
+    ],
+    [
+      { eventType: 'Open', open: {} },
+      { rank: 0, engagement: 'opened' },
+    ],
+    [
+      { eventType: 'Click', click: {} },
+      { rank: 0, engagement: 'clicked' },
+    ],
+    [
+      { eventType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'a@example.com' }] } },
+      { rank: 0, engagement: 'complained', suppressed: true },
+    ],
   ])('%j', (record, expected) => {
     const read = ses(record);
     expect(read.kind).toBe('event');
@@ -35,14 +77,19 @@ describe('SES event records → observations (the README mapping)', () => {
       const read = ses({ eventType: type });
       expect(read.kind === 'event' && read.event.status).not.toBe('delivered');
     }
-    const complaint = ses({ eventType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'a@example.com' }], complaintFeedbackType: 'abuse' } });
+    const complaint = ses({
+      eventType: 'Complaint',
+      complaint: { complainedRecipients: [{ emailAddress: 'a@example.com' }], complaintFeedbackType: 'abuse' },
+    });
     expect(complaint).toMatchObject({ suppress: { address: 'a@example.com', source: 'ses_complaint' } });
     expect(ses({ eventType: 'Bounce', bounce: { bounceType: 'Transient' } })).not.toHaveProperty('suppress');
   });
 
   it('reads raw delivery and EventBridge shapes, ignores subscription confirmations, and says what it cannot read', () => {
     expect(readSesMessage(JSON.stringify({ eventType: 'Send', mail }), NOW)).toMatchObject({ kind: 'event' });
-    expect(readSesMessage(JSON.stringify({ 'detail-type': 'Email Sent', detail: { eventType: 'Send', mail } }), NOW)).toMatchObject({ kind: 'event' });
+    expect(readSesMessage(JSON.stringify({ 'detail-type': 'Email Sent', detail: { eventType: 'Send', mail } }), NOW)).toMatchObject({
+      kind: 'event',
+    });
     expect(readSesMessage(JSON.stringify({ Type: 'SubscriptionConfirmation', TopicArn: 't' }), NOW)).toMatchObject({ kind: 'ignored' });
     expect(readSesMessage('not json', NOW)).toMatchObject({ kind: 'unreadable' });
     expect(readSesMessage(JSON.stringify({ eventType: 'Send' }), NOW)).toMatchObject({ kind: 'unreadable' });
@@ -57,7 +104,16 @@ describe('SES event records → observations (the README mapping)', () => {
 
 describe('End User Messaging SMS events → observations', () => {
   const sms = (eventType: string) =>
-    readSmsMessage(sns({ eventType, messageId: 'sms-1', eventTimestamp: NOW - 1000, messageRequestTimestamp: NOW - 5000, context: { herald_key: 'n-sms' } }), NOW);
+    readSmsMessage(
+      sns({
+        eventType,
+        messageId: 'sms-1',
+        eventTimestamp: NOW - 1000,
+        messageRequestTimestamp: NOW - 5000,
+        context: { herald_key: 'n-sms' },
+      }),
+      NOW,
+    );
   it.each([
     ['TEXT_QUEUED', 1, 'pending'],
     ['TEXT_PENDING', 2, 'pending'],
@@ -71,7 +127,11 @@ describe('End User Messaging SMS events → observations', () => {
     ['TEXT_UNREACHABLE', 5, 'failed'],
     ['TEXT_TTL_EXPIRED', 5, 'failed'],
   ])('%s → rank %i, %s', (type, rank, status) => {
-    expect(sms(type)).toMatchObject({ kind: 'event', event: { rank, status, providerStatus: type, at: NOW - 1000 }, tag: { value: 'n-sms', sentAt: NOW - 5000 } });
+    expect(sms(type)).toMatchObject({
+      kind: 'event',
+      event: { rank, status, providerStatus: type, at: NOW - 1000 },
+      tag: { value: 'n-sms', sentAt: NOW - 5000 },
+    });
   });
   it('ignores event types it does not know', () => {
     expect(sms('VOICE_ANSWERED')).toMatchObject({ kind: 'ignored' });
@@ -91,7 +151,15 @@ describe('configuration of the feed providers', () => {
   };
   it('names every variable a live SES / AWS SMS deployment must set, and only for the chosen provider', () => {
     const message = problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', HERALD_SMS_PROVIDER: 'aws-sms', POSTMARK_SERVER_TOKEN: 'x' });
-    for (const name of ['AWS_REGION', 'SES_FROM', 'SES_CONFIGURATION_SET', 'SES_EVENTS_QUEUE_URL', 'AWS_SMS_ORIGINATION_IDENTITY', 'AWS_SMS_CONFIGURATION_SET', 'AWS_SMS_EVENTS_QUEUE_URL']) {
+    for (const name of [
+      'AWS_REGION',
+      'SES_FROM',
+      'SES_CONFIGURATION_SET',
+      'SES_EVENTS_QUEUE_URL',
+      'AWS_SMS_ORIGINATION_IDENTITY',
+      'AWS_SMS_CONFIGURATION_SET',
+      'AWS_SMS_EVENTS_QUEUE_URL',
+    ]) {
       expect(message).toContain(name);
     }
     expect(message).not.toContain('POSTMARK_FROM');
@@ -114,6 +182,8 @@ describe('configuration of the feed providers', () => {
     expect(config.ses).toMatchObject({ apiUrl: 'https://email.eu-west-1.amazonaws.com', sqsUrl: 'https://proxy.example/sqs' });
     expect(config.awsSms.apiUrl).toBe('https://sms-voice.eu-west-1.amazonaws.com');
     expect(config.aws.credentials).toBeUndefined();
-    expect(problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'AKIA' })).toContain('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together');
+    expect(problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'AKIA' })).toContain(
+      'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
+    );
   });
 });

@@ -1,7 +1,7 @@
 --[[
   Records one event of a feed provider (SES, AWS SMS) on the message's latest observation. The
   feed delivers events at least once and in any order: an event replaces the observation only
-  when it ranks higher, or ranks the same and is not older (a `Send` read after its `Delivery`
+  when it ranks higher, or ranks the same and is newer (a `Send` read after its `Delivery`
   leaves the delivery in place; a duplicate changes nothing). Engagement and suppression are
   flags that only accumulate.
 
@@ -19,7 +19,7 @@ local current = redis.call('HMGET', KEYS[1], 'rank', 'at')
 local currentRank = tonumber(current[1])
 local currentAt = tonumber(current[2])
 local changed = 0
-if rank > 0 and (currentRank == nil or rank > currentRank or (rank == currentRank and at >= currentAt)) then
+if rank > 0 and (currentRank == nil or rank > currentRank or (rank == currentRank and at > currentAt)) then
   redis.call('HSET', KEYS[1], 'rank', rank, 'at', at, 'status', ARGV[3], 'providerStatus', ARGV[4])
   if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'bounceType', ARGV[5]) else redis.call('HDEL', KEYS[1], 'bounceType') end
   if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'errorCode', ARGV[6]) else redis.call('HDEL', KEYS[1], 'errorCode') end
