@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `  Herald is running (${config.providers} providers) at ${web.url}`,
-    sandbox ? `  Sandbox Postmark/Twilio emulators at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)` : '',
+    sandbox ? `  Sandbox emulators (Postmark, Twilio, SES, AWS SMS and their SQS queues) at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)` : '',
     devApiKey ? `  Dev API key: ${devApiKey}` : '',
     devApiKey ? `  export HERALD_KEY=${devApiKey}` : '',
     '',
