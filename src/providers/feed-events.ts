@@ -22,7 +22,7 @@ export type FeedMessage =
       /** Herald's idempotency key the message was sent with, and when it was sent (ms). */
       tag?: { value: string; sentAt: number };
       /** An address the provider now refuses, for Herald's suppression list. */
-      suppress?: { address: string; reason: string; source: 'ses_hard_bounce' | 'ses_complaint' };
+      suppress?: { address: string; reason: string; source: 'ses_hard_bounce' | 'ses_complaint'; noticeId?: string };
     }
   /** Nothing to record (an SNS subscription confirmation, an event type with no bearing). */
   | { kind: 'ignored'; reason: string }
@@ -187,7 +187,12 @@ export function readSesMessage(body: string, now: number): FeedMessage {
   const tag = Array.isArray(tagValues) ? text(tagValues[0]) : text(tagValues);
   const message: FeedMessage = { kind: 'event', event };
   if (tag !== undefined) message.tag = { value: tag, sentAt };
-  if (suppress) message.suppress = suppress;
+  if (suppress) {
+    // The notice the message was sent for, when its send carried Herald's `notice_id` tag.
+    const noticeTag = tags['notice_id'];
+    const noticeId = Array.isArray(noticeTag) ? text(noticeTag[0]) : text(noticeTag);
+    message.suppress = noticeId ? { ...suppress, noticeId } : suppress;
+  }
   return message;
 }
 

@@ -136,6 +136,7 @@ export class FeedSweep {
         address: normalizeEmail(suppress.address),
         reason: suppress.reason,
         source: suppress.source,
+        ...(suppress.noticeId ? { noticeId: suppress.noticeId } : {}),
         createdAt: iso(now),
       });
     }

@@ -60,7 +60,7 @@ describe('with HERALD_EMAIL_PROVIDER=ses', () => {
     expect(ofType(events, 'email.observed').some((e) => e.status === 'bounced' && e.bounceType === 'Permanent/General')).toBe(true);
     expect(stack.smsTo(to)).toBe(1);
     const suppression = await stack.web.call('GET', `/v1/suppressions/email/${encodeURIComponent(address)}`);
-    expect(suppression.json()).toMatchObject({ source: 'ses_hard_bounce' });
+    expect(suppression.json()).toMatchObject({ source: 'ses_hard_bounce', noticeId: id });
   });
 
   it('an email opened but never delivered still falls back at the deadline', async () => {
