@@ -9,7 +9,7 @@
  * whose body cannot be read is left in the queue (its redrive policy moves it aside), never
  * deleted unread.
  */
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
 import { normalizeEmail } from '../notice/accept.js';
@@ -164,5 +164,34 @@ export class FeedSweep {
 
   close(): void {
     this.sqs.destroy();
+  }
+}
+
+/**
+ * Reads each events queue's attributes, receiving nothing (`herald doctor`): whether the queue
+ * exists and the credentials may read it, and how many events wait in it. Throws ProviderError.
+ */
+export async function checkFeedQueues(
+  sources: readonly FeedSource[],
+  sqsOptions: AwsClientOptions,
+): Promise<{ provider: string; queueUrl: string; waiting: number }[]> {
+  const sqs = new SQSClient({ ...awsClientConfig(sqsOptions), useQueueUrlAsEndpoint: false });
+  try {
+    const results = [];
+    for (const source of sources) {
+      const answer = await awsCall('sqs', sqsOptions.timeoutMs, (abortSignal) =>
+        sqs.send(new GetQueueAttributesCommand({ QueueUrl: source.queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }), {
+          abortSignal,
+        }),
+      );
+      results.push({
+        provider: source.provider,
+        queueUrl: source.queueUrl,
+        waiting: Number(answer.Attributes?.ApproximateNumberOfMessages ?? 0),
+      });
+    }
+    return results;
+  } finally {
+    sqs.destroy();
   }
 }

@@ -300,6 +300,32 @@ export function registerSqs(targets: AwsJsonTargets, ctx: SandboxContext, queues
     });
   });
 
+  // `herald doctor`'s check of a queue, which receives nothing.
+  targets.add('AmazonSQS.GetQueueAttributes', async (request, reply, body) => {
+    const queue = queueOf(body);
+    await exchange(ctx, request, reply, {
+      provider: 'sqs',
+      operation: 'sqs.attributes',
+      recipient: typeof queue === 'string' ? queue : undefined,
+      authorize: authorize(request),
+      faultAnswer: sqsFault,
+      run: () => {
+        if (typeof queue !== 'string') return queue;
+        const now = Date.now();
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/x-amz-json-1.0' },
+          body: {
+            Attributes: {
+              ApproximateNumberOfMessages: String(queues.visibleCount(queue, now)),
+              VisibilityTimeout: String(DEFAULT_VISIBILITY_SECONDS),
+            },
+          },
+        };
+      },
+    });
+  });
+
   targets.add('AmazonSQS.DeleteMessage', async (request, reply, body) => {
     const queue = queueOf(body);
     await exchange(ctx, request, reply, {

@@ -17,7 +17,8 @@ export type Operation =
   | 'aws-sms.send'
   | 'aws-sms.account'
   | 'sqs.receive'
-  | 'sqs.delete';
+  | 'sqs.delete'
+  | 'sqs.attributes';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -36,6 +37,7 @@ export const OPERATIONS: readonly Operation[] = [
   'aws-sms.account',
   'sqs.receive',
   'sqs.delete',
+  'sqs.attributes',
 ];
 
 /**

@@ -3,7 +3,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { createAwsSmsProvider } from '../../src/providers/aws-sms.js';
-import { FeedSweep } from '../../src/providers/feed.js';
+import { diagnose } from '../../src/doctor.js';
+import { checkFeedQueues, FeedSweep } from '../../src/providers/feed.js';
 import { readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
 import { createSesProvider } from '../../src/providers/ses.js';
 import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
@@ -11,7 +12,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../../src/sandbox/sqs-api.js';
 import { ProviderFeedStore } from '../../src/store/provider-feed.js';
 import { SuppressionStore } from '../../src/store/suppressions.js';
-import { deleteKeys, plainRedis, sleep, testPrefix } from '../helpers/env.js';
+import { deleteKeys, plainRedis, sleep, testEnv, testPrefix } from '../helpers/env.js';
 
 const credentials = { accessKeyId: 'AKIASANDBOX', secretAccessKey: 'sandbox-secret' };
 let sandbox: Sandbox;
@@ -230,6 +231,8 @@ describe('the SQS emulator, through the real SDK', () => {
   it('hides a received message for its visibility timeout, checks receipt handles, and answers unknown queues as SQS does', async () => {
     const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
     await sms.send({ to: number('05'), body: 'x' });
+    // Its three events (queued, pending, carrier-accepted) are all visible by now.
+    await sleep(800);
     const queueUrl = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.awsSms}`;
     const first = await client.send(
       new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 3 }),
@@ -261,5 +264,40 @@ describe('the SQS emulator, through the real SDK', () => {
     await sleep(400);
     await sweep.sweepOnce();
     expect(await email.status(sent.providerMessageId)).toMatchObject({ status: 'delivered' });
+  });
+});
+
+describe('herald doctor and the events queues', () => {
+  it('reads each queue without receiving, and says when one does not exist', async () => {
+    const sqs = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
+    const sesQueue = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
+    expect(await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, read: readSesMessage }], sqs)).toEqual([
+      { provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number) },
+    ]);
+    const missing = checkFeedQueues(
+      [{ provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/nope`, read: readSesMessage }],
+      sqs,
+    );
+    await expect(missing).rejects.toMatchObject({ kind: 'server_error', httpStatus: 400 });
+
+    const env = testEnv(testPrefix('doctor'), {
+      HERALD_EMAIL_PROVIDER: 'ses',
+      HERALD_SMS_PROVIDER: 'aws-sms',
+      AWS_ENDPOINT_URL: sandbox.url,
+      TWILIO_API_URL: sandbox.url,
+      POSTMARK_API_URL: sandbox.url,
+    });
+    const findings = await diagnose(env);
+    expect(findings.filter((f) => f.area === 'events queue')).toEqual([
+      expect.objectContaining({ verdict: 'ok', what: expect.stringContaining('ses events') }),
+      expect.objectContaining({ verdict: 'ok', what: expect.stringContaining('aws-sms events') }),
+    ]);
+    expect(findings.find((f) => f.area === 'ses')).toMatchObject({ verdict: 'ok' });
+    expect(findings.find((f) => f.area === 'aws-sms')).toMatchObject({ verdict: 'ok' });
+    const wrong = await diagnose({ ...env, SES_EVENTS_QUEUE_URL: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/wrong` });
+    expect(wrong.find((f) => f.area === 'events queue')).toMatchObject({
+      verdict: 'fail',
+      fix: expect.stringContaining('SES_EVENTS_QUEUE_URL'),
+    });
   });
 });
