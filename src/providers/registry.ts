@@ -10,6 +10,7 @@ import { AWS_SMS_PROVIDER, createAwsSmsProvider } from './aws-sms.js';
 import type { FeedSource } from './feed.js';
 import type { AwsClientOptions } from './feed-aws.js';
 import { readSesMessage, readSmsMessage } from './feed-events.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../sandbox/sqs-api.js';
 import { createPostmarkProvider } from './postmark.js';
 import { createSesProvider, SES_PROVIDER } from './ses.js';
 import { createTwilioProvider } from './twilio.js';
@@ -111,11 +112,6 @@ function awsOptions(config: Config, endpoint: string): AwsClientOptions {
   return { region: config.aws.region, credentials: config.aws.credentials, endpoint, timeoutMs: config.providerTimeoutMs };
 }
 
-/** The sandbox's events queues (src/sandbox/sqs-api.ts), standing in for unset *_EVENTS_QUEUE_URL. */
-export const SANDBOX_QUEUES = { ses: 'herald-ses-events', awsSms: 'herald-aws-sms-events' } as const;
-/** The account ID in the sandbox's queue URLs. */
-export const SANDBOX_ACCOUNT = '000000000000';
-
 /**
  * The events queues the feed sweep reads for the chosen providers (none when neither SES nor
  * AWS SMS is chosen), and the SQS client settings to read them with.
@@ -125,18 +121,18 @@ export function feedSources(config: Config, deps: ProviderDeps): { sources: Feed
   const sqsUrl = (variable: string) => baseUrl(config.ses.sqsUrl, deps, variable);
   // Sandbox mode: the emulator's queue, on the SQS endpoint (the sandbox, or AWS_ENDPOINT_URL's emulator).
   const queue = (configured: string | undefined, name: string, variable: string) =>
-    configured ?? `${sqsUrl(variable).replace(/\/+$/, '')}/${SANDBOX_ACCOUNT}/${name}`;
+    configured ?? `${sqsUrl(variable).replace(/\/+$/, '')}/${SANDBOX_ACCOUNT_ID}/${name}`;
   if (config.emailProvider === 'ses') {
     sources.push({
       provider: SES_PROVIDER,
-      queueUrl: queue(config.ses.eventsQueueUrl, SANDBOX_QUEUES.ses, 'SES_EVENTS_QUEUE_URL'),
+      queueUrl: queue(config.ses.eventsQueueUrl, SANDBOX_QUEUE_NAMES.ses, 'SES_EVENTS_QUEUE_URL'),
       read: readSesMessage,
     });
   }
   if (config.smsProvider === 'aws-sms') {
     sources.push({
       provider: AWS_SMS_PROVIDER,
-      queueUrl: queue(config.awsSms.eventsQueueUrl, SANDBOX_QUEUES.awsSms, 'AWS_SMS_EVENTS_QUEUE_URL'),
+      queueUrl: queue(config.awsSms.eventsQueueUrl, SANDBOX_QUEUE_NAMES.awsSms, 'AWS_SMS_EVENTS_QUEUE_URL'),
       read: readSmsMessage,
     });
   }
