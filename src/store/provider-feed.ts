@@ -27,8 +27,18 @@ export interface FeedEvent {
  * adapters read back: each message's latest observation, and the messages that carried an
  * idempotency tag (how a send in doubt is found). Every record expires after `ttlMs`, the
  * longest a notice may still read it (its deadline and SMS plan), so the feed cannot grow
- * Redis without bound.
+ * Redis without bound; an observation read final (delivered, bounced, failed) is kept only
+ * KEEP_AFTER_FINAL_READ_MS more, so that most records leave Redis soon after their notice ends.
  */
+/** The rank of events that end a message's life (delivered, bounced, failed). */
+const FINAL_RANK = 5;
+
+/**
+ * How long an observation stays once a notice has read it final: its notice is decided, and
+ * only the read after quiet hours (at most a day later) may come back to it.
+ */
+export const KEEP_AFTER_FINAL_READ_MS = 2 * 24 * 3600_000;
+
 export class ProviderFeedStore {
   private readonly redis: Redis & HeraldScripts;
   readonly keys: Keys;
@@ -72,8 +82,11 @@ export class ProviderFeedStore {
 
   /** The message's latest observation, or undefined when the feed has shown nothing of it yet. */
   async observation(provider: string, messageId: string): Promise<(StatusObservation & { events: number }) | undefined> {
-    const fields = await this.redis.hgetall(this.keys.feedObservation(provider, messageId));
+    const key = this.keys.feedObservation(provider, messageId);
+    const fields = await this.redis.hgetall(key);
     if (Object.keys(fields).length === 0) return undefined;
+    // Read final, the record has done its work: it need not wait out the longest deadline.
+    if (Number(fields['rank']) >= FINAL_RANK) await this.redis.pexpire(key, Math.min(this.ttlMs, KEEP_AFTER_FINAL_READ_MS));
     const engagement = Object.keys(fields)
       .filter((name) => name.startsWith('engagement:'))
       .map((name) => name.slice('engagement:'.length))

@@ -10,7 +10,7 @@ import { createSesProvider } from '../../src/providers/ses.js';
 import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../../src/sandbox/sqs-api.js';
-import { ProviderFeedStore } from '../../src/store/provider-feed.js';
+import { KEEP_AFTER_FINAL_READ_MS, ProviderFeedStore } from '../../src/store/provider-feed.js';
 import { SuppressionStore } from '../../src/store/suppressions.js';
 import { deleteKeys, plainRedis, sleep, testEnv, testPrefix } from '../helpers/env.js';
 
@@ -144,6 +144,16 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
       engagement: ['opened'],
       events: 4,
     });
+    // Every record expires after the horizon; one read final goes sooner.
+    const horizon = new ProviderFeedStore(redis, prefix, 10 * KEEP_AFTER_FINAL_READ_MS);
+    const final = { ...delivery, messageId: `order-${++n}` };
+    const pending = { ...delivery, messageId: `order-${++n}`, rank: 1, status: 'pending' as const, providerStatus: 'Send' };
+    for (const event of [final, pending]) {
+      await horizon.record('ses', event);
+      await horizon.observation('ses', event.messageId);
+    }
+    expect(await redis.pttl(horizon.keys.feedObservation('ses', final.messageId))).toBeLessThanOrEqual(KEEP_AFTER_FINAL_READ_MS);
+    expect(await redis.pttl(horizon.keys.feedObservation('ses', pending.messageId))).toBeGreaterThan(KEEP_AFTER_FINAL_READ_MS);
   });
 
   it('finds a send in doubt by its key once the feed shows it, and never answers "none" before', async () => {
