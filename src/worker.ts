@@ -68,7 +68,6 @@ export async function createProviders(
   return { email: { ...email, name: `${email.name}-sandbox` }, sms: { ...sms, name: `${sms.name}-sandbox` }, sandbox, feed };
 }
 
-
 /**
  * Starts the worker process's BullMQ workers (one per queue) and the reconciler schedule.
  * Providers may be passed in (tests); otherwise they come from the configuration.
