@@ -14,6 +14,8 @@ export const QUEUE_NAMES = {
   logMirror: 'log-mirror',
   // Runs the retention sweep; the name is persisted (job scheduler, Redis keys).
   retentionSweep: 'content-purge',
+  // Pulls the feed providers' events queues (SES, AWS SMS): queues/provider-feed.ts.
+  providerFeed: 'provider-feed',
 } as const;
 
 export type QueueKey = keyof typeof QUEUE_NAMES;
@@ -62,7 +64,7 @@ export const KEEP_JOBS = { removeOnComplete: { count: 1000 }, removeOnFail: { co
 const STREAMS = { events: { maxLen: 1000 } };
 
 /** Queues of scheduled sweeps, whose jobs carry no notice. */
-type SweepQueueKey = 'reconcile' | 'logMirror' | 'retentionSweep';
+type SweepQueueKey = 'reconcile' | 'logMirror' | 'retentionSweep' | 'providerFeed';
 
 export type HeraldQueues = Record<Exclude<QueueKey, SweepQueueKey>, Queue<NoticeJob>> & Record<SweepQueueKey, Queue>;
 
@@ -81,6 +83,7 @@ export function openQueues(connection: ConnectionOptions, prefix: string): Heral
     reconcile: sweep(QUEUE_NAMES.reconcile),
     logMirror: sweep(QUEUE_NAMES.logMirror),
     retentionSweep: sweep(QUEUE_NAMES.retentionSweep),
+    providerFeed: sweep(QUEUE_NAMES.providerFeed),
   };
 }
 

@@ -16,7 +16,7 @@ import type { Archive } from './archive/archive.js';
 import { LogMirror } from './retention/mirror.js';
 import { openArchive } from './archive/open.js';
 import { trailReader, type TrailReader } from './archive/trail.js';
-import type { Clock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { keyringOf } from './crypto.js';
 import { NoticeEngine, type EngineSettings } from './notice/engine.js';
@@ -27,6 +27,10 @@ import { PolicyStore } from './store/policies.js';
 import { connectRedis } from './store/redis.js';
 import { SuppressionStore } from './store/suppressions.js';
 import { closeQueues, openQueues, QueueScheduler, type HeraldQueues } from '../queues/index.js';
+import { FeedSweep } from './providers/feed.js';
+import { feedObservationTtlMs, feedSources } from './providers/registry.js';
+import { ProviderFeedStore } from './store/provider-feed.js';
+import { within } from './time-limit.js';
 
 /**
  * Longest a log-mirror sweep keeps reading new batches: long enough to drain a burst, short
@@ -177,4 +181,42 @@ export function composeWorker(
     noticeKeepHotMs: config.noticeKeepHotMs,
   });
   return { redis, stepRedis, ...stores, queues, scheduler, engine, reconciler, archive, mirror };
+}
+
+/**
+ * The feed sweep's long poll and how long one run may drain a busy queue: short enough that a
+ * shutdown waiting for the running sweep stays within its bound.
+ */
+const FEED_SWEEP = { waitSeconds: 1, budgetMs: 5_000 } as const;
+
+/** The feed providers' sweep, and the store it and their adapters share on a connection of their own. */
+export interface ProviderFeed {
+  store: ProviderFeedStore;
+  sweep: FeedSweep;
+  close(): Promise<void>;
+}
+
+/** The feed store and sweep when a chosen provider reports through an events queue (SES, AWS SMS), on a connection of their own. */
+export function openProviderFeed(config: Config, sandboxUrl: string | undefined, log: Logger): ProviderFeed | undefined {
+  const feeds = feedSources(config, { sandboxUrl });
+  if (!feeds) return undefined;
+  const redis = openRedis(config, 'worker', 'herald-provider-feed', log);
+  const store = new ProviderFeedStore(redis, config.prefix, feedObservationTtlMs(config));
+  const sweep = new FeedSweep({
+    sources: feeds.sources,
+    sqs: feeds.sqs,
+    store,
+    suppressions: new SuppressionStore(redis, config.prefix, { max: config.suppressionsMax }),
+    clock: systemClock,
+    log,
+    settings: FEED_SWEEP,
+  });
+  return {
+    store,
+    sweep,
+    close: async () => {
+      sweep.close();
+      if (!(await within(1_000, redis.quit().then(() => true, () => false)))) redis.disconnect();
+    },
+  };
 }

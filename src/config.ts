@@ -46,6 +46,31 @@ export interface Config {
     readonly messagingServiceSid: string | undefined;
     readonly apiUrl: string | undefined;
   };
+  /** The AWS account of the feed providers (`ses`, `aws-sms`): AWS_REGION and static credentials, when set. */
+  readonly aws: {
+    readonly region: string;
+    /** AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; undefined: the SDK's default credential chain (live). */
+    readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+  };
+  /** Amazon SES v2 (HERALD_EMAIL_PROVIDER=ses): SES_* and the endpoints; URLs undefined in sandbox mode until the emulator starts. */
+  readonly ses: {
+    readonly from: string;
+    readonly configurationSet: string;
+    readonly eventsQueueUrl: string | undefined;
+    /** AWS_ENDPOINT_URL_SESV2, else AWS_ENDPOINT_URL, else (live) the region's endpoint. */
+    readonly apiUrl: string | undefined;
+    /** AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else (live) the region's endpoint. */
+    readonly sqsUrl: string | undefined;
+  };
+  /** AWS End User Messaging SMS (HERALD_SMS_PROVIDER=aws-sms). */
+  readonly awsSms: {
+    readonly originationIdentity: string;
+    readonly configurationSet: string;
+    readonly eventsQueueUrl: string | undefined;
+    /** AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2, else AWS_ENDPOINT_URL, else (live) the region's endpoint. */
+    readonly apiUrl: string | undefined;
+    readonly sqsUrl: string | undefined;
+  };
   readonly providerTimeoutMs: number;
   /** HERALD_MAX_RETRY_AFTER: the longest a provider's Retry-After is followed; longer ones are clamped (and the clamp logged). */
   readonly maxRetryAfterMs: number;
@@ -306,6 +331,45 @@ export function loadConfig(env: Env = process.env): Config {
     apiUrl: providerUrl('TWILIO_API_URL', 'https://api.twilio.com'),
   };
 
+  // The feed providers (SPEC §10): Amazon SES v2 and AWS End User Messaging SMS.
+  const sesChosen = emailProvider === 'ses';
+  const awsSmsChosen = smsProvider === 'aws-sms';
+  const awsRegion = (sesChosen || awsSmsChosen ? liveRequired('AWS_REGION', 'us-east-1') : read('AWS_REGION')) ?? 'us-east-1';
+  const awsKeyId = read('AWS_ACCESS_KEY_ID');
+  const awsSecret = read('AWS_SECRET_ACCESS_KEY');
+  if ((sesChosen || awsSmsChosen) && (awsKeyId === undefined) !== (awsSecret === undefined)) {
+    problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together');
+  }
+  const awsCredentials =
+    awsKeyId !== undefined && awsSecret !== undefined
+      ? { accessKeyId: awsKeyId, secretAccessKey: awsSecret }
+      : sandbox
+        ? { accessKeyId: 'sandbox-access-key', secretAccessKey: 'sandbox-secret-key' }
+        : undefined;
+  /** An AWS endpoint: the service's own variable, then AWS_ENDPOINT_URL, then (live) the region's endpoint. */
+  const awsEndpoint = (name: string, host: string): string | undefined =>
+    read(name) !== undefined ? providerUrl(name, '') : providerUrl('AWS_ENDPOINT_URL', `https://${host}.${awsRegion}.amazonaws.com`);
+  /** An events queue: required live when its provider is chosen; in sandbox mode the emulator's queue stands in. */
+  const queueUrl = (name: string, chosen: boolean): string | undefined => {
+    if (read(name) !== undefined) return url(name, undefined, ['http:', 'https:']);
+    liveRequired(name, '', chosen);
+    return undefined;
+  };
+  const ses = {
+    from: liveRequired('SES_FROM', 'herald@sandbox.example', sesChosen),
+    configurationSet: liveRequired('SES_CONFIGURATION_SET', 'herald-sandbox', sesChosen),
+    eventsQueueUrl: queueUrl('SES_EVENTS_QUEUE_URL', sesChosen),
+    apiUrl: awsEndpoint('AWS_ENDPOINT_URL_SESV2', 'email'),
+    sqsUrl: awsEndpoint('AWS_ENDPOINT_URL_SQS', 'sqs'),
+  };
+  const awsSms = {
+    originationIdentity: liveRequired('AWS_SMS_ORIGINATION_IDENTITY', '+15005550006', awsSmsChosen),
+    configurationSet: liveRequired('AWS_SMS_CONFIGURATION_SET', 'herald-sandbox', awsSmsChosen),
+    eventsQueueUrl: queueUrl('AWS_SMS_EVENTS_QUEUE_URL', awsSmsChosen),
+    apiUrl: awsEndpoint('AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2', 'sms-voice'),
+    sqsUrl: ses.sqsUrl,
+  };
+
   let rules: Rules | undefined;
   const rulesFile = read('HERALD_RULES_FILE');
   if (rulesFile) {
@@ -359,6 +423,9 @@ export function loadConfig(env: Env = process.env): Config {
     postmark,
     sendgrid,
     twilio,
+    aws: { region: awsRegion, credentials: awsCredentials },
+    ses,
+    awsSms,
     providerTimeoutMs,
     maxRetryAfterMs: duration('HERALD_MAX_RETRY_AFTER', parseDuration('5m')),
     minPollIntervalMs,

@@ -20,6 +20,10 @@ async function main(): Promise<void> {
     env.POSTMARK_API_URL = sandbox.url;
     env.TWILIO_API_URL = sandbox.url;
     env.SENDGRID_API_URL ??= sandbox.url;
+    // The feed providers (SES, AWS SMS) and their events queues, on the same emulator.
+    env.AWS_ENDPOINT_URL_SESV2 ??= sandbox.url;
+    env.AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 ??= sandbox.url;
+    env.AWS_ENDPOINT_URL_SQS ??= sandbox.url;
   }
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;
@@ -30,7 +34,7 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `  Herald is running (${config.providers} providers) at ${web.url}`,
-    sandbox ? `  Sandbox Postmark/Twilio emulators at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)` : '',
+    sandbox ? `  Sandbox emulators (Postmark, Twilio, SES, AWS SMS and their SQS queues) at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)` : '',
     devApiKey ? `  Dev API key: ${devApiKey}` : '',
     devApiKey ? `  export HERALD_KEY=${devApiKey}` : '',
     '',

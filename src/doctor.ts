@@ -8,7 +8,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ConfigError, loadConfig, withoutCredentials, type Config } from './config.js';
 import { openObjectStorage } from './archive/open.js';
-import { createEmailProvider, createSmsProvider, credentialVariables, emailUrl, smsUrl } from './providers/registry.js';
+import { checkFeedQueues } from './providers/feed.js';
+import { createEmailProvider, createSmsProvider, credentialVariables, emailUrl, feedSources, smsUrl } from './providers/registry.js';
 import { ProviderError } from './providers/types.js';
 import { connectRedis, waitReady } from './store/redis.js';
 import { timeLimit } from './time-limit.js';
@@ -169,10 +170,40 @@ async function checkProviders(config: Config): Promise<Finding[]> {
       };
     }
   };
-  return Promise.all([
+  const findings = await Promise.all([
     probe(config.emailProvider, urls.email, () => email.verify(), credentials.email),
     probe(config.smsProvider, urls.sms, () => sms.verify(), credentials.sms),
   ]);
+  return [...findings, ...(await checkEventQueues(config))];
+}
+
+/** The feed providers' events queues (SES, AWS SMS): without them Herald never learns a delivery. */
+async function checkEventQueues(config: Config): Promise<Finding[]> {
+  let feeds: ReturnType<typeof feedSources>;
+  try {
+    feeds = feedSources(config, { sandboxUrl: undefined });
+  } catch (error) {
+    return [{ verdict: 'fail', area: 'events queue', what: (error as Error).message, fix: 'set the events queue URL or AWS_ENDPOINT_URL_SQS' }];
+  }
+  if (!feeds) return [];
+  try {
+    const queues = await checkFeedQueues(feeds.sources, feeds.sqs);
+    return queues.map((q) => ({
+      verdict: 'ok',
+      area: 'events queue',
+      what: `${q.provider} events at ${withoutCredentials(q.queueUrl)}: ${q.waiting} waiting`,
+    }));
+  } catch (error) {
+    const kind = error instanceof ProviderError ? error.kind : 'error';
+    return [
+      {
+        verdict: 'fail',
+        area: 'events queue',
+        what: `${feeds.sources.map((s) => withoutCredentials(s.queueUrl)).join(', ')} answered ${kind}: ${(error as Error).message}`,
+        fix: 'check SES_EVENTS_QUEUE_URL / AWS_SMS_EVENTS_QUEUE_URL, AWS_ENDPOINT_URL_SQS and that the credentials may read the queue',
+      },
+    ];
+  }
 }
 
 /** The report as lines: one per finding, with its fix. */

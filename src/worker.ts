@@ -2,7 +2,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker, type Processor } from 'bullmq';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
-import { composeWorker } from './compose.js';
+import { composeWorker, openProviderFeed, type ProviderFeed } from './compose.js';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import type { NoticeEngine } from './notice/engine.js';
@@ -21,6 +21,7 @@ import { pollSmsProcessor } from '../queues/sms-poll.js';
 import { reconcileProcessor } from '../queues/reconcile.js';
 import { logMirrorProcessor } from '../queues/log-mirror.js';
 import { retentionSweepProcessor } from '../queues/content-purge.js';
+import { providerFeedProcessor } from '../queues/provider-feed.js';
 import type { Archive } from './archive/archive.js';
 import type { LogMirror } from './retention/mirror.js';
 import { backfillStatsOnce } from './store/stats.js';
@@ -28,6 +29,8 @@ import { indexExistingNoticesOnce } from './store/notice-index.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
+/** How often the feed sweep (SES, AWS SMS events) runs. */
+const FEED_SWEEP_EVERY_MS = 1_000;
 
 export interface WorkerHandle {
   engine: NoticeEngine;
@@ -49,19 +52,20 @@ export interface WorkerHandle {
 export async function createProviders(
   config: Config,
   log: Logger,
-): Promise<{ email: EmailProvider; sms: SmsProvider; sandbox: Sandbox | undefined }> {
+): Promise<{ email: EmailProvider; sms: SmsProvider; sandbox: Sandbox | undefined; feed: ProviderFeed | undefined }> {
   const sandbox = needsSandbox(config) ? await startSandbox({ port: 0 }) : undefined;
-  const deps = { sandboxUrl: sandbox?.url };
+  const feed = openProviderFeed(config, sandbox?.url, log);
+  const deps = { sandboxUrl: sandbox?.url, feed: feed?.store };
   const email = createEmailProvider(config, deps);
   const sms = createSmsProvider(config, deps);
-  if (config.providers === 'live') return { email, sms, sandbox };
+  if (config.providers === 'live') return { email, sms, sandbox, feed };
   const emailAt = emailUrl(config) ?? sandbox!.url;
   const smsAt = smsUrl(config) ?? sandbox!.url;
   log.warn(
     { providers: 'sandbox', email: email.name, sms: sms.name, emailUrl: emailAt, smsUrl: smsAt },
     `HERALD_PROVIDERS=sandbox: email and SMS go to Herald's emulators, never to a real inbox or phone; log entries name the provider ${email.name}-sandbox and ${sms.name}-sandbox`,
   );
-  return { email: { ...email, name: `${email.name}-sandbox` }, sms: { ...sms, name: `${sms.name}-sandbox` }, sandbox };
+  return { email: { ...email, name: `${email.name}-sandbox` }, sms: { ...sms, name: `${sms.name}-sandbox` }, sandbox, feed };
 }
 
 /**
@@ -74,7 +78,7 @@ export async function startWorker(
 ): Promise<WorkerHandle> {
   const clock = opts.clock ?? systemClock;
   const log = opts.logger ?? createLogger('herald-worker');
-  const made = opts.providers ? { ...opts.providers, sandbox: undefined } : await createProviders(config, log);
+  const made = opts.providers ? { ...opts.providers, sandbox: undefined, feed: undefined } : await createProviders(config, log);
   const parts = composeWorker(config, { clock, log, providers: made });
   const { redis, stepRedis, store, queues, engine, reconciler, archive, mirror } = parts;
 
@@ -127,6 +131,9 @@ export async function startWorker(
       { connection: redis, prefix, concurrency: 1 },
     ),
   );
+  if (made.feed) {
+    workers.push(new Worker(QUEUE_NAMES.providerFeed, providerFeedProcessor(made.feed.sweep), { connection: redis, prefix, concurrency: 1 }));
+  }
   for (const worker of workers) {
     worker.on('failed', (job, error) => log.warn({ err: error, queue: worker.name, jobId: job?.id }, 'job failed'));
     worker.on('error', (error) => log.warn({ err: error, queue: worker.name }, 'worker error'));
@@ -134,6 +141,9 @@ export async function startWorker(
   await queues.reconcile.upsertJobScheduler('reconcile-sweep', { every: config.reconcileIntervalMs }, { name: 'reconcile' });
   await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
   await queues.retentionSweep.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
+  // Only while a feed provider is chosen: a worker of another configuration takes the schedule away.
+  if (made.feed) await queues.providerFeed.upsertJobScheduler('provider-feed-sweep', { every: FEED_SWEEP_EVERY_MS }, { name: 'provider-feed' });
+  else await queues.providerFeed.removeJobScheduler('provider-feed-sweep');
   // Notices created by versions before the stats counters are counted once; start-up does not wait.
   const backfill = backfillStatsOnce(redis, store.keys, clock.now()).then(
     (report) => report && log.info(report, 'stats counters backfilled from the created indexes of earlier versions'),
@@ -160,6 +170,7 @@ export async function startWorker(
       }),
     );
     await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));
+    await made.feed?.close();
     await made.sandbox?.close();
   });
   return { engine, reconciler, sandbox: made.sandbox, mirror, archive, close };

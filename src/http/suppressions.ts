@@ -24,7 +24,10 @@ export const SuppressionResponse = Type.Object({
   channel: Type.String(),
   address: Type.String(),
   reason: Type.String(),
-  source: Type.String({ description: 'manual, postmark_hard_bounce, postmark_inactive, postmark_unsubscribe, twilio_opt_out, sendgrid_hard_bounce, sendgrid_dropped or sendgrid_unsubscribe' }),
+  source: Type.String({
+    description:
+      'manual, postmark_hard_bounce, postmark_inactive, postmark_unsubscribe, twilio_opt_out, sendgrid_hard_bounce, sendgrid_dropped, sendgrid_unsubscribe, ses_hard_bounce or ses_complaint',
+  }),
   noticeId: Type.Optional(Type.String()),
   createdAt: Type.String({ format: 'date-time' }),
 });

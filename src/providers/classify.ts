@@ -71,7 +71,7 @@ export function classifyTwilioError(error: unknown, trace: HttpTrace = {}): Prov
 }
 
 /** Maps an HTTP error answer to a kind: 429 rate limited, 5xx and 401/403 server side, other 4xx rejected. */
-function fromHttpStatus(
+export function fromHttpStatus(
   provider: string,
   status: number,
   opts: {
@@ -104,7 +104,7 @@ function kindOfStatus(status: number): ProviderErrorKind {
   return 'server_error';
 }
 
-function fromTransportError(provider: string, transportError: unknown, cause: unknown): ProviderError {
+export function fromTransportError(provider: string, transportError: unknown, cause: unknown): ProviderError {
   const kind: ProviderErrorKind = isTimeout(transportError) ? 'timeout' : 'server_error';
   const what = kind === 'timeout' ? 'timed out' : 'request failed';
   return new ProviderError(`${provider}: ${what}: ${describe(transportError)}`, { kind, cause });

@@ -4,8 +4,16 @@
  * over provider names, used by the worker and by `herald doctor`.
  */
 import type { Config } from '../config.js';
+import { lastSmsCheckBy, MAX_HORIZON_MS } from '../notice/planner.js';
+import type { ProviderFeedStore } from '../store/provider-feed.js';
+import { AWS_SMS_PROVIDER, createAwsSmsProvider } from './aws-sms.js';
+import type { FeedSource } from './feed.js';
+import type { AwsClientOptions } from './feed-aws.js';
+import { readSesMessage, readSmsMessage } from './feed-events.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../sandbox/sqs-api.js';
 import { createPostmarkProvider } from './postmark.js';
 import { createSendgridProvider, SENDGRID_LOGS_LAG_MS } from './sendgrid.js';
+import { createSesProvider, SES_PROVIDER } from './ses.js';
 import { createTwilioProvider } from './twilio.js';
 import type { EmailProvider, SmsProvider } from './types.js';
 
@@ -37,6 +45,8 @@ const SANDBOX_LOGS_LAG_MS = 1_000;
 export interface ProviderDeps {
   /** The sandbox's base URL, standing in for every provider URL the configuration leaves unset. */
   sandboxUrl: string | undefined;
+  /** What the feed sweep stored, for the feed providers (SES, AWS SMS); absent where nothing reads status (`herald doctor`). */
+  feed?: ProviderFeedStore;
 }
 
 /** The base URL an adapter talks to: the configured one, or the sandbox's. */
@@ -58,6 +68,8 @@ export function emailUrl(config: Config): string | undefined {
       return config.postmark.apiUrl;
     case 'sendgrid':
       return config.sendgrid.apiUrl;
+    case 'ses':
+      return config.ses.apiUrl;
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -68,6 +80,8 @@ export function smsUrl(config: Config): string | undefined {
   switch (config.smsProvider) {
     case 'twilio':
       return config.twilio.apiUrl;
+    case 'aws-sms':
+      return config.awsSms.apiUrl;
     default:
       throw new Error(`HERALD_SMS_PROVIDER=${config.smsProvider} is not built in`);
   }
@@ -87,6 +101,13 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
         // The emulator lists a message within its index lag (300 ms); SendGrid publishes no bound.
         logsLagMs: config.providers === 'sandbox' ? SANDBOX_LOGS_LAG_MS : SENDGRID_LOGS_LAG_MS,
       });
+    case 'ses':
+      return createSesProvider({
+        ...awsOptions(config, baseUrl(config.ses.apiUrl, deps, 'AWS_ENDPOINT_URL_SESV2')),
+        from: config.ses.from,
+        configurationSet: config.ses.configurationSet,
+        feed: deps.feed,
+      });
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -105,9 +126,57 @@ export function createSmsProvider(config: Config, deps: ProviderDeps): SmsProvid
         apiUrl: baseUrl(config.twilio.apiUrl, deps, 'TWILIO_API_URL'),
         timeoutMs,
       });
+    case 'aws-sms':
+      return createAwsSmsProvider({
+        ...awsOptions(config, baseUrl(config.awsSms.apiUrl, deps, 'AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2')),
+        originationIdentity: config.awsSms.originationIdentity,
+        configurationSet: config.awsSms.configurationSet,
+        feed: deps.feed,
+      });
     default:
       throw new Error(`HERALD_SMS_PROVIDER=${config.smsProvider} is not built in`);
   }
+}
+
+function awsOptions(config: Config, endpoint: string): AwsClientOptions {
+  return { region: config.aws.region, credentials: config.aws.credentials, endpoint, timeoutMs: config.providerTimeoutMs };
+}
+
+/**
+ * The events queues the feed sweep reads for the chosen providers (none when neither SES nor
+ * AWS SMS is chosen), and the SQS client settings to read them with.
+ */
+export function feedSources(config: Config, deps: ProviderDeps): { sources: FeedSource[]; sqs: AwsClientOptions } | undefined {
+  const sources: FeedSource[] = [];
+  const sqsUrl = (variable: string) => baseUrl(config.ses.sqsUrl, deps, variable);
+  // Sandbox mode: the emulator's queue, on the SQS endpoint (the sandbox, or AWS_ENDPOINT_URL's emulator).
+  const queue = (configured: string | undefined, name: string, variable: string) =>
+    configured ?? `${sqsUrl(variable).replace(/\/+$/, '')}/${SANDBOX_ACCOUNT_ID}/${name}`;
+  if (config.emailProvider === 'ses') {
+    sources.push({
+      provider: SES_PROVIDER,
+      queueUrl: queue(config.ses.eventsQueueUrl, SANDBOX_QUEUE_NAMES.ses, 'SES_EVENTS_QUEUE_URL'),
+      read: readSesMessage,
+    });
+  }
+  if (config.smsProvider === 'aws-sms') {
+    sources.push({
+      provider: AWS_SMS_PROVIDER,
+      queueUrl: queue(config.awsSms.eventsQueueUrl, SANDBOX_QUEUE_NAMES.awsSms, 'AWS_SMS_EVENTS_QUEUE_URL'),
+      read: readSmsMessage,
+    });
+  }
+  if (sources.length === 0) return undefined;
+  return { sources, sqs: awsOptions(config, sqsUrl('AWS_ENDPOINT_URL_SQS')) };
+}
+
+/**
+ * How long the feed keeps a message's observation: the longest a notice may still read it,
+ * from its send to its last planned SMS check (the longest deadline, quiet hours, the SMS plan).
+ */
+export function feedObservationTtlMs(config: Config): number {
+  const limits = { minPollIntervalMs: config.minPollIntervalMs, maxChecks: config.maxChecksPerNotice };
+  return lastSmsCheckBy(MAX_HORIZON_MS, undefined, limits, { quietHours: true });
 }
 
 /** The credentials variables to check when a provider refuses them (`herald doctor`). */

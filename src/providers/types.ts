@@ -141,6 +141,8 @@ export interface SmsMessage {
   body: string;
   /** Sender number; the adapter's configured default when absent. */
   from?: string;
+  /** Herald's SMS key, for providers that carry metadata (AWS SMS `Context`) so an SMS in doubt can be found by it. */
+  idempotencyKey?: string;
 }
 
 export interface SmsProvider {
@@ -153,9 +155,10 @@ export interface SmsProvider {
   status(providerMessageId: string): Promise<StatusObservation>;
   /**
    * Messages to `to` created at or after `since` (ms) whose body equals `body`: how a send in
-   * doubt is found. Follows pages. Throws ProviderError.
+   * doubt is found. Follows pages. A provider that carries Herald's key (`idempotencyKey`)
+   * looks for it instead. Throws ProviderError, also when it cannot tell (never an empty answer then).
    */
-  findSince(to: string, since: number, body: string): Promise<SendResult[]>;
+  findSince(to: string, since: number, body: string, idempotencyKey?: string): Promise<SendResult[]>;
   /** Cancel a scheduled message. Throws ProviderError. */
   cancel(providerMessageId: string): Promise<void>;
 }

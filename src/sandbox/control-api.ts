@@ -27,6 +27,8 @@ export function registerControl(app: FastifyInstance, controls: SandboxControls)
 
   app.get('/__sandbox/faults', async () => controls.faults());
 
+  app.get('/__sandbox/queues', async () => controls.feedQueues());
+
   app.post('/__sandbox/faults', async (request, reply) => {
     try {
       return await reply.code(201).send(controls.injectFault(request.body as never));

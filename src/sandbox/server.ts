@@ -1,11 +1,14 @@
 /** Builds the sandbox's Fastify instance: both emulated APIs and the control routes, not listening. */
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { registerControl } from './control-api.js';
 import type { SandboxContext } from './exchange.js';
 import { registerPostmark } from './postmark-api.js';
 import { isSendgridPath, registerSendgrid, sendgridError } from './sendgrid-api.js';
 import { emailView, SandboxState, smsView } from './state.js';
 import { registerTwilio, twilioError } from './twilio-api.js';
+import { registerAwsSms } from './aws-sms-api.js';
+import { registerSes, sesError } from './ses-api.js';
+import { AwsJsonTargets, awsJsonError, isAwsJsonRequest, registerAwsJson, registerSqs, SandboxQueues } from './sqs-api.js';
 import type { Sandbox, SandboxOptions } from './types.js';
 
 /** The in-process controls, served over HTTP by the control routes too. */
@@ -26,6 +29,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     maxMessages: opts.maxMessages ?? DEFAULTS.maxMessages,
     maxRequests: opts.maxRequests ?? DEFAULTS.maxRequests,
   });
+  // The events queues the feed providers (SES, AWS SMS) publish into.
+  const queues = new SandboxQueues(opts.maxMessages ?? DEFAULTS.maxMessages);
   const closing = new AbortController();
   const ctx: SandboxContext = {
     state,
@@ -49,15 +54,28 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       return [...state.sms.values()].map((r) => smsView(r, now));
     },
     requests: () => state.requests(),
+    feedQueues: () => queues.view(),
     injectFault: (fault) => state.faults.add(fault),
     faults: () => state.faults.list(),
     clearFaults: () => state.faults.clear(),
-    reset: () => state.reset(),
+    reset: () => {
+      state.reset();
+      queues.clear();
+    },
   };
 
   const isTwilio = (url: string): boolean => url.startsWith('/2010-04-01/');
+  const isSes = (url: string): boolean => url.startsWith('/v2/email/');
+  const send = (reply: FastifyReply, answer: { status: number; body?: unknown; headers?: Record<string, string> }) =>
+    reply
+      .code(answer.status)
+      .headers(answer.headers ?? {})
+      .send(answer.body);
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0];
+    if (isSes(request.url)) return send(reply, sesError(404, 'NotFoundException', `Not found: ${request.method} ${path}`));
+    if (request.headers['x-amz-target'] !== undefined)
+      return send(reply, awsJsonError(400, 'UnknownOperationException', `Unknown operation ${request.method} ${path}`));
     if (isTwilio(request.url)) {
       const { status, body } = twilioError(404, 20404, `The requested resource ${path} was not found`);
       return reply.code(status).send(body);
@@ -80,6 +98,18 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
         : sendgridError(500, 'internal server error');
       return reply.code(status).send(body);
     }
+    if (isSes(request.url)) {
+      return send(
+        reply,
+        clientError ? sesError(400, 'BadRequestException', error.message) : sesError(500, 'InternalFailure', 'Internal Failure'),
+      );
+    }
+    if (isAwsJsonRequest(request)) {
+      return send(
+        reply,
+        clientError ? awsJsonError(400, 'SerializationException', error.message) : awsJsonError(500, 'InternalFailure', 'Internal Failure'),
+      );
+    }
     if (request.url.startsWith('/__sandbox/')) {
       return reply.code(clientError ? (error.statusCode as number) : 500).send({ error: error.message });
     }
@@ -92,6 +122,11 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
   registerPostmark(app, ctx);
   registerTwilio(app, ctx);
   registerSendgrid(app, ctx);
+  registerSes(app, ctx, queues);
+  const awsTargets = new AwsJsonTargets();
+  registerSqs(awsTargets, ctx, queues);
+  registerAwsSms(awsTargets, ctx, queues);
+  registerAwsJson(app, awsTargets);
   registerControl(app, controls);
 
   return { app, controls, abortPending: () => closing.abort() };

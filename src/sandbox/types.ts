@@ -15,7 +15,14 @@ export type Operation =
   | 'sendgrid.send'
   | 'sendgrid.logs_search'
   | 'sendgrid.logs_message'
-  | 'sendgrid.scopes';
+  | 'sendgrid.scopes'
+  | 'ses.send'
+  | 'ses.account'
+  | 'aws-sms.send'
+  | 'aws-sms.account'
+  | 'sqs.receive'
+  | 'sqs.delete'
+  | 'sqs.attributes';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -32,6 +39,13 @@ export const OPERATIONS: readonly Operation[] = [
   'sendgrid.logs_search',
   'sendgrid.logs_message',
   'sendgrid.scopes',
+  'ses.send',
+  'ses.account',
+  'aws-sms.send',
+  'aws-sms.account',
+  'sqs.receive',
+  'sqs.delete',
+  'sqs.attributes',
 ];
 
 /**
@@ -108,7 +122,7 @@ export interface SandboxSms {
 
 /** One API request the sandbox received (control routes under `/__sandbox/` are not recorded). */
 export interface SandboxRequest {
-  provider: 'postmark' | 'twilio' | 'sendgrid';
+  provider: 'postmark' | 'twilio' | 'sendgrid' | 'ses' | 'aws-sms' | 'sqs';
   operation: Operation;
   method: string;
   /** Path without the query string. */
@@ -155,6 +169,8 @@ export interface Sandbox {
   sms(): SandboxSms[];
   /** Every API request seen, oldest first. */
   requests(): SandboxRequest[];
+  /** The feed providers' events queues (SES, AWS SMS): messages still in each, and deleted so far. */
+  feedQueues(): { name: string; messages: number; deleted: number }[];
   /** Adds a fault; returns it with its id. */
   injectFault(fault: Fault): ActiveFault;
   /** Faults still waiting for requests. */

@@ -108,6 +108,17 @@ export class Keys {
   authFailures(ip: string): string {
     return `${this.prefix}:{rl}:authfail:${ip}`;
   }
+  /**
+   * A feed provider's latest observation of one message (src/store/provider-feed.ts). Each
+   * message has its own hash tag, so that feed records spread over a cluster's slots.
+   */
+  feedObservation(provider: string, messageId: string): string {
+    return `${this.prefix}:{f:${provider}:${messageId}}:obs`;
+  }
+  /** The messages a feed provider's events carried one idempotency tag on (by its digest), scored by send time. */
+  feedTag(provider: string, tagDigest: string): string {
+    return `${this.prefix}:{f:${provider}:${tagDigest}}:tag`;
+  }
   /** BullMQ's prefix: all queues in one slot. */
   get queuePrefix(): string {
     return `${this.prefix}:{q}`;

@@ -22,6 +22,7 @@ export const SCRIPTS = [
   'ackMirrorBatch-3',
   'trimMirroredLog-1',
   'mirrorBacklog-1',
+  'recordFeedEvent-1',
 ] as const;
 
 export interface HeraldScripts {
@@ -35,6 +36,7 @@ export interface HeraldScripts {
   ackMirrorBatch(...args: (string | number)[]): Promise<number>;
   trimMirroredLog(...args: (string | number)[]): Promise<[number, string]>;
   mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;
+  recordFeedEvent(...args: (string | number)[]): Promise<number>;
 }
 
 /** A pipeline of a connection with Herald's scripts: each script is a command of it too. */

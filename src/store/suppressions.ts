@@ -12,7 +12,9 @@ export type SuppressionSource =
   | 'twilio_opt_out'
   | 'sendgrid_hard_bounce'
   | 'sendgrid_dropped'
-  | 'sendgrid_unsubscribe';
+  | 'sendgrid_unsubscribe'
+  | 'ses_hard_bounce'
+  | 'ses_complaint';
 
 export interface Suppression {
   channel: Channel;

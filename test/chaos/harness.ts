@@ -132,6 +132,9 @@ class ChaosRun {
       HERALD_RECONCILE_GRACE_MS: '3000',
       POSTMARK_API_URL: this.sandbox.url,
       TWILIO_API_URL: this.sandbox.url,
+      HERALD_EMAIL_PROVIDER: this.plan.shape.emailProvider ?? 'postmark',
+      AWS_ENDPOINT_URL_SESV2: this.sandbox.url,
+      AWS_ENDPOINT_URL_SQS: this.sandbox.url,
       // The log mirror's archive goes with the run's Redis directory, removed at the end.
       HERALD_ARCHIVE_URL: pathToFileURL(join(this.redis.dir, 'archive')).href,
       // Finished notices leave Redis as soon as the archive holds them, under the same faults.

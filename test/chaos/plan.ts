@@ -18,6 +18,12 @@ export interface ChaosShape {
    * some 50 s after its SMS left, so only the full run has them.
    */
   unconfirmedSms?: boolean;
+  /**
+   * The email provider the workers use (HERALD_EMAIL_PROVIDER): `postmark` (the default) reads
+   * status per message; `ses` reads it from its event feed (SQS), whose operations then take
+   * the email faults.
+   */
+  emailProvider?: 'postmark' | 'ses';
   workers: number;
   sigkills: number;
   sigterms: number;
@@ -100,6 +106,8 @@ export interface ChaosPlan {
 }
 
 const EMAIL_OPERATIONS: readonly Operation[] = ['postmark.send', 'postmark.details', 'postmark.search', 'postmark.bounce'];
+/** SES: its send, and the events queue its status comes from. */
+const SES_OPERATIONS: readonly Operation[] = ['ses.send', 'ses.send', 'sqs.receive', 'sqs.delete'];
 const SMS_OPERATIONS: readonly Operation[] = ['twilio.create', 'twilio.fetch', 'twilio.list'];
 const FAULT_MODES = [
   ['status_500', 3],
@@ -171,11 +179,12 @@ export function makePlan(seed: number, shape: ChaosShape): ChaosPlan {
   }
   for (let i = 0; i < shape.providerFaults; i += 1) {
     const sms = random.chance(0.45);
-    const operation = random.pick(sms ? SMS_OPERATIONS : EMAIL_OPERATIONS);
+    const operation = random.pick(sms ? SMS_OPERATIONS : shape.emailProvider === 'ses' ? SES_OPERATIONS : EMAIL_OPERATIONS);
     const mode = random.weighted(FAULT_MODES);
     const fault: Fault = { operation, mode, count: random.int(1, 3) };
     if (mode === 'status_429') fault.retryAfterSeconds = random.int(0, 2);
-    if (random.chance(0.5)) {
+    // A queue's requests are about no one recipient: its faults hit whatever the sweep reads.
+    if (random.chance(0.5) && !operation.startsWith('sqs.')) {
       const target = random.pick(notices);
       fault.match = sms ? (target.phone ?? target.email) : target.email;
     }

@@ -12,7 +12,10 @@ import { chaosSeed } from './random.js';
 describe('under fault injection (short run)', () => {
   it('loses no accepted notice, decides and sends at most once, and logs every change', async () => {
     const seed = chaosSeed();
-    console.log(`chaos seed ${seed} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos/short.test.ts)`);
+    // HERALD_EMAIL_PROVIDER=ses runs the same faults with the SES emulator and its event feed.
+    const emailProvider = process.env.HERALD_EMAIL_PROVIDER === 'ses' ? 'ses' : 'postmark';
+    const replay = `${emailProvider === 'ses' ? 'HERALD_EMAIL_PROVIDER=ses ' : ''}CHAOS_SEED=${seed}`;
+    console.log(`chaos seed ${seed}, email provider ${emailProvider} (replay: ${replay} npx vitest run test/chaos/short.test.ts)`);
     const plan = makePlan(seed, {
       notices: 36,
       creationWindowMs: 7_000,
@@ -23,6 +26,7 @@ describe('under fault injection (short run)', () => {
       redisRestarts: 1,
       providerFaults: 10,
       duplicateJobs: 14,
+      emailProvider,
     });
     const report = await runChaos(plan, { settleBoundMs: 90_000 });
     console.log(formatReport(report));

@@ -44,6 +44,10 @@ export async function startStack(opts: {
     POSTMARK_API_URL: sandbox.url,
     TWILIO_API_URL: sandbox.url,
     SENDGRID_API_URL: sandbox.url,
+    // The feed providers (HERALD_EMAIL_PROVIDER=ses, HERALD_SMS_PROVIDER=aws-sms) and their events queues.
+    AWS_ENDPOINT_URL_SESV2: sandbox.url,
+    AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2: sandbox.url,
+    AWS_ENDPOINT_URL_SQS: sandbox.url,
     LOG_LEVEL: 'warn',
     ...opts.env,
   });

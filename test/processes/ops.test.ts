@@ -56,7 +56,17 @@ describe('operations surface', () => {
         .json()
         .queues.map((q: { name: string }) => q.name)
         .sort();
-      expect(names).toEqual(['content-purge', 'deadline', 'email-poll', 'email-send', 'log-mirror', 'reconcile', 'sms-poll', 'sms-send']);
+      expect(names).toEqual([
+        'content-purge',
+        'deadline',
+        'email-poll',
+        'email-send',
+        'log-mirror',
+        'provider-feed',
+        'reconcile',
+        'sms-poll',
+        'sms-send',
+      ]);
     });
     it('sends a browser to the login form, whose HttpOnly cookie then opens it', async () => {
       const page = await stack.web.call('GET', '/admin/queues', undefined, { authorization: '', accept: 'text/html' });

@@ -141,7 +141,12 @@ function handOver(ctx: StepContext, port: ChannelPort, notice: Notice, content: 
       metadata: { notice_id: notice.id },
     });
   }
-  return ctx.deps.sms.send({ to, body: smsBodyOf(content), ...(notice.smsFrom ? { from: notice.smsFrom } : {}) });
+  return ctx.deps.sms.send({
+    to,
+    body: smsBodyOf(content),
+    idempotencyKey: notice.smsChannel.idempotencyKey,
+    ...(notice.smsFrom ? { from: notice.smsFrom } : {}),
+  });
 }
 
 /** Asks the provider whether an attempt in doubt reached it: Postmark by Herald's key, Twilio by number, time and body. */
@@ -153,7 +158,7 @@ async function searchInDoubt(ctx: StepContext, port: ChannelPort, notice: Notice
     return ctx.deps.email.findByIdempotencyKey(record.idempotencyKey!, to, { since: notice.createdAt, lastAttemptAgeMs });
   }
   const since = (record.attemptStartedAt ?? ctx.now()) - PROVIDER_CLOCK_SKEW_MS;
-  return (await ctx.deps.sms.findSince(to, since, smsBody!))[0] ?? null;
+  return (await ctx.deps.sms.findSince(to, since, smsBody!, record.idempotencyKey))[0] ?? null;
 }
 
 /** The notice's content, or why it cannot be had: gone (expired, purged) or unreadable (no key opens it). */

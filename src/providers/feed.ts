@@ -1,0 +1,197 @@
+/**
+ * The feed sweep (SPEC §10): for the providers that report only through an event feed (SES,
+ * AWS SMS: configuration set → SNS → SQS), pull each configured queue, keep each message's
+ * latest observation in Redis, and only then delete what was stored. The adapters' `status`
+ * and in-doubt searches read those observations.
+ *
+ * SQS delivers at least once and in no particular order: the store ranks events so that
+ * duplicates and late `Send`s change nothing (src/store/lua/recordFeedEvent-1.lua). A message
+ * whose body cannot be read is left in the queue (its redrive policy moves it aside), never
+ * deleted unread.
+ */
+import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../clock.js';
+import { normalizeEmail } from '../notice/accept.js';
+import type { ProviderFeedStore } from '../store/provider-feed.js';
+import type { SuppressionStore } from '../store/suppressions.js';
+import { awsCall, awsClientConfig, type AwsClientOptions } from './feed-aws.js';
+import type { FeedMessage } from './feed-events.js';
+
+/** One events queue and how to read its messages. */
+export interface FeedSource {
+  /** The provider whose messages the events are about (`ses`, `aws-sms`): the store's namespace. */
+  provider: string;
+  queueUrl: string;
+  read(body: string, now: number): FeedMessage;
+}
+
+export interface FeedSweepSettings {
+  /** Long poll of the first receive of a sweep, in seconds (0–20): short, so a shutdown waits little. */
+  waitSeconds: number;
+  /** Longest one sweep keeps draining a busy queue. */
+  budgetMs: number;
+}
+
+/** What one sweep did, per run. */
+export interface FeedSweepReport {
+  received: number;
+  recorded: number;
+  ignored: number;
+  unreadable: number;
+  deleted: number;
+  failed: number;
+}
+
+/** SQS hands out at most 10 messages per receive. */
+const RECEIVE_MAX = 10;
+
+export class FeedSweep {
+  private readonly sqs: SQSClient;
+
+  constructor(
+    private readonly deps: {
+      sources: FeedSource[];
+      sqs: AwsClientOptions;
+      store: ProviderFeedStore;
+      suppressions: SuppressionStore;
+      clock: Clock;
+      log: Logger;
+      settings: FeedSweepSettings;
+    },
+  ) {
+    // The long poll is part of the request: the bound of one call must leave room for it.
+    const sqs = { ...deps.sqs, timeoutMs: deps.sqs.timeoutMs + deps.settings.waitSeconds * 1000 };
+    this.sqs = new SQSClient({ ...awsClientConfig(sqs), useQueueUrlAsEndpoint: false });
+    this.timeoutMs = sqs.timeoutMs;
+  }
+
+  private readonly timeoutMs: number;
+
+  get sources(): readonly FeedSource[] {
+    return this.deps.sources;
+  }
+
+  /** One sweep over every queue: drains each within the budget. */
+  async sweepOnce(): Promise<FeedSweepReport> {
+    const report: FeedSweepReport = { received: 0, recorded: 0, ignored: 0, unreadable: 0, deleted: 0, failed: 0 };
+    const until = this.deps.clock.now() + this.deps.settings.budgetMs;
+    for (const source of this.deps.sources) {
+      try {
+        await this.drain(source, until, report);
+      } catch (error) {
+        report.failed += 1;
+        this.deps.log.warn(
+          { err: error, provider: source.provider },
+          'feed sweep: the events queue could not be read; the next sweep tries again',
+        );
+      }
+    }
+    return report;
+  }
+
+  private async drain(source: FeedSource, until: number, report: FeedSweepReport): Promise<void> {
+    let waitSeconds = this.deps.settings.waitSeconds;
+    while (this.deps.clock.now() < until) {
+      const answer = await awsCall('sqs', this.timeoutMs, (abortSignal) =>
+        this.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: source.queueUrl, MaxNumberOfMessages: RECEIVE_MAX, WaitTimeSeconds: waitSeconds }),
+          { abortSignal },
+        ),
+      );
+      const messages = answer.Messages ?? [];
+      report.received += messages.length;
+      const stored: Message[] = [];
+      for (const message of messages) {
+        if (await this.store(source, message, report)) stored.push(message);
+      }
+      await this.delete(source, stored, report);
+      if (messages.length < RECEIVE_MAX) return;
+      // A full answer: more may be waiting; read on without waiting.
+      waitSeconds = 0;
+    }
+  }
+
+  /** Stores what one SQS message says; true when it may be deleted. */
+  private async store(source: FeedSource, message: Message, report: FeedSweepReport): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const read = source.read(message.Body ?? '', now);
+    if (read.kind === 'unreadable') {
+      report.unreadable += 1;
+      this.deps.log.warn(
+        { provider: source.provider, sqsMessageId: message.MessageId, reason: read.reason },
+        'feed sweep: an unreadable message is left in the queue',
+      );
+      return false;
+    }
+    if (read.kind === 'ignored') {
+      report.ignored += 1;
+      return true;
+    }
+    const { event, tag, suppress } = read;
+    if (suppress) {
+      // The provider refuses the address from now on: Herald's own list says so before any notice asks.
+      await this.deps.suppressions.add({
+        channel: 'email',
+        address: normalizeEmail(suppress.address),
+        reason: suppress.reason,
+        source: suppress.source,
+        ...(suppress.noticeId ? { noticeId: suppress.noticeId } : {}),
+        createdAt: iso(now),
+      });
+    }
+    if (tag) await this.deps.store.recordTag(source.provider, tag.value, event.messageId, tag.sentAt);
+    await this.deps.store.record(source.provider, event);
+    report.recorded += 1;
+    return true;
+  }
+
+  private async delete(source: FeedSource, messages: Message[], report: FeedSweepReport): Promise<void> {
+    const entries = messages.flatMap((m, i) => (m.ReceiptHandle ? [{ Id: String(i), ReceiptHandle: m.ReceiptHandle }] : []));
+    if (entries.length === 0) return;
+    const answer = await awsCall('sqs', this.timeoutMs, (abortSignal) =>
+      this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: source.queueUrl, Entries: entries }), { abortSignal }),
+    );
+    report.deleted += answer.Successful?.length ?? 0;
+    // Not deleted: read again later, which the store's ranking makes harmless.
+    if ((answer.Failed ?? []).length > 0) {
+      this.deps.log.warn(
+        { provider: source.provider, failed: answer.Failed?.length },
+        'feed sweep: some stored messages were not deleted; they will be read again',
+      );
+    }
+  }
+
+  close(): void {
+    this.sqs.destroy();
+  }
+}
+
+/**
+ * Reads each events queue's attributes, receiving nothing (`herald doctor`): whether the queue
+ * exists and the credentials may read it, and how many events wait in it. Throws ProviderError.
+ */
+export async function checkFeedQueues(
+  sources: readonly FeedSource[],
+  sqsOptions: AwsClientOptions,
+): Promise<{ provider: string; queueUrl: string; waiting: number }[]> {
+  const sqs = new SQSClient({ ...awsClientConfig(sqsOptions), useQueueUrlAsEndpoint: false });
+  try {
+    const results = [];
+    for (const source of sources) {
+      const answer = await awsCall('sqs', sqsOptions.timeoutMs, (abortSignal) =>
+        sqs.send(new GetQueueAttributesCommand({ QueueUrl: source.queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }), {
+          abortSignal,
+        }),
+      );
+      results.push({
+        provider: source.provider,
+        queueUrl: source.queueUrl,
+        waiting: Number(answer.Attributes?.ApproximateNumberOfMessages ?? 0),
+      });
+    }
+    return results;
+  } finally {
+    sqs.destroy();
+  }
+}

@@ -1,0 +1,313 @@
+import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { createAwsSmsProvider } from '../../src/providers/aws-sms.js';
+import { diagnose } from '../../src/doctor.js';
+import { checkFeedQueues, FeedSweep } from '../../src/providers/feed.js';
+import { readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
+import { createSesProvider } from '../../src/providers/ses.js';
+import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../../src/sandbox/sqs-api.js';
+import { KEEP_AFTER_FINAL_READ_MS, ProviderFeedStore } from '../../src/store/provider-feed.js';
+import { SuppressionStore } from '../../src/store/suppressions.js';
+import { deleteKeys, plainRedis, sleep, testEnv, testPrefix } from '../helpers/env.js';
+
+const credentials = { accessKeyId: 'AKIASANDBOX', secretAccessKey: 'sandbox-secret' };
+let sandbox: Sandbox;
+let email: EmailProvider;
+let sms: SmsProvider;
+let sweep: FeedSweep;
+let store: ProviderFeedStore;
+let suppressions: SuppressionStore;
+const redis = plainRedis();
+const prefix = testPrefix('awsfeed');
+
+async function failure(promise: Promise<unknown>): Promise<ProviderError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof ProviderError) return error;
+    throw error;
+  }
+  throw new Error('expected a ProviderError');
+}
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ slowMs: 300 });
+  store = new ProviderFeedStore(redis, prefix, 60_000);
+  suppressions = new SuppressionStore(redis, prefix);
+  const common = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
+  email = createSesProvider({ ...common, from: 'herald@sandbox.example', configurationSet: 'herald', feed: store });
+  sms = createAwsSmsProvider({ ...common, originationIdentity: '+15005550006', configurationSet: 'herald', feed: store });
+  sweep = new FeedSweep({
+    sources: [
+      { provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`, read: readSesMessage },
+      { provider: 'aws-sms', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.awsSms}`, read: readSmsMessage },
+    ],
+    sqs: common,
+    store,
+    suppressions,
+    clock: systemClock,
+    log: pino({ level: 'silent' }),
+    settings: { waitSeconds: 0, budgetMs: 2000 },
+  });
+});
+afterAll(async () => {
+  sweep.close();
+  await sandbox.close();
+  await deleteKeys(redis, prefix);
+  redis.disconnect();
+});
+
+let n = 0;
+const address = (behaviour: string, ...labels: string[]) => [`${behaviour}+300ms`, ...labels, `a${++n}`].join('+') + '@example.com';
+let areaCode = 300;
+const number = (suffix: string) => `+1${++areaCode}55501${suffix}`;
+const message = (to: string, key = `key-${++n}`) => ({
+  to,
+  subject: 'Terms',
+  text: 'The terms change.',
+  idempotencyKey: key,
+  metadata: { notice_id: `n${n}` },
+});
+
+describe('SES v2 adapter, through the real SDK, against the emulator and its event feed', () => {
+  it('sends one email with Herald key as a tag; status is pending until the feed says delivered', async () => {
+    const sent = await email.send(message(`delivered+2s+a${++n}@example.com`));
+    expect(sent.providerMessageId).toMatch(/^0100/);
+    const stored = sandbox.emails().find((e) => e.messageId === sent.providerMessageId)!;
+    expect(stored.metadata).toMatchObject({ herald_key: expect.stringMatching(/^key-/), notice_id: expect.any(String) });
+    expect(await email.status(sent.providerMessageId)).toEqual({ providerStatus: 'NoEventYet', status: 'pending', engagement: [] });
+    await sweep.sweepOnce();
+    expect(await email.status(sent.providerMessageId)).toMatchObject({ providerStatus: 'Send', status: 'pending' });
+    await sleep(2100);
+    await sweep.sweepOnce();
+    expect(await email.status(sent.providerMessageId)).toEqual({ providerStatus: 'Delivery', status: 'delivered', engagement: [] });
+  });
+
+  it('maps bounces, delays, suppression-list bounces, opens and complaints; suppression goes to Herald list', async () => {
+    const bounce = await email.send(message(address('bounce')));
+    const soft = await email.send(message(address('softbounce')));
+    const deferred = await email.send(message(address('deferred')));
+    const inactive = await email.send(message(address('inactive')));
+    const opened = await email.send(message(address('opened')));
+    const complaintTo = address('complaint');
+    const complaint = await email.send(message(complaintTo));
+    await sleep(700);
+    await sweep.sweepOnce();
+    expect(await email.status(bounce.providerMessageId)).toMatchObject({
+      status: 'bounced',
+      bounceType: 'Permanent/General',
+      suppressed: true,
+    });
+    expect(await email.status(soft.providerMessageId)).toMatchObject({ status: 'deferred', bounceType: 'Transient/MailboxFull' });
+    expect(await email.status(deferred.providerMessageId)).toMatchObject({
+      status: 'deferred',
+      providerStatus: 'DeliveryDelay(TransientCommunicationFailure)',
+    });
+    expect(await email.status(inactive.providerMessageId)).toMatchObject({ status: 'failed', suppressed: true });
+    // Opens and clicks are engagement, never delivery.
+    expect(await email.status(opened.providerMessageId)).toEqual({
+      providerStatus: 'Send',
+      status: 'pending',
+      engagement: ['clicked', 'opened'],
+    });
+    // A complaint suppresses the address and changes nothing of the delivery.
+    const complained = await email.status(complaint.providerMessageId);
+    expect(complained).toMatchObject({ status: 'delivered', providerStatus: 'Delivery', suppressed: true, engagement: ['complained'] });
+    expect(await suppressions.get('email', complaintTo)).toMatchObject({ source: 'ses_complaint' });
+  });
+
+  it('keeps the latest observation through duplicates and a Send read after its Delivery', async () => {
+    const dup = await email.send(message(address('delivered', 'dup')));
+    const reordered = await email.send(message(address('delivered', 'reorder')));
+    const sesQueue = () => sandbox.feedQueues().find((q) => q.name === SANDBOX_QUEUE_NAMES.ses)!;
+    await sleep(1000);
+    for (let sweeps = 0; sweeps < 10 && sesQueue().messages > 0; sweeps += 1) await sweep.sweepOnce();
+    expect(await email.status(dup.providerMessageId)).toMatchObject({ status: 'delivered', providerStatus: 'Delivery' });
+    expect(await email.status(reordered.providerMessageId)).toMatchObject({ status: 'delivered', providerStatus: 'Delivery' });
+    // Everything stored was deleted.
+    expect(sesQueue().messages).toBe(0);
+    // The store itself, in a fixed order: a duplicate and a late Send change nothing.
+    const delivery = { messageId: `order-${++n}`, at: 2000, rank: 5, status: 'delivered' as const, providerStatus: 'Delivery' };
+    expect(await store.record('ses', delivery)).toBe(true);
+    expect(await store.record('ses', delivery)).toBe(false);
+    expect(await store.record('ses', { ...delivery, at: 1000, rank: 1, status: 'pending', providerStatus: 'Send' })).toBe(false);
+    expect(
+      await store.record('ses', { ...delivery, at: 3000, rank: 0, status: 'pending', providerStatus: 'Open', engagement: 'opened' }),
+    ).toBe(false);
+    expect(await store.observation('ses', delivery.messageId)).toEqual({
+      providerStatus: 'Delivery',
+      status: 'delivered',
+      engagement: ['opened'],
+      events: 4,
+    });
+    // Every record expires after the horizon; one read final goes sooner.
+    const horizon = new ProviderFeedStore(redis, prefix, 10 * KEEP_AFTER_FINAL_READ_MS);
+    const final = { ...delivery, messageId: `order-${++n}` };
+    const pending = { ...delivery, messageId: `order-${++n}`, rank: 1, status: 'pending' as const, providerStatus: 'Send' };
+    for (const event of [final, pending]) {
+      await horizon.record('ses', event);
+      await horizon.observation('ses', event.messageId);
+    }
+    expect(await redis.pttl(horizon.keys.feedObservation('ses', final.messageId))).toBeLessThanOrEqual(KEEP_AFTER_FINAL_READ_MS);
+    expect(await redis.pttl(horizon.keys.feedObservation('ses', pending.messageId))).toBeGreaterThan(KEEP_AFTER_FINAL_READ_MS);
+  });
+
+  it('finds a send in doubt by its key once the feed shows it, and never answers "none" before', async () => {
+    const key = `doubt-${++n}`;
+    const to = address('delivered');
+    sandbox.injectFault({ operation: 'ses.send', mode: 'accept_then_drop', match: to });
+    // The SDK names a reset connection a TimeoutError: either way the send is in doubt, and retryable.
+    const dropped = await failure(email.send(message(to, key)));
+    expect(['server_error', 'timeout']).toContain(dropped.kind);
+    const inDoubt = await failure(email.findByIdempotencyKey(key, to));
+    expect(inDoubt.message).toMatch(/stays in doubt/);
+    await sweep.sweepOnce();
+    const found = await email.findByIdempotencyKey(key, to);
+    expect(found?.providerMessageId).toBe(sandbox.emails().find((e) => e.metadata.herald_key === key)!.messageId);
+  });
+
+  it('classifies errors: rejection, throttling, 5xx, timeouts; the SDK never resends', async () => {
+    expect(await failure(email.send(message(address('rejected'))))).toMatchObject({ kind: 'rejected', httpStatus: 400 });
+    const flaky = address('flaky');
+    expect(await failure(email.send(message(flaky)))).toMatchObject({ kind: 'server_error', httpStatus: 500 });
+    expect(await failure(email.send(message(flaky)))).toMatchObject({ kind: 'rate_limited', httpStatus: 429 });
+    await email.send(message(flaky));
+    const hanging = address('delivered');
+    sandbox.injectFault({ operation: 'ses.send', mode: 'hang', match: hanging });
+    expect(await failure(email.send(message(hanging)))).toMatchObject({ kind: 'timeout' });
+    sandbox.injectFault({ operation: 'ses.send', mode: 'status_503', match: 'retry-check' });
+    expect(await failure(email.send(message(address('delivered', 'retry-check'))))).toMatchObject({
+      kind: 'server_error',
+      httpStatus: 503,
+    });
+    expect(sandbox.requests().filter((r) => r.operation === 'ses.send' && r.recipient?.includes('retry-check'))).toHaveLength(1);
+  });
+
+  it('refuses bad credentials as a retryable account problem, and verify says what the account is', async () => {
+    const bad = createSesProvider({
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'bad-token', secretAccessKey: 'x' },
+      endpoint: sandbox.url,
+      timeoutMs: 2000,
+      from: 'a@b.c',
+      configurationSet: 'c',
+      feed: store,
+    });
+    expect(await failure(bad.verify())).toMatchObject({ kind: 'server_error', httpStatus: 403 });
+    expect(await email.verify()).toMatch(/sending enabled/);
+  });
+});
+
+describe('AWS End User Messaging SMS adapter, through the real SDK, against the emulator and its event feed', () => {
+  it('sends with Herald key in Context; the feed moves it queued → delivered', async () => {
+    const sent = await sms.send({ to: number('00'), body: 'Terms change', idempotencyKey: 'n1-sms' });
+    expect(await sms.status(sent.providerMessageId)).toMatchObject({ status: 'pending', providerStatus: 'NoEventYet' });
+    await sleep(1100);
+    await sweep.sweepOnce();
+    expect(await sms.status(sent.providerMessageId)).toEqual({ providerStatus: 'TEXT_DELIVERED', status: 'delivered', engagement: [] });
+    expect(await sms.findSince(number('00'), 0, 'x', 'n1-sms')).toEqual([{ providerMessageId: sent.providerMessageId }]);
+  });
+
+  it('maps failures, keeps carrier acceptance pending, survives duplicates and reordering', async () => {
+    const unreachable = await sms.send({ to: number('01'), body: 'x' });
+    const invalid = await sms.send({ to: number('02'), body: 'x' });
+    const accepted = await sms.send({ to: number('05'), body: 'x' });
+    const dup = await sms.send({ to: number('08'), body: 'x' });
+    const reordered = await sms.send({ to: number('09'), body: 'x' });
+    await sleep(1600);
+    await sweep.sweepOnce();
+    expect(await sms.status(unreachable.providerMessageId)).toMatchObject({ status: 'failed', providerStatus: 'TEXT_UNREACHABLE' });
+    expect(await sms.status(invalid.providerMessageId)).toMatchObject({ status: 'failed', providerStatus: 'TEXT_INVALID' });
+    expect(await sms.status(accepted.providerMessageId)).toMatchObject({ status: 'pending', providerStatus: 'TEXT_SUCCESSFUL' });
+    expect(await sms.status(dup.providerMessageId)).toMatchObject({ status: 'delivered' });
+    expect(await sms.status(reordered.providerMessageId)).toMatchObject({ status: 'delivered', providerStatus: 'TEXT_DELIVERED' });
+  });
+
+  it('an opted-out number is a suppressed rejection; an SMS the feed has not shown stays in doubt', async () => {
+    expect(await failure(sms.send({ to: number('03'), body: 'x' }))).toMatchObject({ kind: 'rejected', suppressed: true, httpStatus: 400 });
+    const flaky = number('04');
+    expect(await failure(sms.send({ to: flaky, body: 'x' }))).toMatchObject({ kind: 'server_error', httpStatus: 500 });
+    expect(await failure(sms.send({ to: flaky, body: 'x' }))).toMatchObject({ kind: 'rate_limited' });
+    expect((await failure(sms.findSince(flaky, 0, 'x', 'never-sent'))).message).toMatch(/stays in doubt/);
+    expect(await sms.verify()).toMatch(/ACCOUNT_TIER=SANDBOX/);
+  });
+});
+
+describe('the SQS emulator, through the real SDK', () => {
+  it('hides a received message for its visibility timeout, checks receipt handles, and answers unknown queues as SQS does', async () => {
+    const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
+    await sms.send({ to: number('05'), body: 'x' });
+    // Its three events (queued, pending, carrier-accepted) are all visible by now.
+    await sleep(800);
+    const queueUrl = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.awsSms}`;
+    const first = await client.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 3 }),
+    );
+    expect(first.Messages?.length).toBeGreaterThanOrEqual(1);
+    const again = await client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }));
+    expect(again.Messages ?? []).toHaveLength(0);
+    await expect(client.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: 'nope' }))).rejects.toMatchObject({
+      name: 'ReceiptHandleIsInvalid',
+    });
+    await expect(
+      client.send(new ReceiveMessageCommand({ QueueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/missing` })),
+    ).rejects.toMatchObject({
+      name: 'QueueDoesNotExist',
+    });
+    await sleep(3100);
+    const back = await client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }));
+    expect(back.Messages?.map((m) => m.MessageId)).toEqual(expect.arrayContaining(first.Messages!.map((m) => m.MessageId)));
+    for (const m of back.Messages ?? [])
+      await client.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+    client.destroy();
+  });
+
+  it('a feed fault on receive loses nothing: the events are read by the next sweep', async () => {
+    const sent = await email.send(message(address('delivered')));
+    sandbox.injectFault({ operation: 'sqs.receive', mode: 'status_500', count: 2 });
+    const failed = await sweep.sweepOnce();
+    expect(failed.failed).toBe(2);
+    await sleep(400);
+    await sweep.sweepOnce();
+    expect(await email.status(sent.providerMessageId)).toMatchObject({ status: 'delivered' });
+  });
+});
+
+describe('herald doctor and the events queues', () => {
+  it('reads each queue without receiving, and says when one does not exist', async () => {
+    const sqs = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
+    const sesQueue = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
+    expect(await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, read: readSesMessage }], sqs)).toEqual([
+      { provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number) },
+    ]);
+    const missing = checkFeedQueues(
+      [{ provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/nope`, read: readSesMessage }],
+      sqs,
+    );
+    await expect(missing).rejects.toMatchObject({ kind: 'server_error', httpStatus: 400 });
+
+    const env = testEnv(testPrefix('doctor'), {
+      HERALD_EMAIL_PROVIDER: 'ses',
+      HERALD_SMS_PROVIDER: 'aws-sms',
+      AWS_ENDPOINT_URL: sandbox.url,
+      TWILIO_API_URL: sandbox.url,
+      POSTMARK_API_URL: sandbox.url,
+    });
+    const findings = await diagnose(env);
+    expect(findings.filter((f) => f.area === 'events queue')).toEqual([
+      expect.objectContaining({ verdict: 'ok', what: expect.stringContaining('ses events') }),
+      expect.objectContaining({ verdict: 'ok', what: expect.stringContaining('aws-sms events') }),
+    ]);
+    expect(findings.find((f) => f.area === 'ses')).toMatchObject({ verdict: 'ok' });
+    expect(findings.find((f) => f.area === 'aws-sms')).toMatchObject({ verdict: 'ok' });
+    const wrong = await diagnose({ ...env, SES_EVENTS_QUEUE_URL: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/wrong` });
+    expect(wrong.find((f) => f.area === 'events queue')).toMatchObject({
+      verdict: 'fail',
+      fix: expect.stringContaining('SES_EVENTS_QUEUE_URL'),
+    });
+  });
+});

@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StoredEntry } from '../../src/store/notices.js';
+import { noticeBody } from '../helpers/herald.js';
+import { sleep, testPrefix } from '../helpers/env.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+// HERALD_EMAIL_PROVIDER=ses end to end: the HTTP API, a real worker, the SES v2 SDK against the
+// emulator, its events through SNS envelopes into the emulated SQS queue, the feed sweep.
+let stack: Stack;
+let phones = 0;
+const phone = (behaviour = '00') => `+1${201 + (phones++ % 700)}55501${behaviour}`;
+
+beforeAll(async () => {
+  stack = await startStack({ prefix: testPrefix('ses'), env: { HERALD_EMAIL_PROVIDER: 'ses' } });
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+const ofType = (events: StoredEntry[], type: string) => events.filter((e) => e.type === type);
+const notice = (email: string, to: string | undefined, deadlineInSeconds: number) =>
+  noticeBody({ recipient: { id: `player-ses-${phones}`, email, ...(to ? { phone: to } : {}) }, deadlineInSeconds });
+const sesSends = (address: string) => stack.sandbox.requests().filter((r) => r.operation === 'ses.send' && r.recipient === address);
+
+describe('with HERALD_EMAIL_PROVIDER=ses', () => {
+  it('a delivered email ends email_delivered, read from the feed, with no SMS; the log names ses-sandbox', async () => {
+    const to = phone();
+    const id = await stack.createNotice(notice('delivered+300ms@example.com', to, 8));
+    const view = await stack.waitForState(id, ['email_delivered', 'sms_pending', 'sms_sent', 'sms_delivered']);
+    const events = await stack.events(id);
+    expect(view.state).toBe('email_delivered');
+    expect(ofType(events, 'email.requested')[0]).toMatchObject({ provider: 'ses-sandbox' });
+    expect(ofType(events, 'email.observed').at(-1)).toMatchObject({ status: 'delivered', providerStatus: 'Delivery' });
+    expect(ofType(events, 'fallback.decided')).toHaveLength(0);
+    expect(stack.smsTo(to)).toBe(0);
+  });
+
+  it('an email never delivered falls back once, at or after the deadline, with one SMS', async () => {
+    const to = phone();
+    const id = await stack.createNotice(notice('never@example.com', to, 3));
+    const view = await stack.waitForState(id, ['sms_delivered']);
+    expect(view.fallback.reason).toBe('email_deadline_elapsed');
+    const events = await stack.events(id);
+    const decided = ofType(events, 'fallback.decided');
+    expect(decided).toHaveLength(1);
+    expect(Date.parse(decided[0]!.decidedAt as string)).toBeGreaterThanOrEqual(Date.parse(decided[0]!.deadline as string));
+    // Only the Send event ever came: accepted, pending.
+    expect(ofType(events, 'email.observed').every((e) => e.status === 'pending')).toBe(true);
+    expect(stack.smsTo(to)).toBe(1);
+  });
+
+  it('a hard bounce falls back early with email_bounced and puts the address on the suppression list', async () => {
+    const to = phone();
+    const address = 'bounce+200ms+ses@example.com';
+    const id = await stack.createNotice(notice(address, to, 30));
+    const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
+    expect(view.fallback.reason).toBe('email_bounced');
+    expect(Date.parse(view.fallback.decidedAt)).toBeLessThan(Date.parse(view.deadline));
+    const events = await stack.events(id);
+    expect(ofType(events, 'email.observed').some((e) => e.status === 'bounced' && e.bounceType === 'Permanent/General')).toBe(true);
+    expect(stack.smsTo(to)).toBe(1);
+    const suppression = await stack.web.call('GET', `/v1/suppressions/email/${encodeURIComponent(address)}`);
+    expect(suppression.json()).toMatchObject({ source: 'ses_hard_bounce', noticeId: id });
+  });
+
+  it('an email opened but never delivered still falls back at the deadline', async () => {
+    const to = phone();
+    const id = await stack.createNotice(notice('opened+300ms@example.com', to, 4));
+    const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
+    expect(view.fallback.reason).toBe('email_deadline_elapsed');
+    const events = await stack.events(id);
+    expect(
+      ofType(events, 'email.observed').some((e) => (e.engagement as string[] | undefined)?.includes('opened') && e.status === 'pending'),
+    ).toBe(true);
+    expect(stack.smsTo(to)).toBe(1);
+  });
+
+  it('a feed with duplicates and reordering still ends delivered, and no observation goes back', async () => {
+    for (const address of ['delivered+300ms+dup@example.com', 'delivered+300ms+reorder@example.com']) {
+      const to = phone();
+      const id = await stack.createNotice(notice(address, to, 8));
+      const view = await stack.waitForState(id, ['email_delivered', 'sms_sent', 'sms_delivered']);
+      expect(view.state, address).toBe('email_delivered');
+      expect(sesSends(address)).toHaveLength(1);
+      expect(stack.smsTo(to)).toBe(0);
+    }
+  });
+
+  it('a send in doubt that reached SES is found by its key in the feed: no second email', async () => {
+    const address = 'delivered+300ms+doubt@example.com';
+    stack.sandbox.injectFault({ operation: 'ses.send', mode: 'accept_then_hang', match: address });
+    const id = await stack.createNotice(notice(address, phone(), 15));
+    await stack.waitForState(id, ['email_delivered'], 30_000);
+    expect(stack.sandbox.emails().filter((m) => m.to === address)).toHaveLength(1);
+    expect(sesSends(address)).toHaveLength(1);
+    const events = await stack.events(id);
+    expect(ofType(events, 'provider.error')[0]).toMatchObject({ kind: 'timeout', operation: 'send', channel: 'email' });
+    expect(ofType(events, 'email.accepted')).toEqual([expect.objectContaining({ resolvedBy: 'provider_search' })]);
+  });
+
+  it('a send in doubt the feed never shows stays in doubt, is never sent again, and the deadline decides', async () => {
+    const address = 'delivered+300ms+lost@example.com';
+    const to = phone();
+    stack.sandbox.injectFault({ operation: 'ses.send', mode: 'hang', match: address });
+    const id = await stack.createNotice(notice(address, to, 7));
+    const view = await stack.waitForState(id, ['sms_delivered'], 30_000);
+    expect(view.fallback.reason).toBe('email_deadline_elapsed');
+    // One SES request (it never answered), no email, no second attempt.
+    expect(sesSends(address)).toHaveLength(1);
+    const events = await stack.events(id);
+    expect(ofType(events, 'email.requested')).toHaveLength(1);
+    const searches = ofType(events, 'provider.error').filter((e) => e.operation === 'search');
+    expect(searches.length).toBeGreaterThanOrEqual(1);
+    // SES cannot answer "no such message": each search is recorded as a retryable error, never as "none".
+    expect(searches.every((e) => e.kind === 'server_error' && e.retryable === true)).toBe(true);
+    expect(ofType(events, 'email.observed').at(-1)).toMatchObject({ status: 'unknown', note: 'email_send_unconfirmed' });
+    expect(stack.smsTo(to)).toBe(1);
+  });
+
+  it('the worker drains the events queue: what was stored is deleted', async () => {
+    await sleep(1500);
+    const queue = stack.sandbox.feedQueues().find((q) => q.name === 'herald-ses-events')!;
+    expect(queue.deleted).toBeGreaterThan(0);
+  });
+});

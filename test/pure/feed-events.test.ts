@@ -1,0 +1,189 @@
+import { describe, expect, it } from 'vitest';
+import { idempotencyTagValue, readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
+import { loadConfig, ConfigError } from '../../src/config.js';
+
+const NOW = Date.parse('2026-12-01T10:00:00Z');
+const sns = (message: unknown) =>
+  JSON.stringify({
+    Type: 'Notification',
+    MessageId: 'm',
+    TopicArn: 'arn:aws:sns:us-east-1:1:t',
+    Message: JSON.stringify(message),
+    Timestamp: '2026-12-01T10:00:00Z',
+  });
+const mail = { timestamp: '2026-12-01T09:59:00.000Z', messageId: 'ses-1', destination: ['a@example.com'], tags: { herald_key: ['k-1'] } };
+const ses = (record: Record<string, unknown>) => readSesMessage(sns({ mail, ...record }), NOW);
+
+describe('SES event records → observations (the README mapping)', () => {
+  it.each([
+    [
+      { eventType: 'Send', send: {} },
+      { rank: 1, status: 'pending', providerStatus: 'Send' },
+    ],
+    [
+      { eventType: 'DeliveryDelay', deliveryDelay: { delayType: 'MailboxFull', timestamp: '2026-12-01T09:59:30Z' } },
+      { rank: 2, status: 'deferred' },
+    ],
+    [
+      { eventType: 'Delivery', delivery: { timestamp: '2026-12-01T09:59:40Z' } },
+      { rank: 5, status: 'delivered', at: Date.parse('2026-12-01T09:59:40Z') },
+    ],
+    [
+      { eventType: 'Bounce', bounce: { bounceType: 'Permanent', bounceSubType: 'General' } },
+      { rank: 5, status: 'bounced', suppressed: true },
+    ],
+    [
+      { eventType: 'Bounce', bounce: { bounceType: 'Permanent', bounceSubType: 'OnAccountSuppressionList' } },
+      { rank: 5, status: 'failed', suppressed: true },
+    ],
+    [
+      { eventType: 'Bounce', bounce: { bounceType: 'Transient', bounceSubType: 'MailboxFull' } },
+      { rank: 2, status: 'deferred' },
+    ],
+    [
+      { eventType: 'Bounce', bounce: { bounceType: 'Undetermined', bounceSubType: 'Undetermined' } },
+      { rank: 4, status: 'unknown' },
+    ],
+    [
+      { eventType: 'Reject', reject: { reason: 'Bad content' } },
+      { rank: 5, status: 'failed', providerStatus: 'Reject(Bad content)' },
+    ],
+    [
+      { eventType: 'Rendering Failure', failure: {} },
+      { rank: 5, status: 'failed' },
+    ],
+    [
+      { eventType: 'Open', open: {} },
+      { rank: 0, engagement: 'opened' },
+    ],
+    [
+      { eventType: 'Click', click: {} },
+      { rank: 0, engagement: 'clicked' },
+    ],
+    [
+      { eventType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'a@example.com' }] } },
+      { rank: 0, engagement: 'complained', suppressed: true },
+    ],
+  ])('%j', (record, expected) => {
+    const read = ses(record);
+    expect(read.kind).toBe('event');
+    if (read.kind !== 'event') return;
+    expect(read.event).toMatchObject({ messageId: 'ses-1', ...expected });
+    expect(read.tag).toEqual({ value: 'k-1', sentAt: Date.parse(mail.timestamp) });
+  });
+
+  it('opens, clicks and complaints are never delivery, and only permanent bounces and complaints suppress', () => {
+    for (const type of ['Open', 'Click', 'Complaint']) {
+      const read = ses({ eventType: type });
+      expect(read.kind === 'event' && read.event.status).not.toBe('delivered');
+    }
+    const complaint = ses({
+      eventType: 'Complaint',
+      complaint: { complainedRecipients: [{ emailAddress: 'a@example.com' }], complaintFeedbackType: 'abuse' },
+    });
+    expect(complaint).toMatchObject({ suppress: { address: 'a@example.com', source: 'ses_complaint' } });
+    expect(ses({ eventType: 'Bounce', bounce: { bounceType: 'Transient' } })).not.toHaveProperty('suppress');
+  });
+
+  it('reads raw delivery and EventBridge shapes, ignores subscription confirmations, and says what it cannot read', () => {
+    expect(readSesMessage(JSON.stringify({ eventType: 'Send', mail }), NOW)).toMatchObject({ kind: 'event' });
+    expect(readSesMessage(JSON.stringify({ 'detail-type': 'Email Sent', detail: { eventType: 'Send', mail } }), NOW)).toMatchObject({
+      kind: 'event',
+    });
+    expect(readSesMessage(JSON.stringify({ Type: 'SubscriptionConfirmation', TopicArn: 't' }), NOW)).toMatchObject({ kind: 'ignored' });
+    expect(readSesMessage('not json', NOW)).toMatchObject({ kind: 'unreadable' });
+    expect(readSesMessage(JSON.stringify({ eventType: 'Send' }), NOW)).toMatchObject({ kind: 'unreadable' });
+    expect(ses({ eventType: 'Subscription' })).toMatchObject({ kind: 'ignored' });
+  });
+
+  it('encodes a key SES tags cannot hold', () => {
+    expect(idempotencyTagValue('ntc_abc-email')).toBe('ntc_abc-email');
+    expect(idempotencyTagValue('a:b')).toMatch(/^sha256_[0-9a-f]{64}$/);
+  });
+});
+
+describe('End User Messaging SMS events → observations', () => {
+  const sms = (eventType: string) =>
+    readSmsMessage(
+      sns({
+        eventType,
+        messageId: 'sms-1',
+        eventTimestamp: NOW - 1000,
+        messageRequestTimestamp: NOW - 5000,
+        context: { herald_key: 'n-sms' },
+      }),
+      NOW,
+    );
+  it.each([
+    ['TEXT_QUEUED', 1, 'pending'],
+    ['TEXT_PENDING', 2, 'pending'],
+    ['TEXT_CARRIER_UNREACHABLE', 2, 'pending'],
+    ['TEXT_SUCCESSFUL', 3, 'pending'],
+    ['TEXT_UNKNOWN', 4, 'unknown'],
+    ['TEXT_DELIVERED', 5, 'delivered'],
+    ['TEXT_BLOCKED', 5, 'failed'],
+    ['TEXT_SPAM', 5, 'failed'],
+    ['TEXT_INVALID', 5, 'failed'],
+    ['TEXT_UNREACHABLE', 5, 'failed'],
+    ['TEXT_TTL_EXPIRED', 5, 'failed'],
+  ])('%s → rank %i, %s', (type, rank, status) => {
+    expect(sms(type)).toMatchObject({
+      kind: 'event',
+      event: { rank, status, providerStatus: type, at: NOW - 1000 },
+      tag: { value: 'n-sms', sentAt: NOW - 5000 },
+    });
+  });
+  it('ignores event types it does not know', () => {
+    expect(sms('VOICE_ANSWERED')).toMatchObject({ kind: 'ignored' });
+  });
+});
+
+describe('configuration of the feed providers', () => {
+  const live = { HERALD_PROVIDERS: 'live', HERALD_API_KEYS: 'a-key-of-sixteen-chars', HERALD_ARCHIVE_URL: 'file:///tmp/x' };
+  const problems = (env: Record<string, string>): string => {
+    try {
+      loadConfig(env);
+      return '';
+    } catch (error) {
+      if (error instanceof ConfigError) return error.message;
+      throw error;
+    }
+  };
+  it('names every variable a live SES / AWS SMS deployment must set, and only for the chosen provider', () => {
+    const message = problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', HERALD_SMS_PROVIDER: 'aws-sms', POSTMARK_SERVER_TOKEN: 'x' });
+    for (const name of [
+      'AWS_REGION',
+      'SES_FROM',
+      'SES_CONFIGURATION_SET',
+      'SES_EVENTS_QUEUE_URL',
+      'AWS_SMS_ORIGINATION_IDENTITY',
+      'AWS_SMS_CONFIGURATION_SET',
+      'AWS_SMS_EVENTS_QUEUE_URL',
+    ]) {
+      expect(message).toContain(name);
+    }
+    expect(message).not.toContain('POSTMARK_FROM');
+    expect(message).not.toContain('TWILIO_AUTH_TOKEN');
+  });
+  it('takes the region endpoints live, and the service variables before AWS_ENDPOINT_URL', () => {
+    const config = loadConfig({
+      ...live,
+      HERALD_EMAIL_PROVIDER: 'ses',
+      HERALD_SMS_PROVIDER: 'aws-sms',
+      AWS_REGION: 'eu-west-1',
+      SES_FROM: 'h@example.com',
+      SES_CONFIGURATION_SET: 'herald',
+      SES_EVENTS_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/ses',
+      AWS_SMS_ORIGINATION_IDENTITY: '+15555550100',
+      AWS_SMS_CONFIGURATION_SET: 'herald',
+      AWS_SMS_EVENTS_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/sms',
+      AWS_ENDPOINT_URL_SQS: 'https://proxy.example/sqs',
+    });
+    expect(config.ses).toMatchObject({ apiUrl: 'https://email.eu-west-1.amazonaws.com', sqsUrl: 'https://proxy.example/sqs' });
+    expect(config.awsSms.apiUrl).toBe('https://sms-voice.eu-west-1.amazonaws.com');
+    expect(config.aws.credentials).toBeUndefined();
+    expect(problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'AKIA' })).toContain(
+      'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
+    );
+  });
+});
