@@ -55,7 +55,10 @@ export interface Stores {
  */
 export function openStores(redis: Redis, config: Config, opts: { openContent?: boolean } = {}): Stores {
   return {
-    store: new NoticeStore(redis, config.prefix, opts.openContent ? { keyring: keyringOf(config.encryptionKeys) } : {}),
+    store: new NoticeStore(redis, config.prefix, {
+      ...(opts.openContent ? { keyring: keyringOf(config.encryptionKeys) } : {}),
+      replicasExpected: config.redis.sentinels !== undefined || config.redis.clusterNodes !== undefined,
+    }),
     policies: new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept }),
     suppressions: new SuppressionStore(redis, config.prefix, { max: config.suppressionsMax }),
     noticeIndex: new NoticeIndex(redis, new Keys(config.prefix)),
@@ -100,17 +103,24 @@ export interface WebParts {
  * archive — or, when the worker runs in the same process (`npm start`), the worker's archive,
  * which its owner closes.
  */
-export function composeWeb(
-  config: Config,
-  opts: { clock: Clock; logger: Logger; connectionName?: string; archive?: Archive },
-): WebParts {
+export function composeWeb(config: Config, opts: { clock: Clock; logger: Logger; connectionName?: string; archive?: Archive }): WebParts {
   const redis = openRedis(config, 'web', opts.connectionName ?? 'herald-web', opts.logger);
   const stores = openStores(redis, config);
   const { queues, scheduler } = openScheduling(redis, stores.store, opts.clock);
   const shared = opts.archive;
   const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
   const trails = trailReader({ store: stores.store, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
-  const deps: AppDeps = { config, redis, ...stores, scheduler, queues, trails, archive: archive.get, clock: opts.clock, logger: opts.logger };
+  const deps: AppDeps = {
+    config,
+    redis,
+    ...stores,
+    scheduler,
+    queues,
+    trails,
+    archive: archive.get,
+    clock: opts.clock,
+    logger: opts.logger,
+  };
   return {
     deps,
     close: async () => {
