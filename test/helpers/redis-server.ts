@@ -160,8 +160,14 @@ export class RedisServer {
     await exited;
   }
 
+  /** Sends a signal without waiting for an exit: SIGSTOP freezes the server (its sockets stay open), SIGCONT thaws it. */
+  signal(signal: NodeJS.Signals): void {
+    if (this.running) this.child!.kill(signal);
+  }
+
   /** Stops the server and removes its directory. */
   async stop(): Promise<void> {
+    this.signal('SIGCONT');
     await this.kill('SIGKILL');
     rmSync(this.dir, { recursive: true, force: true });
   }
