@@ -38,11 +38,11 @@ export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker
       password: node.password ? decodeURIComponent(node.password) : undefined,
       db: Number(node.pathname.slice(1) || 0),
       ...(node.protocol === 'rediss:' ? { tls: {}, enableTLSForSentinelMode: true } : {}),
-      // A failover the sentinels announce (+switch-master) drops the connection at once, so that
-      // it asks them for the new master, even when the old one is alive and now a replica (a
-      // blocked BullMQ read would otherwise wait on it forever). The connection checks the role
-      // of the server it reaches, and a write a demoted master refuses reconnects and is resent.
-      failoverDetector: true,
+      // After a failover the connection asks the sentinels for the master again: Redis drops every
+      // client when its master crashes or is demoted, and the connection checks the role of the
+      // server it reaches. (ioredis's `failoverDetector` is left off: a +switch-master arriving
+      // while the connection is reconnecting ends it for good.) A write that a demoted master
+      // refuses reconnects and is sent again.
       reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
     });
   }
