@@ -104,10 +104,15 @@ export class SentinelSetup {
   servers: RedisServer[] = [];
   sentinels: SentinelProcess[] = [];
 
-  private constructor(private readonly timing: SentinelTiming) {}
+  private constructor(
+    private readonly timing: SentinelTiming,
+    private readonly appendfsync: 'always' | 'everysec',
+  ) {}
 
-  static async start(timing: Partial<SentinelTiming> = {}): Promise<SentinelSetup> {
-    const setup = new SentinelSetup({ downAfterMs: 1000, failoverTimeoutMs: 3000, ...timing });
+  /** `appendfsync`: of the data nodes (`everysec` unless asked). */
+  static async start(opts: Partial<SentinelTiming> & { appendfsync?: 'always' | 'everysec' } = {}): Promise<SentinelSetup> {
+    const { appendfsync = 'everysec', ...timing } = opts;
+    const setup = new SentinelSetup({ downAfterMs: 1000, failoverTimeoutMs: 3000, ...timing }, appendfsync);
     try {
       await setup.boot();
     } catch (error) {
@@ -119,7 +124,7 @@ export class SentinelSetup {
 
   private async boot(): Promise<void> {
     const auth = ['--masteruser', this.user.name, '--masterauth', this.user.password];
-    const master = await RedisServer.start({ appendfsync: 'everysec', user: this.user, args: auth });
+    const master = await RedisServer.start({ appendfsync: this.appendfsync, user: this.user, args: auth });
     this.servers.push(master);
     this.servers.push(
       await RedisServer.start({
