@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { UNDECIDED_STATES } from '../../src/notice/states.js';
 import { NoticeStore } from '../../src/store/notices.js';
 import { connectRedis } from '../../src/store/redis.js';
 import { checkRun, settled, type NoticeOutcome } from '../chaos/invariants.js';
@@ -50,6 +51,8 @@ describe('a Sentinel failover with notices in flight', () => {
       // Above the sandbox's 1.5 s `slow` answers, with room for a loaded machine (as the chaos runs).
       HERALD_PROVIDER_TIMEOUT_MS: '2500',
       HERALD_RECONCILE_GRACE_MS: '3000',
+      // Info, so that a worker's "running" line says when it is ready.
+      LOG_LEVEL: 'info',
     });
     archiveDir = fileURLToPath(env.HERALD_ARCHIVE_URL!);
     redis = connectRedis(loadConfig(env).redis, 'worker', 'herald-test-reader');
@@ -57,6 +60,7 @@ describe('a Sentinel failover with notices in flight', () => {
     store = new NoticeStore(redis, prefix);
     web = await new WebProcess(env).start();
     workers = [new WorkerProcess(env).start(), new WorkerProcess(env).start()];
+    await waitFor(async () => workers.every((w) => w.ready), 30_000, 'the workers to run');
   }, 90_000);
   afterAll(async () => {
     await Promise.allSettled(workers.map((w) => w.stop('SIGKILL')));
@@ -128,6 +132,10 @@ describe('a Sentinel failover with notices in flight', () => {
     }
     // Some deadlines have passed (SMS due or in flight), others have not; emails are in flight.
     await sleep(1200);
+    // What the kill interrupts: notices still before their deadline and notices whose fallback is decided.
+    const before = tally(
+      await Promise.all([...ids.values()].map(async (id) => (await redis.hget(store.keys.notice(id), 'state')) ?? 'none')),
+    );
     const old = await setup.killMaster();
     const killedAt = Date.now();
     masterDown = true;
@@ -204,13 +212,16 @@ describe('a Sentinel failover with notices in flight', () => {
     const metrics = await web.call('GET', '/metrics');
     expect(metrics.text).toMatch(/^herald_unreplicated_writes_total\{write="accept",reason="no_replica"\} [1-9]/m);
 
+    expect(UNDECIDED_STATES.some((state) => before[state])).toBe(true);
+    expect(['sms_pending', 'sms_sending', 'sms_sent', 'sms_delivered'].some((state) => before[state])).toBe(true);
+
     // The old master comes back as a replica of the new one; replicated writes wait for it again.
     await old.start();
     await setup.waitForReplicas(promoted, 1, 60_000);
     console.log(
       `failover: promoted after ${promotedAfterMs} ms; ${plans.length} notices, ${sms.length} SMS, ` +
         `${outage.length} answers 503 during the outage (slowest ${Math.max(...outage.map((a) => a.ms))} ms), ` +
-        `${inDoubt.length} notices with a provider error or a reconciler repair; ends ${JSON.stringify(tally(outcomes.map((o) => o.hash?.state ?? 'lost')))}`,
+        `${inDoubt.length} notices with a provider error or a reconciler repair; at the kill ${JSON.stringify(before)}; ends ${JSON.stringify(tally(outcomes.map((o) => o.hash?.state ?? 'lost')))}`,
     );
   }, 240_000);
 
