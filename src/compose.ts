@@ -103,24 +103,17 @@ export interface WebParts {
  * archive — or, when the worker runs in the same process (`npm start`), the worker's archive,
  * which its owner closes.
  */
-export function composeWeb(config: Config, opts: { clock: Clock; logger: Logger; connectionName?: string; archive?: Archive }): WebParts {
+export function composeWeb(
+  config: Config,
+  opts: { clock: Clock; logger: Logger; connectionName?: string; archive?: Archive },
+): WebParts {
   const redis = openRedis(config, 'web', opts.connectionName ?? 'herald-web', opts.logger);
   const stores = openStores(redis, config);
   const { queues, scheduler } = openScheduling(redis, stores.store, opts.clock);
   const shared = opts.archive;
   const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
   const trails = trailReader({ store: stores.store, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
-  const deps: AppDeps = {
-    config,
-    redis,
-    ...stores,
-    scheduler,
-    queues,
-    trails,
-    archive: archive.get,
-    clock: opts.clock,
-    logger: opts.logger,
-  };
+  const deps: AppDeps = { config, redis, ...stores, scheduler, queues, trails, archive: archive.get, clock: opts.clock, logger: opts.logger };
   return {
     deps,
     close: async () => {
