@@ -27,41 +27,17 @@ export interface TlsFiles {
 export function makeTlsFiles(): TlsFiles {
   const dir = mkdtempSync(join(tmpdir(), 'herald-tls-'));
   const at = (name: string) => join(dir, name);
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    at('ca.key'),
-    '-out',
-    at('ca.crt'),
-    '-days',
-    '2',
-    '-subj',
-    '/CN=herald-test-ca',
-  );
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', at('server.key'), '-out', at('server.csr'), '-subj', '/CN=127.0.0.1');
+  // `@name`: a file of the directory (temporary paths hold no spaces).
+  const openssl = (command: string) =>
+    execFileSync(
+      'openssl',
+      command.split(' ').map((word) => (word.startsWith('@') ? at(word.slice(1)) : word)),
+      { stdio: 'pipe' },
+    );
+  openssl('req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=herald-test-ca -keyout @ca.key -out @ca.crt');
+  openssl('req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout @server.key -out @server.csr');
   writeFileSync(at('san.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    at('server.csr'),
-    '-CA',
-    at('ca.crt'),
-    '-CAkey',
-    at('ca.key'),
-    '-CAcreateserial',
-    '-out',
-    at('server.crt'),
-    '-days',
-    '2',
-    '-extfile',
-    at('san.cnf'),
-  );
+  openssl('x509 -req -days 2 -in @server.csr -CA @ca.crt -CAkey @ca.key -CAcreateserial -out @server.crt -extfile @san.cnf');
   return { dir, ca: at('ca.crt'), cert: at('server.crt'), key: at('server.key') };
 }
 

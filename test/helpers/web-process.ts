@@ -27,7 +27,7 @@ export class WebProcess {
         if (child.exitCode !== null) throw new Error(`the web process exited with ${child.exitCode}: ${this.output}`);
         return /"url":"(http:[^"]+)".*herald web listening/.exec(this.output);
       },
-      20_000,
+      60_000,
       'the web process to listen',
     ).then((match) => (this.url = match[1]!));
     return this;

@@ -60,8 +60,8 @@ describe('a Sentinel failover with notices in flight', () => {
     store = new NoticeStore(redis, prefix);
     web = await new WebProcess(env).start();
     workers = [new WorkerProcess(env).start(), new WorkerProcess(env).start()];
-    await waitFor(async () => workers.every((w) => w.ready), 30_000, 'the workers to run');
-  }, 90_000);
+    await waitFor(async () => workers.every((w) => w.ready), 90_000, 'the workers to run');
+  }, 180_000);
   afterAll(async () => {
     await Promise.allSettled(workers.map((w) => w.stop('SIGKILL')));
     await web?.stop();

@@ -39,7 +39,7 @@ describe('REDIS_URL rediss:// with an ACL user', () => {
     });
     web = await new WebProcess(env).start();
     worker = new WorkerProcess(env).start();
-  });
+  }, 120_000);
   afterAll(async () => {
     await worker?.stop('SIGKILL');
     await web?.stop();
@@ -70,14 +70,14 @@ describe('REDIS_URL rediss:// with an ACL user', () => {
         const res = await web.call('GET', `/v1/notices/${id}`);
         return res.json?.state === 'sms_delivered' ? res.json : undefined;
       },
-      30_000,
+      60_000,
       'the notice to end sms_delivered',
     );
     expect(view.fallback.reason).toBe('email_deadline_elapsed');
     const events = (await web.call('GET', `/v1/notices/${id}/events`)).json.events as { type: string }[];
     expect(events.filter((e) => e.type === 'fallback.decided')).toHaveLength(1);
     expect(sandbox.sms().filter((m) => m.to === phone)).toHaveLength(1);
-  }, 60_000);
+  }, 120_000);
 
   it('every connection of the web, the worker and BullMQ is the ACL user over TLS', async () => {
     const clients = (await redis.client('LIST')) as string;
