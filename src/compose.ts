@@ -59,7 +59,10 @@ export interface Stores {
  */
 export function openStores(redis: Redis, config: Config, opts: { openContent?: boolean } = {}): Stores {
   return {
-    store: new NoticeStore(redis, config.prefix, opts.openContent ? { keyring: keyringOf(config.encryptionKeys) } : {}),
+    store: new NoticeStore(redis, config.prefix, {
+      ...(opts.openContent ? { keyring: keyringOf(config.encryptionKeys) } : {}),
+      replicasExpected: config.redis.sentinels !== undefined || config.redis.clusterNodes !== undefined,
+    }),
     policies: new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept }),
     suppressions: new SuppressionStore(redis, config.prefix, { max: config.suppressionsMax }),
     noticeIndex: new NoticeIndex(redis, new Keys(config.prefix)),

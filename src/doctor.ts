@@ -11,7 +11,7 @@ import { openObjectStorage } from './archive/open.js';
 import { checkFeedQueues } from './providers/feed.js';
 import { createEmailProvider, createSmsProvider, credentialVariables, emailUrl, feedSources, smsUrl } from './providers/registry.js';
 import { ProviderError } from './providers/types.js';
-import { connectRedis, waitReady } from './store/redis.js';
+import { connectRedis, describeRedisTarget, waitReady } from './store/redis.js';
 import { timeLimit } from './time-limit.js';
 
 export type Verdict = 'ok' | 'warn' | 'fail';
@@ -55,7 +55,7 @@ export async function diagnose(env: Record<string, string | undefined>, now: () 
 }
 
 async function checkRedis(config: Config, now: () => number): Promise<Finding[]> {
-  const where = withoutCredentials(config.redisUrl);
+  const where = describeRedisTarget(config.redis);
   const redis = connectRedis(config.redis, 'web', 'herald-doctor');
   redis.on('error', () => undefined);
   try {

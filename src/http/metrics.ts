@@ -106,6 +106,12 @@ export function metricSeries(currency: string, providers: { email: string; sms: 
       byFields(s, 'blocked', ['reason']),
     ),
     def('herald_sms_sent_total', 'SMS handed to the provider.', 'counter', (s) => [{ value: s.counters.get('entry|sms.accepted') ?? 0 }]),
+    def(
+      'herald_unreplicated_writes_total',
+      'Writes that should have waited for a replica (the creation, a send about to leave) and went ahead without one, by write and reason (no_replica, timeout).',
+      'counter',
+      (s) => byFields(s, 'unreplicated', ['write', 'reason']),
+    ),
     def('herald_reconciler_repairs_total', 'Overdue notices the reconciler drove forward.', 'counter', (s) => [
       { value: s.counters.get('entry|notice.reconciled') ?? 0 },
     ]),

@@ -16,17 +16,26 @@ export interface Transition {
   readonly to?: NoticeState;
   /** The entry type that records the move (with `to`); `notice.completed` when it is the only one. */
   readonly marks?: string;
+  /**
+   * The write must survive a failover before what follows it happens (SPEC §9): it waits for a
+   * replica where the master has one (src/store/replicas.ts), and is counted under this name
+   * when it goes ahead unreplicated.
+   */
+  readonly replicated?: ReplicatedWrite;
 }
+
+/** The writes that wait for a replica: the notice's creation, and a provider send about to leave. */
+export type ReplicatedWrite = 'accept' | 'email_send' | 'sms_send';
 
 /** The states a step that needs the notice's content runs from: a send, or a search for an SMS in doubt. */
 export const NEEDS_CONTENT: readonly NoticeState[] = ['accepted', 'email_sending', 'sms_pending', 'sms_sending'];
 
 export const TRANSITIONS = {
   /** `POST /v1/notices` stores the notice (createNotice-9.lua, not transition-6.lua). */
-  accept: { from: [], to: 'accepted', marks: 'notice.accepted' },
+  accept: { from: [], to: 'accepted', marks: 'notice.accepted', replicated: 'accept' },
 
   /** An email attempt starts; a retry of an unsettled attempt starts from email_sending. */
-  startEmailAttempt: { from: ['accepted', 'email_sending'], to: 'email_sending', marks: 'email.requested' },
+  startEmailAttempt: { from: ['accepted', 'email_sending'], to: 'email_sending', marks: 'email.requested', replicated: 'email_send' },
   /** Postmark accepted the email (or a search found the message of an attempt in doubt). */
   recordEmailAccepted: { from: ['email_sending'], to: 'email_sent', marks: 'email.accepted' },
   /** An email attempt ended without acceptance: a provider error settles it, in doubt or not. */
@@ -44,7 +53,7 @@ export const TRANSITIONS = {
   blockFallback: { from: UNDECIDED_STATES, to: 'blocked', marks: 'fallback.blocked' },
 
   /** An SMS attempt starts; a retry of an unsettled attempt starts from sms_sending. */
-  startSmsAttempt: { from: ['sms_pending', 'sms_sending'], to: 'sms_sending', marks: 'sms.requested' },
+  startSmsAttempt: { from: ['sms_pending', 'sms_sending'], to: 'sms_sending', marks: 'sms.requested', replicated: 'sms_send' },
   /** Twilio accepted the SMS (or a search found the message of an attempt in doubt). */
   recordSmsAccepted: { from: ['sms_sending'], to: 'sms_sent', marks: 'sms.accepted' },
   /** An SMS attempt ended without acceptance and may be tried again. */

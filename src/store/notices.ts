@@ -1,14 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { Channel } from '../providers/types.js';
 import type { NoticeState, PolicyOutcome } from '../notice/states.js';
-import { TRANSITIONS, type Transition, type TransitionName } from '../notice/transitions.js';
+import { TRANSITIONS, type ReplicatedWrite, type Transition, type TransitionName } from '../notice/transitions.js';
 import type { LogEntry, StoredEntry } from '../notice/entries.js';
 import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
 import type { Keyring } from '../crypto.js';
 import { openContent, type StoredContent } from './content.js';
 import { Keys, shardFor } from './keys.js';
-import { defineScripts, type HeraldScripts } from './scripts.js';
+import { defineScripts, type HeraldScripts, type ScriptPipeline } from './scripts.js';
 import { metricIncrements } from './metrics.js';
+import { ReplicaWatch, unreplicatedField } from './replicas.js';
 
 export type { LogEntry, StoredEntry } from '../notice/entries.js';
 
@@ -178,43 +179,52 @@ export function channelField(channel: Channel, name: keyof ChannelRecord): Chann
 /** Typed access to notices, their decision log and the due index. All writes go through scripts. */
 export class NoticeStore {
   readonly keys: Keys;
+  /** The master's replicas, for the writes that wait for one (src/store/replicas.ts). */
+  readonly replicas: ReplicaWatch;
   private readonly redis: Redis & HeraldScripts;
 
-  /** `keyring` opens sealed content; only the process that sends (the worker) needs it. */
+  /**
+   * `keyring` opens sealed content; only the process that sends (the worker) needs it.
+   * `replicasExpected`: the topology has replicas (Sentinel, Cluster), so a write that finds
+   * none is counted as unreplicated.
+   */
   constructor(
     redis: Redis,
     prefix: string,
-    private readonly options: { keyring?: Keyring } = {},
+    private readonly options: { keyring?: Keyring; replicasExpected?: boolean } = {},
   ) {
     this.redis = defineScripts(redis);
     this.keys = new Keys(prefix);
+    this.replicas = new ReplicaWatch(redis, { expected: options.replicasExpected ?? false });
   }
 
   async create(input: CreateNoticeInput): Promise<CreateNoticeResult> {
     const k = this.keys.noticeKeysFor(input.id);
     const idem = input.idempotency;
     const idemKey = this.keys.idempotency(idem ? idem.shard : 0, idem ? idem.keyHash : 'unused');
-    const reply = await this.redis.createNotice(
-      k.notice,
-      this.keys.content(input.id),
-      k.events,
-      k.log,
-      k.due,
-      idemKey,
-      k.metrics,
-      k.stats,
-      this.keys.notices(shardOfNoticeId(input.id)!),
-      input.id,
-      input.at,
-      input.contentTtlMs,
-      idem?.ttlMs ?? 0,
-      idem?.bodyHash ?? '',
-      JSON.stringify(input.fields),
-      JSON.stringify(input.content),
-      JSON.stringify(input.entries.map(encodeEntry)),
-      input.due,
-      JSON.stringify(metricIncrements(input.entries, 'accepted')),
-      input.createdAt,
+    const reply = await this.replicated('accept', k.metrics, metricIncrements(input.entries, 'accepted'), (on, increments) =>
+      on.createNotice(
+        k.notice,
+        this.keys.content(input.id),
+        k.events,
+        k.log,
+        k.due,
+        idemKey,
+        k.metrics,
+        k.stats,
+        this.keys.notices(shardOfNoticeId(input.id)!),
+        input.id,
+        input.at,
+        input.contentTtlMs,
+        idem?.ttlMs ?? 0,
+        idem?.bodyHash ?? '',
+        JSON.stringify(input.fields),
+        JSON.stringify(input.content),
+        JSON.stringify(input.entries.map(encodeEntry)),
+        input.due,
+        increments,
+        input.createdAt,
+      ),
     );
     const code = Number(reply[0]);
     if (code === 1) return { created: true };
@@ -237,25 +247,31 @@ export class NoticeStore {
     if (spec.reached) guards.reached = spec.reached;
     const set: Record<string, string> = {};
     for (const [field, value] of Object.entries(spec.set ?? {})) set[field] = String(value);
-    const reply = await this.redis.transition(
-      k.notice,
-      k.events,
-      k.log,
-      k.due,
-      k.metrics,
-      k.stats,
-      id,
-      now,
-      at,
-      from === '*' ? '*' : from.join(','),
-      to ?? '',
-      JSON.stringify(guards),
-      JSON.stringify(set),
-      JSON.stringify(spec.unset ?? []),
-      JSON.stringify(spec.entries.map(encodeEntry)),
-      spec.due === undefined ? '' : String(spec.due),
-      JSON.stringify(metricIncrements(spec.entries, to)),
-    );
+    const script = (on: HeraldScripts | ScriptPipeline, increments: string) =>
+      on.transition(
+        k.notice,
+        k.events,
+        k.log,
+        k.due,
+        k.metrics,
+        k.stats,
+        id,
+        now,
+        at,
+        from === '*' ? '*' : from.join(','),
+        to ?? '',
+        JSON.stringify(guards),
+        JSON.stringify(set),
+        JSON.stringify(spec.unset ?? []),
+        JSON.stringify(spec.entries.map(encodeEntry)),
+        spec.due === undefined ? '' : String(spec.due),
+        increments,
+      );
+    const increments = metricIncrements(spec.entries, to);
+    const replicated = (TRANSITIONS[spec.name] as Transition).replicated;
+    const reply = replicated
+      ? await this.replicated(replicated, k.metrics, increments, script)
+      : ((await script(this.redis, JSON.stringify(increments))) as unknown[]);
     switch (Number(reply[0])) {
       case 1:
         return { ok: true, state: String(reply[1]) as NoticeState };
@@ -268,6 +284,39 @@ export class NoticeStore {
       default:
         throw new Error(`transition script answered ${JSON.stringify(reply)}`);
     }
+  }
+
+  /**
+   * Runs a script whose write must survive a failover (src/store/replicas.ts): where the master
+   * has a replica, `WAIT 1 <ms>` follows it in the same pipeline, one round trip; where it has
+   * none, the write goes ahead, counted as unreplicated by the script itself (so only when it
+   * applied). A WAIT that times out lets it go ahead too, counted. A WAIT that fails (the
+   * connection broke) throws, as the script's own failure would: the caller does not know the
+   * write is safe, and treats it as not done (a 503; a send attempt left in doubt).
+   */
+  private async replicated(
+    write: ReplicatedWrite,
+    metricsKey: string,
+    increments: (string | number)[],
+    script: (on: HeraldScripts | ScriptPipeline, increments: string) => unknown,
+  ): Promise<unknown[]> {
+    const plan = await this.replicas.plan(write);
+    if (!plan.wait) {
+      const counted = plan.count ? [...increments, plan.count, 1] : increments;
+      return (await script(this.redis, JSON.stringify(counted))) as unknown[];
+    }
+    const pipeline = this.redis.pipeline() as ScriptPipeline;
+    script(pipeline, JSON.stringify(increments));
+    pipeline.wait(1, plan.waitMs);
+    const [[scriptError, reply], [waitError, acked]] = (await pipeline.exec()) as [[Error | null, unknown], [Error | null, unknown]];
+    if (scriptError) throw scriptError;
+    if (waitError) throw waitError;
+    if (Number(acked) < 1 && Number((reply as unknown[])[0]) === 1) {
+      // The replica is gone or lagging: the next write reads INFO again rather than wait once more.
+      this.replicas.forget();
+      await this.redis.hincrby(metricsKey, unreplicatedField(write, 'timeout'), 1).catch(() => undefined);
+    }
+    return reply as unknown[];
   }
 
   /** The notice as stored; the domain's `readNotice` (src/notice/notice.ts) adds its plans. */

@@ -1,5 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisTarget } from '../config.js';
+import { withoutCredentials, type RedisTarget } from '../config.js';
 
 /**
  * The kinds of connection Herald opens. Workers wait for Redis to come back
@@ -38,9 +38,23 @@ export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker
       password: node.password ? decodeURIComponent(node.password) : undefined,
       db: Number(node.pathname.slice(1) || 0),
       ...(node.protocol === 'rediss:' ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+      // After a failover the connection asks the sentinels for the master again: Redis drops every
+      // client when its master crashes or is demoted, and the connection checks the role of the
+      // server it reaches. (ioredis's `failoverDetector` is left off: a +switch-master arriving
+      // while the connection is reconnecting ends it for good.) A write that a demoted master
+      // refuses reconnects and is sent again.
+      reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
     });
   }
   return new Redis(target.url, options);
+}
+
+/** Where a target points, without credentials, as logs and the doctor name it. */
+export function describeRedisTarget(target: RedisTarget): string {
+  if (target.sentinels)
+    return `master ${target.sentinelMaster} of sentinels ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  if (target.clusterNodes) return `cluster ${target.clusterNodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  return withoutCredentials(target.url);
 }
 
 /** Resolves once the connection is ready, or rejects after `timeoutMs`. */

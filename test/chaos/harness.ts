@@ -21,6 +21,7 @@ import { jobIds } from '../../queues/index.js';
 import { sleep, TEST_API_KEY, testConfig, testPrefix } from '../helpers/env.js';
 import { startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { RedisServer } from '../helpers/redis-server.js';
+import { SentinelSetup } from '../helpers/sentinel.js';
 import { statsOfHash, tally } from '../helpers/stats.js';
 import { WorkerProcess } from '../helpers/stack.js';
 import { checkRun, TERMINAL, type NoticeOutcome, type Violation } from './invariants.js';
@@ -72,6 +73,7 @@ export async function runChaos(plan: ChaosPlan, opts: ChaosOptions): Promise<Cha
 
 class ChaosRun {
   private redis!: RedisServer;
+  private sentinel: SentinelSetup | undefined;
   private sandbox!: Sandbox;
   private web!: WebUnderTest;
   /** The run's archive, to read retired notices back. */
@@ -117,11 +119,14 @@ class ChaosRun {
   }
 
   async execute(): Promise<ChaosReport> {
-    this.redis = await RedisServer.start({ appendfsync: 'always' });
+    // HERALD_TEST_TOPOLOGY=sentinel: a Sentinel setup of the run's own, whose master the
+    // redis-restart events kill (a failover); one node of its own otherwise.
+    if (process.env.HERALD_TEST_TOPOLOGY === 'sentinel') this.sentinel = await SentinelSetup.start({ appendfsync: 'always' });
+    this.redis = this.sentinel ? this.sentinel.servers[0]! : await RedisServer.start({ appendfsync: 'always' });
     this.sandbox = await startSandbox({ port: 0 });
     const prefix = testPrefix('chaos');
     const env = {
-      REDIS_URL: this.redis.url,
+      ...(this.sentinel ? this.sentinel.env : { REDIS_URL: this.redis.url }),
       HERALD_PREFIX: prefix,
       HERALD_API_KEYS: TEST_API_KEY,
       HERALD_PROVIDERS: 'sandbox',
@@ -161,7 +166,7 @@ class ChaosRun {
     await Promise.allSettled(creations);
     // Faults stop: nothing injected is left, Redis and every worker are up.
     this.sandbox.clearFaults();
-    await this.redis.start();
+    for (const server of this.sentinel?.servers ?? [this.redis]) await server.start();
     for (const [i, worker] of this.workers.entries()) {
       if (worker.exitCode !== null) {
         worker.start();
@@ -234,7 +239,8 @@ class ChaosRun {
     await this.archive?.close();
     await this.web?.close().catch(() => undefined);
     await this.sandbox?.close();
-    await this.redis?.stop();
+    if (this.sentinel) await this.sentinel.stop();
+    else await this.redis?.stop();
   }
 
   // ---- the plan, step by step -----------------------------------------------------------------
@@ -325,9 +331,16 @@ class ChaosRun {
         return;
       }
       case 'redis-restart': {
-        await this.redis.kill('SIGKILL');
-        await sleep(event.downMs);
-        await this.redis.start();
+        if (this.sentinel) {
+          // The master crashes and stays down until a replica is promoted; it comes back as a replica.
+          const old = await this.sentinel.killMaster();
+          await Promise.all([sleep(event.downMs), this.sentinel.waitForPromotion(old)]);
+          await old.start();
+        } else {
+          await this.redis.kill('SIGKILL');
+          await sleep(event.downMs);
+          await this.redis.start();
+        }
         this.report.redisRestarts.push({ downMs: event.downMs });
         return;
       }

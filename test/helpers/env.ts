@@ -4,8 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig, type Config } from '../../src/config.js';
+import { connectRedis } from '../../src/store/redis.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/**
+ * The Redis variables of the run's shared topology when it is not one node
+ * (`HERALD_TEST_TOPOLOGY=sentinel`, test/helpers/topology-setup.ts); empty otherwise.
+ */
+const TOPOLOGY_ENV: Record<string, string> = JSON.parse(process.env.HERALD_TEST_REDIS_ENV ?? '{}') as Record<string, string>;
 export const TEST_API_KEY = 'test-api-key-0123456789';
 
 /** A key prefix of this test run's own: tests share one Redis and touch only their keys. */
@@ -17,6 +23,8 @@ export function testPrefix(label = 't'): string {
 export function testEnv(prefix: string, env: Record<string, string> = {}): Record<string, string> {
   return {
     REDIS_URL,
+    // A test that names a Redis server of its own keeps it; the others run on the shared topology.
+    ...(env.REDIS_URL === undefined ? TOPOLOGY_ENV : {}),
     HERALD_PREFIX: prefix,
     HERALD_API_KEYS: TEST_API_KEY,
     HERALD_PROVIDERS: 'sandbox',
@@ -54,6 +62,7 @@ export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
 }
 
 export function plainRedis(): Redis {
+  if (TOPOLOGY_ENV.REDIS_SENTINELS !== undefined) return connectRedis(loadConfig(TOPOLOGY_ENV).redis, 'worker', 'herald-test');
   return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
 }
 
