@@ -4,6 +4,7 @@
  * over provider names, used by the worker and by `herald doctor`.
  */
 import type { Config } from '../config.js';
+import { createMailgunProvider } from './mailgun.js';
 import { createPostmarkProvider } from './postmark.js';
 import { createTwilioProvider } from './twilio.js';
 import type { EmailProvider, SmsProvider } from './types.js';
@@ -36,6 +37,8 @@ export function emailUrl(config: Config): string | undefined {
   switch (config.emailProvider) {
     case 'postmark':
       return config.postmark.apiUrl;
+    case 'mailgun':
+      return config.mailgun.apiUrl;
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -57,6 +60,8 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
   switch (config.emailProvider) {
     case 'postmark':
       return createPostmarkProvider({ ...config.postmark, apiUrl: baseUrl(config.postmark.apiUrl, deps, 'POSTMARK_API_URL'), timeoutMs });
+    case 'mailgun':
+      return createMailgunProvider({ ...config.mailgun, apiUrl: baseUrl(config.mailgun.apiUrl, deps, 'MAILGUN_API_URL'), timeoutMs });
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }

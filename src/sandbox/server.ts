@@ -2,6 +2,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { registerControl } from './control-api.js';
 import type { SandboxContext } from './exchange.js';
+import { isMailgunPath, mailgunError, registerMailgun } from './mailgun-api.js';
 import { registerPostmark } from './postmark-api.js';
 import { emailView, SandboxState, smsView } from './state.js';
 import { registerTwilio, twilioError } from './twilio-api.js';
@@ -61,6 +62,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       const { status, body } = twilioError(404, 20404, `The requested resource ${path} was not found`);
       return reply.code(status).send(body);
     }
+    if (isMailgunPath(request.url)) return reply.code(404).send(mailgunError(404, 'Not Found').body);
     return reply.code(404).send({ ErrorCode: 0, Message: `Not found: ${request.method} ${path}` });
   });
   app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
@@ -68,6 +70,9 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     if (isTwilio(request.url)) {
       const { status, body } = clientError ? twilioError(400, 20001, error.message) : twilioError(500, 20500, 'Internal Server Error');
       return reply.code(status).send(body);
+    }
+    if (isMailgunPath(request.url)) {
+      return reply.code(clientError ? 400 : 500).send(mailgunError(0, clientError ? error.message : 'Internal Server Error').body);
     }
     if (request.url.startsWith('/__sandbox/')) {
       return reply.code(clientError ? (error.statusCode as number) : 500).send({ error: error.message });
@@ -80,6 +85,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
 
   registerPostmark(app, ctx);
   registerTwilio(app, ctx);
+  registerMailgun(app, ctx);
   registerControl(app, controls);
 
   return { app, controls, abortPending: () => closing.abort() };

@@ -11,7 +11,10 @@ export type Operation =
   | 'twilio.list'
   | 'twilio.cancel'
   | 'postmark.server'
-  | 'twilio.account';
+  | 'twilio.account'
+  | 'mailgun.send'
+  | 'mailgun.events'
+  | 'mailgun.domain';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -24,6 +27,9 @@ export const OPERATIONS: readonly Operation[] = [
   'twilio.cancel',
   'postmark.server',
   'twilio.account',
+  'mailgun.send',
+  'mailgun.events',
+  'mailgun.domain',
 ];
 
 /**
@@ -100,7 +106,7 @@ export interface SandboxSms {
 
 /** One API request the sandbox received (control routes under `/__sandbox/` are not recorded). */
 export interface SandboxRequest {
-  provider: 'postmark' | 'twilio';
+  provider: 'postmark' | 'twilio' | 'mailgun';
   operation: Operation;
   method: string;
   /** Path without the query string. */
