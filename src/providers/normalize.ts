@@ -236,6 +236,9 @@ export function mailgunObservation(events: readonly MailgunEvent[]): StatusObser
   };
   if (bounceType !== undefined) observation.bounceType = bounceType;
   if (errorCode !== undefined && status !== 'delivered' && status !== 'pending') observation.errorCode = errorCode;
-  if (suppressed && status !== 'delivered') observation.suppressed = true;
+  if (suppressed && status !== 'delivered') {
+    observation.suppressed = true;
+    observation.suppressionSource = status === 'bounced' ? 'mailgun_bounce' : 'mailgun_suppressed';
+  }
   return observation;
 }

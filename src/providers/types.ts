@@ -3,6 +3,8 @@
  * with the official SDKs; the domain imports only these types.
  */
 
+import type { SuppressionSource } from '../store/suppressions.js';
+
 /** Normalized delivery status, as `*.observed` entries record it. */
 export type NormalizedStatus = 'pending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'unknown';
 
@@ -98,6 +100,8 @@ export interface StatusObservation {
   bounceType?: string;
   /** True when the provider says the address is now suppressed (hard bounce, spam complaint, STOP). */
   suppressed?: boolean;
+  /** The `source` Herald's suppression list records for `suppressed`, when the provider names its own (Mailgun). */
+  suppressionSource?: SuppressionSource;
 }
 
 export interface EmailProvider {

@@ -4,7 +4,14 @@ import { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 
 /** Where a suppression came from: the API, or a provider telling Herald the address is dead. */
-export type SuppressionSource = 'manual' | 'postmark_hard_bounce' | 'postmark_inactive' | 'postmark_unsubscribe' | 'twilio_opt_out';
+export type SuppressionSource =
+  | 'manual'
+  | 'postmark_hard_bounce'
+  | 'postmark_inactive'
+  | 'postmark_unsubscribe'
+  | 'twilio_opt_out'
+  | 'mailgun_bounce'
+  | 'mailgun_suppressed';
 
 export interface Suppression {
   channel: Channel;

@@ -1,9 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { classifyMailgunError } from '../../src/providers/classify.js';
 import { bareMessageId, createMailgunProvider, keyVariableValue, mailgunVariables } from '../../src/providers/mailgun.js';
+import { mailgunObservation } from '../../src/providers/normalize.js';
+import { createEmailProvider, emailUrl } from '../../src/providers/registry.js';
 import type { EmailProvider, StatusObservation } from '../../src/providers/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { UNKNOWN_MAILGUN_DOMAIN } from '../../src/sandbox/mailgun-api.js';
+import { configProblems } from '../helpers/env.js';
 import { failure, sleep, unique } from '../helpers/providers.js';
 
 let sandbox: Sandbox;
@@ -92,6 +96,7 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
         bounceType: 'permanent:bounce',
         errorCode: 550,
         suppressed: true,
+        suppressionSource: 'mailgun_bounce',
       });
     });
 
@@ -119,6 +124,7 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
         bounceType: 'permanent:suppress-bounce',
         errorCode: 605,
         suppressed: true,
+        suppressionSource: 'mailgun_suppressed',
       });
     });
 
@@ -312,6 +318,79 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
       });
       expect(Object.keys(variables)).toEqual(['v:herald_key', 'v:a', 'v:c']);
       expect(variables['v:herald_key']).toBe('key');
+    });
+  });
+
+  describe('status mapping', () => {
+    const at = (event: string, timestamp: number, extra: Record<string, unknown> = {}) => ({ event, timestamp, ...extra });
+
+    it('sorts events by timestamp: Mailgun does not promise their order', () => {
+      expect(mailgunObservation([at('delivered', 2), at('accepted', 1)])).toMatchObject({
+        status: 'delivered',
+        providerStatus: 'accepted+delivered',
+      });
+    });
+
+    it('a temporary failure after delivery leaves it delivered; a delayed permanent bounce after it wins', () => {
+      const temporary = at('failed', 3, { severity: 'temporary', reason: 'generic' });
+      expect(mailgunObservation([at('accepted', 1), at('delivered', 2), temporary]).status).toBe('delivered');
+      const delayed = at('failed', 3, { severity: 'permanent', reason: 'bounce', 'delivery-status': { code: 550 } });
+      expect(mailgunObservation([at('accepted', 1), at('delivered', 2), delayed])).toMatchObject({ status: 'bounced', suppressed: true });
+    });
+
+    it('rejected is failed, not suppressed; unsubscribed and complained are never delivery', () => {
+      expect(mailgunObservation([at('rejected', 1)])).toEqual({ providerStatus: 'rejected', status: 'failed', engagement: [] });
+      expect(
+        mailgunObservation([at('accepted', 1), at('opened', 2), at('clicked', 3), at('complained', 4), at('unsubscribed', 5)]),
+      ).toEqual({
+        providerStatus: 'accepted+opened+clicked+complained+unsubscribed',
+        status: 'pending',
+        engagement: ['opened', 'clicked'],
+      });
+    });
+
+    it('any suppress-* reason is a suppression, not a bounce', () => {
+      const failed = at('failed', 2, { severity: 'permanent', reason: 'suppress-unsubscribe', 'delivery-status': { code: 605 } });
+      expect(mailgunObservation([at('accepted', 1), failed])).toMatchObject({
+        status: 'failed',
+        suppressed: true,
+        suppressionSource: 'mailgun_suppressed',
+      });
+    });
+  });
+
+  describe('configuration', () => {
+    const live = { HERALD_PROVIDERS: 'live', HERALD_API_KEYS: 'k'.repeat(20), HERALD_EMAIL_PROVIDER: 'mailgun' };
+
+    it('requires the Mailgun variables only when Mailgun is the chosen provider and providers are live', () => {
+      const problems = configProblems(live);
+      for (const name of ['MAILGUN_API_KEY', 'MAILGUN_DOMAIN', 'MAILGUN_FROM'])
+        expect(problems).toContain(`${name} must be set when HERALD_PROVIDERS=live`);
+      expect(problems.some((p) => p.startsWith('POSTMARK_'))).toBe(false);
+      expect(configProblems({ ...live, HERALD_EMAIL_PROVIDER: 'postmark' }).some((p) => p.startsWith('MAILGUN_'))).toBe(false);
+      expect(configProblems({ HERALD_EMAIL_PROVIDER: 'mailgun' }).some((p) => p.startsWith('MAILGUN_'))).toBe(false);
+    });
+
+    it('refuses a domain that is not a domain name', () => {
+      expect(configProblems({ HERALD_EMAIL_PROVIDER: 'mailgun', MAILGUN_DOMAIN: 'mg.example.com/x' })).toEqual([
+        'MAILGUN_DOMAIN="mg.example.com/x" must be a domain name, like mg.example.com',
+      ]);
+    });
+
+    it('live defaults to https://api.mailgun.net; the registry builds the adapter named mailgun', () => {
+      const twilio = { TWILIO_ACCOUNT_SID: `AC${'0'.repeat(32)}`, TWILIO_AUTH_TOKEN: 'token', TWILIO_FROM: '+15005550006' };
+      const config = loadConfig({
+        ...live,
+        ...twilio,
+        MAILGUN_API_KEY: 'key',
+        MAILGUN_DOMAIN: 'mg.example.com',
+        MAILGUN_FROM: 'h@mg.example.com',
+      });
+      expect(emailUrl(config)).toBe('https://api.mailgun.net');
+      expect(createEmailProvider(config, { sandboxUrl: undefined }).name).toBe('mailgun');
+      const sandboxed = loadConfig({ HERALD_EMAIL_PROVIDER: 'mailgun' });
+      expect(emailUrl(sandboxed)).toBeUndefined();
+      expect(createEmailProvider(sandboxed, { sandboxUrl: sandbox.url }).name).toBe('mailgun');
     });
   });
 });

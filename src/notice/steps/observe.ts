@@ -111,7 +111,8 @@ export async function observeEmail(
     if (!result.ok && result.reason === 'state') continue;
     if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`) };
     if (observation.suppressed && observation.status !== 'delivered') {
-      const source: SuppressionSource = observation.status === 'bounced' ? 'postmark_hard_bounce' : 'postmark_unsubscribe';
+      const source: SuppressionSource =
+        observation.suppressionSource ?? (observation.status === 'bounced' ? 'postmark_hard_bounce' : 'postmark_unsubscribe');
       await ctx.suppress(current, 'email', current.email!, source, observation.bounceType ?? observation.providerStatus);
     }
     if (undecided && observation.status === 'bounced') return { outcome: await decideFallback(ctx, current.id, 'email_bounced') };
