@@ -24,7 +24,10 @@ export const SuppressionResponse = Type.Object({
   channel: Type.String(),
   address: Type.String(),
   reason: Type.String(),
-  source: Type.String({ description: 'manual, postmark_hard_bounce, postmark_inactive, postmark_unsubscribe, twilio_opt_out, mailgun_bounce or mailgun_suppressed' }),
+  source: Type.String({
+    description:
+      'manual, postmark_hard_bounce, postmark_inactive, postmark_unsubscribe, twilio_opt_out, mailgun_bounce or mailgun_suppressed',
+  }),
   noticeId: Type.Optional(Type.String()),
   createdAt: Type.String({ format: 'date-time' }),
 });
