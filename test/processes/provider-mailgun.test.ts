@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import type { StoredEntry } from '../../src/store/notices.js';
-import { testPrefix } from '../helpers/env.js';
+import { testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
 let mailgun: Sandbox;
@@ -193,6 +193,26 @@ describe('with HERALD_EMAIL_PROVIDER=mailgun', () => {
       expect(ofType(events, 'fallback.decided')).toHaveLength(1);
       expect(stack.smsTo(to)).toBe(1);
       mailgun.clearFaults();
+    });
+  });
+
+  describe('when the worker is its own process, configured by the environment alone', () => {
+    it('sends through Mailgun, says the emulator stands in, and reaches email_delivered', async () => {
+      const env = { HERALD_EMAIL_PROVIDER: 'mailgun', MAILGUN_API_URL: mailgun.url, MAILGUN_DOMAIN: 'mg.sandbox.example' };
+      const own = await startStack({ prefix: testPrefix('mailgun-proc'), inProcessWorker: false, env });
+      const worker = new WorkerProcess({ ...own.env, LOG_LEVEL: 'info' }).start();
+      try {
+        const email = address('delivered+300ms');
+        await waitFor(async () => worker.ready, 60_000, 'the worker process to run');
+        const id = await own.createNotice(notice(email, phone(), 30));
+        await own.waitForState(id, ['email_delivered'], 30_000);
+        expect(ofType(await own.events(id), 'email.requested')[0]).toMatchObject({ provider: 'mailgun-sandbox' });
+        expect(emailsTo(email)).toHaveLength(1);
+        expect(worker.output).toContain('log entries name the provider mailgun-sandbox');
+      } finally {
+        await worker.stop();
+        await own.close();
+      }
     });
   });
 });
