@@ -72,7 +72,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       return reply.code(status).send(body);
     }
     if (isMailgunPath(request.url)) {
-      return reply.code(clientError ? 400 : 500).send(mailgunError(0, clientError ? error.message : 'Internal Server Error').body);
+      const { status, body } = clientError ? mailgunError(400, error.message) : mailgunError(500, 'Internal Server Error');
+      return reply.code(status).send(body);
     }
     if (request.url.startsWith('/__sandbox/')) {
       return reply.code(clientError ? (error.statusCode as number) : 500).send({ error: error.message });

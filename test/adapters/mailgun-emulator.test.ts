@@ -4,7 +4,7 @@ import { sleep, type HttpAnswer } from '../helpers/sandbox.js';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
-  sandbox = await startSandbox({ indexLagMs: 200 });
+  sandbox = await startSandbox({ indexLagMs: 600 });
 });
 afterAll(() => sandbox.close());
 beforeEach(() => sandbox.reset());
@@ -104,7 +104,7 @@ describe('Mailgun emulator', () => {
         (await mailgun('GET', `/v3/${DOMAIN}/events?message-id=${encodeURIComponent(id)}&ascending=no&begin=${Date.now() / 1000 + 60}`))
           .body.items,
       ).toEqual([]);
-      await sleep(250);
+      await sleep(700);
       const listed = await mailgun(
         'GET',
         `/v3/${DOMAIN}/events?message-id=${encodeURIComponent(id)}&ascending=no&begin=${Date.now() / 1000 + 60}`,
@@ -129,7 +129,7 @@ describe('Mailgun emulator', () => {
       const before = Date.now() / 1000 - 1;
       await mailgun('POST', `/v3/${DOMAIN}/messages`, email('never+a@example.com'));
       await mailgun('POST', `/v3/${DOMAIN}/messages`, email('never+b@example.com'));
-      await sleep(250);
+      await sleep(700);
       const found = await mailgun(
         'GET',
         `/v3/${DOMAIN}/events?event=accepted&recipient=never%2Ba@example.com&begin=${before}&ascending=yes`,
