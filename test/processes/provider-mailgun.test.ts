@@ -142,7 +142,7 @@ describe('with HERALD_EMAIL_PROVIDER=mailgun', () => {
       const errors = ofType(await stack.events(id), 'provider.error');
       expect(errors.map((e) => e.kind)).toEqual(['server_error', 'rate_limited']);
       const limited = errors[1]!;
-      expect(limited.retryAfterMs).toBeGreaterThan(900);
+      expect(limited.retryAfterMs).toBeGreaterThan(500);
       expect(limited.retryAfterMs).toBeLessThanOrEqual(2000);
     });
   });
