@@ -39,6 +39,14 @@ export interface Config {
     /** Undefined in sandbox mode until the worker starts its embedded emulator. */
     readonly apiUrl: string | undefined;
   };
+  readonly mailgun: {
+    readonly apiKey: string;
+    /** The sending domain, part of every API path. */
+    readonly domain: string;
+    readonly from: string;
+    /** Undefined in sandbox mode until the worker starts its embedded emulator. */
+    readonly apiUrl: string | undefined;
+  };
   readonly twilio: {
     readonly accountSid: string;
     readonly authToken: string;
@@ -316,6 +324,14 @@ export function loadConfig(env: Env = process.env): Config {
     from: liveRequired('SENDGRID_FROM', 'herald@sandbox.example', sendgridChosen),
     apiUrl: providerUrl('SENDGRID_API_URL', 'https://api.sendgrid.com'),
   };
+  const mailgunChosen = emailProvider === 'mailgun';
+  const mailgun = {
+    apiKey: liveRequired('MAILGUN_API_KEY', 'sandbox-mailgun-key', mailgunChosen),
+    domain: liveRequired('MAILGUN_DOMAIN', 'sandbox.example', mailgunChosen),
+    from: liveRequired('MAILGUN_FROM', 'herald@sandbox.example', mailgunChosen),
+    apiUrl: providerUrl('MAILGUN_API_URL', 'https://api.mailgun.net'),
+  };
+  if (!/^[A-Za-z0-9.-]+$/.test(mailgun.domain)) problems.push(`MAILGUN_DOMAIN="${mailgun.domain}" must be a domain name, like mg.example.com`);
   const accountSid = liveRequired('TWILIO_ACCOUNT_SID', 'AC00000000000000000000000000000000', twilioChosen);
   if (!accountSid.startsWith('AC')) problems.push('TWILIO_ACCOUNT_SID must start with "AC"');
   const twilioFrom = read('TWILIO_FROM');
@@ -422,6 +438,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsProvider,
     postmark,
     sendgrid,
+    mailgun,
     twilio,
     aws: { region: awsRegion, credentials: awsCredentials },
     ses,

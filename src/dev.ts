@@ -7,7 +7,7 @@ import { startWorker } from './worker.js';
 
 /**
  * `npm start`: web and worker in one process, on 127.0.0.1 unless HOST says otherwise. In
- * sandbox mode (the default) the Postmark and Twilio emulators run here too, and without
+ * sandbox mode (the default) the provider emulators run here too, and without
  * HERALD_API_KEYS a dev API key is made and printed to the terminal (never to the log).
  */
 async function main(): Promise<void> {
@@ -24,6 +24,7 @@ async function main(): Promise<void> {
     env.AWS_ENDPOINT_URL_SESV2 ??= sandbox.url;
     env.AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 ??= sandbox.url;
     env.AWS_ENDPOINT_URL_SQS ??= sandbox.url;
+    env.MAILGUN_API_URL ??= sandbox.url;
   }
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;
@@ -34,7 +35,9 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `  Herald is running (${config.providers} providers) at ${web.url}`,
-    sandbox ? `  Sandbox emulators (Postmark, Twilio, SES, AWS SMS and their SQS queues) at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)` : '',
+    sandbox
+      ? `  Sandbox emulators (${config.emailProvider}, ${config.smsProvider}) at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)`
+      : '',
     devApiKey ? `  Dev API key: ${devApiKey}` : '',
     devApiKey ? `  export HERALD_KEY=${devApiKey}` : '',
     '',

@@ -208,3 +208,60 @@ function sendgridRetryAfterMs(headers: Record<string, unknown>, now: number): nu
   const reset = Number(header('x-ratelimit-reset'));
   return Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - now) : undefined;
 }
+
+/** The fields of the `mailgun.js` SDK's APIError (`type: 'MailgunAPIError'`). */
+interface MailgunApiError {
+  status: number;
+  message: string;
+  details: string;
+}
+
+/**
+ * An axios error code as the `mailgun.js` SDK reports a transport failure: it turns every
+ * request that got no answer into `status: 400` with the code (`ECONNREFUSED`,
+ * `ECONNABORTED`, `ERR_NETWORK`, ...) as the message, where a real answer carries its status
+ * text or the body's `error`.
+ */
+const AXIOS_ERROR_CODE = /^(E[A-Z0-9_]+|ERR_[A-Z0-9_]+)$/;
+/** Mailgun's 429 text: "... request limit exceeded, try again after Mon, 20 Dec 2021 20:33:21 UTC". */
+const MAILGUN_TRY_AGAIN_AFTER = /try again after (.+?)\s*$/i;
+
+/** Classifies anything thrown by a call through the `mailgun.js` SDK (which keeps no response headers). */
+export function classifyMailgunError(error: unknown, _trace: HttpTrace = {}, now: number = Date.now()): ProviderError {
+  if (error instanceof ProviderError) return error;
+  const api = mailgunApiFields(error);
+  if (!api) return fromTransportError('mailgun', error, error);
+  const text = api.details !== '' && api.details !== api.message ? `${api.message}: ${api.details}` : api.message;
+  if (api.status === 400 && AXIOS_ERROR_CODE.test(api.message)) {
+    // No answer came back: a timeout or a failed connection, not a refusal of the message.
+    const kind: ProviderErrorKind = TIMEOUT_CODES.has(api.message) ? 'timeout' : 'server_error';
+    const what = kind === 'timeout' ? 'timed out' : 'request failed';
+    return new ProviderError(`mailgun: ${what}: ${text}`, { kind, cause: error });
+  }
+  let kindOverride: ProviderErrorKind | undefined;
+  // The root URL answered ("Mailgun Magnificent API"): MAILGUN_API_URL is wrong, the message is fine.
+  if (api.status === 400 && api.message === 'Incorrect url') kindOverride = 'server_error';
+  // "Domain X is not allowed to send: ..." (sandbox domain, unverified) and "Domain not found": the account, not the message.
+  if (api.status === 400 && /^Domain .* is not allowed to send/i.test(api.details)) kindOverride = 'server_error';
+  if (api.status === 404) kindOverride = 'server_error';
+  const tryAgainAt = api.status === 429 ? Date.parse(MAILGUN_TRY_AGAIN_AFTER.exec(api.details)?.[1] ?? '') : NaN;
+  return fromHttpStatus('mailgun', api.status, {
+    message: text,
+    providerCode: undefined,
+    kindOverride,
+    suppressed: false,
+    retryAfterMs: Number.isNaN(tryAgainAt) ? undefined : Math.max(0, tryAgainAt - now),
+    cause: error,
+  });
+}
+
+function mailgunApiFields(error: unknown): MailgunApiError | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const fields = error as { type?: unknown; status?: unknown; message?: unknown; details?: unknown };
+  if (fields.type !== 'MailgunAPIError' || typeof fields.status !== 'number') return undefined;
+  return {
+    status: fields.status,
+    message: typeof fields.message === 'string' ? fields.message : '',
+    details: typeof fields.details === 'string' ? fields.details : JSON.stringify(fields.details ?? ''),
+  };
+}

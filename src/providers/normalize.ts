@@ -255,3 +255,88 @@ export function sendgridObservation(message: SendgridLogMessage): StatusObservat
   }
   return observation;
 }
+
+/** The parts of a Mailgun event (Events API item) the mapping reads. */
+export interface MailgunEvent {
+  event: string;
+  /** Epoch seconds, with a fraction. */
+  timestamp?: number;
+  severity?: string;
+  reason?: string;
+  'delivery-status'?: { code?: number | string; description?: string; message?: string } | null;
+}
+
+/** Mailgun's `reason` prefix for a message it did not send because the address is on a suppression list. */
+const MAILGUN_SUPPRESSION_REASON = 'suppress-';
+
+/**
+ * Maps a message's Mailgun events to an observation. Mailgun does not promise their order, so
+ * they are sorted by `timestamp`, and the latest decisive one wins, as for Postmark:
+ * `delivered` → delivered; `failed` with `severity: permanent` → bounced (suppressed: Mailgun
+ * lists the address), or failed and suppressed when the reason is `suppress-*` (the address was
+ * already on a list: Mailgun accepted the send and never tried it); `failed` temporary →
+ * deferred unless delivery was seen; `rejected` → failed. `opened` / `clicked` only add
+ * engagement; `accepted`, `unsubscribed`, `complained` and `stored` change nothing.
+ *
+ * `providerStatus` is the events in the order first seen, a failure with its severity and
+ * reason, e.g. `accepted+delivered+opened` or `accepted+failed(permanent:bounce)`; `none`
+ * before Mailgun lists any event.
+ */
+export function mailgunObservation(events: readonly MailgunEvent[]): StatusObservation {
+  const sorted = [...events].sort((a, b) => (a.timestamp ?? 0) - (b.timestamp ?? 0));
+  let status: NormalizedStatus = 'pending';
+  let suppressed = false;
+  let bounceType: string | undefined;
+  let errorCode: number | undefined;
+  const engagement = new Set<string>();
+  const seen: string[] = [];
+
+  for (const event of sorted) {
+    let label = event.event;
+    switch (event.event) {
+      case 'delivered':
+        status = 'delivered';
+        break;
+      case 'failed': {
+        const severity = event.severity === 'permanent' ? 'permanent' : 'temporary';
+        const reason = event.reason ?? 'unknown';
+        label = `failed(${severity}:${reason})`;
+        const code = Number(event['delivery-status']?.code);
+        if (Number.isInteger(code) && code > 0) errorCode = code;
+        if (severity === 'permanent') {
+          bounceType = `${severity}:${reason}`;
+          suppressed = true;
+          status = reason.startsWith(MAILGUN_SUPPRESSION_REASON) ? 'failed' : 'bounced';
+        } else if (status === 'pending') {
+          status = 'deferred';
+        }
+        break;
+      }
+      case 'rejected':
+        if (status !== 'delivered' && status !== 'bounced') status = 'failed';
+        break;
+      case 'opened':
+        engagement.add('opened');
+        break;
+      case 'clicked':
+        engagement.add('clicked');
+        break;
+      default:
+        break;
+    }
+    if (!seen.includes(label)) seen.push(label);
+  }
+
+  const observation: StatusObservation = {
+    providerStatus: seen.length > 0 ? seen.join('+') : 'none',
+    status,
+    engagement: [...engagement],
+  };
+  if (bounceType !== undefined) observation.bounceType = bounceType;
+  if (errorCode !== undefined && status !== 'delivered' && status !== 'pending') observation.errorCode = errorCode;
+  if (suppressed && status !== 'delivered') {
+    observation.suppressed = true;
+    observation.suppressionSource = status === 'bounced' ? 'mailgun_bounce' : 'mailgun_suppressed';
+  }
+  return observation;
+}

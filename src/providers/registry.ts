@@ -11,6 +11,7 @@ import type { FeedSource } from './feed.js';
 import type { AwsClientOptions } from './feed-aws.js';
 import { readSesMessage, readSmsMessage } from './feed-events.js';
 import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../sandbox/sqs-api.js';
+import { createMailgunProvider } from './mailgun.js';
 import { createPostmarkProvider } from './postmark.js';
 import { createSendgridProvider, SENDGRID_LOGS_LAG_MS } from './sendgrid.js';
 import { createSesProvider, SES_PROVIDER } from './ses.js';
@@ -70,6 +71,8 @@ export function emailUrl(config: Config): string | undefined {
       return config.sendgrid.apiUrl;
     case 'ses':
       return config.ses.apiUrl;
+    case 'mailgun':
+      return config.mailgun.apiUrl;
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -108,6 +111,8 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
         configurationSet: config.ses.configurationSet,
         feed: deps.feed,
       });
+    case 'mailgun':
+      return createMailgunProvider({ ...config.mailgun, apiUrl: baseUrl(config.mailgun.apiUrl, deps, 'MAILGUN_API_URL'), timeoutMs });
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }

@@ -99,7 +99,7 @@ export interface StatusObservation {
   bounceType?: string;
   /** True when the provider says the address is now suppressed (hard bounce, spam complaint, STOP). */
   suppressed?: boolean;
-  /** Why, as the suppression list records it; Postmark's bounce / unsubscribe when unset. */
+  /** The `source` Herald's suppression list records for `suppressed`, when the provider names its own; Postmark's bounce / unsubscribe when unset. */
   suppressionSource?: SuppressionSource;
 }
 

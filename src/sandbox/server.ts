@@ -2,6 +2,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { registerControl } from './control-api.js';
 import type { SandboxContext } from './exchange.js';
+import { isMailgunPath, mailgunError, registerMailgun } from './mailgun-api.js';
 import { registerPostmark } from './postmark-api.js';
 import { isSendgridPath, registerSendgrid, sendgridError } from './sendgrid-api.js';
 import { emailView, SandboxState, smsView } from './state.js';
@@ -84,6 +85,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       const { status, body } = sendgridError(404, `resource not found: ${request.method} ${path}`);
       return reply.code(status).send(body);
     }
+    if (isMailgunPath(request.url)) return reply.code(404).send(mailgunError(404, 'Not Found').body);
     return reply.code(404).send({ ErrorCode: 0, Message: `Not found: ${request.method} ${path}` });
   });
   app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
@@ -110,6 +112,10 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
         clientError ? awsJsonError(400, 'SerializationException', error.message) : awsJsonError(500, 'InternalFailure', 'Internal Failure'),
       );
     }
+    if (isMailgunPath(request.url)) {
+      const { status, body } = clientError ? mailgunError(400, error.message) : mailgunError(500, 'Internal Server Error');
+      return reply.code(status).send(body);
+    }
     if (request.url.startsWith('/__sandbox/')) {
       return reply.code(clientError ? (error.statusCode as number) : 500).send({ error: error.message });
     }
@@ -127,6 +133,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
   registerSqs(awsTargets, ctx, queues);
   registerAwsSms(awsTargets, ctx, queues);
   registerAwsJson(app, awsTargets);
+  registerMailgun(app, ctx);
   registerControl(app, controls);
 
   return { app, controls, abortPending: () => closing.abort() };

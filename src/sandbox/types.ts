@@ -22,7 +22,10 @@ export type Operation =
   | 'aws-sms.account'
   | 'sqs.receive'
   | 'sqs.delete'
-  | 'sqs.attributes';
+  | 'sqs.attributes'
+  | 'mailgun.send'
+  | 'mailgun.events'
+  | 'mailgun.domain';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -46,6 +49,9 @@ export const OPERATIONS: readonly Operation[] = [
   'sqs.receive',
   'sqs.delete',
   'sqs.attributes',
+  'mailgun.send',
+  'mailgun.events',
+  'mailgun.domain',
 ];
 
 /**
@@ -122,7 +128,7 @@ export interface SandboxSms {
 
 /** One API request the sandbox received (control routes under `/__sandbox/` are not recorded). */
 export interface SandboxRequest {
-  provider: 'postmark' | 'twilio' | 'sendgrid' | 'ses' | 'aws-sms' | 'sqs';
+  provider: 'postmark' | 'twilio' | 'sendgrid' | 'mailgun' | 'ses' | 'aws-sms' | 'sqs';
   operation: Operation;
   method: string;
   /** Path without the query string. */

@@ -14,7 +14,9 @@ export type SuppressionSource =
   | 'sendgrid_dropped'
   | 'sendgrid_unsubscribe'
   | 'ses_hard_bounce'
-  | 'ses_complaint';
+  | 'ses_complaint'
+  | 'mailgun_bounce'
+  | 'mailgun_suppressed';
 
 export interface Suppression {
   channel: Channel;

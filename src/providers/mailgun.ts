@@ -1,0 +1,204 @@
+/**
+ * Email through Mailgun, with the official `mailgun.js` SDK (axios inside, bundled).
+ *
+ * - Send: `POST /v3/{domain}/messages`, Herald's key in the user variable `v:herald_key`,
+ *   which comes back on every event as `user-variables.herald_key`.
+ * - Status: the message's events (`GET /v3/{domain}/events?message-id=`, the id without the
+ *   angle brackets the send answer puts around it), newest first from now.
+ * - A send in doubt: the `accepted` events to the recipient, newest first from now, matched
+ *   on the user variable (Mailgun has no filter on user variables).
+ *
+ * Two SDK traps are handled in `classifyMailgunError`: a request that got no answer (timeout,
+ * refused connection) becomes an `APIError` with status 400 and the axios code as its message,
+ * and response headers are dropped, so a 429's retry time is read from Mailgun's message text.
+ */
+import FormData from 'form-data';
+import Mailgun from 'mailgun.js';
+import { sha256Hex } from '../digest.js';
+import { classifyMailgunError } from './classify.js';
+import { traced } from './http-trace.js';
+import { mailgunObservation, type MailgunEvent } from './normalize.js';
+import { ProviderError, type EmailMessage, type EmailProvider, type SendResult, type StatusObservation } from './types.js';
+
+export interface MailgunProviderOptions {
+  apiKey: string;
+  /** The sending domain (MAILGUN_DOMAIN), part of every API path. */
+  domain: string;
+  from: string;
+  /** `https://api.mailgun.net` (`https://api.eu.mailgun.net` in the EU), or an emulator / proxy. */
+  apiUrl: string;
+  /** Bound of one HTTP attempt. */
+  timeoutMs: number;
+}
+
+/** The user variable that carries Herald's idempotency key (`v:herald_key`). */
+export const MAILGUN_KEY_VARIABLE = 'herald_key';
+
+/** Mailgun limits all `o:`, `h:` and `v:` options of one message to 16 kB together. */
+const OPTIONS_LIMIT_BYTES = 16_000;
+/** Longest user-variable value Herald sends; a longer key is sent as its SHA-256. */
+const KEY_VALUE_LIMIT = 200;
+/** Events per page (Mailgun's maximum). */
+const EVENTS_PAGE_SIZE = 300;
+/** Pages of `accepted` events read while looking for a send in doubt; past them the search fails rather than guess. */
+const SEARCH_PAGES = 20;
+/** Pages of one message's events read by a status read. */
+const STATUS_PAGES = 5;
+/** Mailgun's clock may run ahead of Herald's: the newest-first windows start a little in the future. */
+const CLOCK_SKEW_SECONDS = 60;
+
+/** Creates the Mailgun email provider. */
+export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvider {
+  if (!(opts.timeoutMs > 0)) throw new Error('mailgun: timeoutMs must be a positive number of milliseconds');
+  if (opts.domain.trim() === '' || opts.domain.includes('/'))
+    throw new Error(`mailgun: domain must be a domain name, got "${opts.domain}"`);
+  const url = new URL(opts.apiUrl);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`mailgun: apiUrl must be an http(s) URL, got ${opts.apiUrl}`);
+  const client = new Mailgun(FormData).client({
+    username: 'api',
+    key: opts.apiKey,
+    url: opts.apiUrl.replace(/\/+$/, ''),
+    timeout: Math.ceil(opts.timeoutMs),
+  });
+  // The SDK warns on the console at every events read that the Events API is deprecated in
+  // favour of the Logs API; Herald reads events on purpose (per-message filter, user variables).
+  Object.assign(client.events, { logger: { warn: () => undefined } });
+  const domain = opts.domain;
+  const call = <T>(request: () => Promise<T>): Promise<T> => traced(request, classifyMailgunError);
+
+  /** Reads events page by page (newest first from now) until `stop` is satisfied, the pages run out, or `maxPages`. */
+  async function readEvents(
+    filter: Record<string, string>,
+    maxPages: number,
+    stop: (items: MailgunEventItem[]) => boolean,
+  ): Promise<{ items: MailgunEventItem[]; complete: boolean }> {
+    const items: MailgunEventItem[] = [];
+    let page: string | undefined;
+    for (let n = 0; n < maxPages; n++) {
+      const query = page
+        ? { page }
+        : {
+            ...filter,
+            begin: String(Math.floor(Date.now() / 1000) + CLOCK_SKEW_SECONDS),
+            ascending: 'no' as const,
+            limit: EVENTS_PAGE_SIZE,
+          };
+      const answer = await call(() => client.events.get(domain, query));
+      if (!Array.isArray(answer?.items)) throw new ProviderError('mailgun: unparseable events answer', { kind: 'server_error' });
+      const got = answer.items as unknown as MailgunEventItem[];
+      items.push(...got);
+      if (stop(got)) return { items, complete: true };
+      // Mailgun always links a next page; a page short of the limit is the last one.
+      const next = answer.pages?.next?.page;
+      if (got.length < EVENTS_PAGE_SIZE || typeof next !== 'string' || next === '') return { items, complete: true };
+      page = next;
+    }
+    return { items, complete: false };
+  }
+
+  return {
+    name: 'mailgun',
+
+    async verify(): Promise<string> {
+      const found = await call(() => client.domains.get(domain));
+      return `domain "${found.name}" (${found.state ?? 'state unknown'})`;
+    },
+
+    async send(message: EmailMessage): Promise<SendResult> {
+      const answer = await call(() =>
+        client.messages.create(domain, {
+          from: opts.from,
+          to: message.to,
+          subject: message.subject,
+          ...mailgunContent(message),
+          ...mailgunVariables(message.idempotencyKey, message.metadata),
+        }),
+      );
+      const id = typeof answer?.id === 'string' ? bareMessageId(answer.id) : '';
+      if (id === '') {
+        // The request was accepted (2xx) but the answer is unusable: the send is in doubt.
+        throw new ProviderError('mailgun: send answered without an id', { kind: 'server_error' });
+      }
+      return { providerMessageId: id };
+    },
+
+    async status(providerMessageId: string): Promise<StatusObservation> {
+      const id = bareMessageId(providerMessageId);
+      const { items, complete } = await readEvents({ 'message-id': id }, STATUS_PAGES, () => false);
+      if (!complete)
+        throw new ProviderError(`mailgun: more than ${STATUS_PAGES * EVENTS_PAGE_SIZE} events for one message`, { kind: 'server_error' });
+      return mailgunObservation(items.filter((e) => eventMessageId(e) === undefined || eventMessageId(e) === id));
+    },
+
+    async findByIdempotencyKey(idempotencyKey: string, to: string): Promise<SendResult | null> {
+      const wanted = keyVariableValue(idempotencyKey);
+      const recipient = to.trim().toLowerCase();
+      const matches = (e: MailgunEventItem): boolean =>
+        e.event === 'accepted' &&
+        e['user-variables']?.[MAILGUN_KEY_VARIABLE] === wanted &&
+        (e.recipient ?? '').trim().toLowerCase() === recipient &&
+        eventMessageId(e) !== undefined;
+      const { items, complete } = await readEvents({ event: 'accepted', recipient: to }, SEARCH_PAGES, (page) => page.some(matches));
+      const found = items.find(matches);
+      if (found) return { providerMessageId: eventMessageId(found)!, providerStatus: 'accepted' };
+      // Not having read every accepted event to this address says nothing: the search failed.
+      if (!complete) {
+        throw new ProviderError(
+          `mailgun: more than ${SEARCH_PAGES * EVENTS_PAGE_SIZE} accepted events to one address; the send stays in doubt`,
+          {
+            kind: 'server_error',
+          },
+        );
+      }
+      return null;
+    },
+  };
+}
+
+/** The body parts of a send; without either, Mailgun refuses the send (400) and says why. */
+function mailgunContent(message: EmailMessage): { html: string; text?: string } | { text: string } {
+  if (message.html === undefined) return { text: message.text ?? '' };
+  return message.text === undefined ? { html: message.html } : { html: message.html, text: message.text };
+}
+
+/** The parts of an events item the adapter reads besides the status mapping's. */
+interface MailgunEventItem extends MailgunEvent {
+  recipient?: string;
+  'user-variables'?: Record<string, unknown>;
+  message?: { headers?: { 'message-id'?: string } };
+}
+
+function eventMessageId(event: MailgunEventItem): string | undefined {
+  const id = event.message?.headers?.['message-id'];
+  return typeof id === 'string' && id !== '' ? bareMessageId(id) : undefined;
+}
+
+/** A Message-Id without the angle brackets of the send answer (`<id@domain>`): the form the events filter wants. */
+export function bareMessageId(id: string): string {
+  return id.trim().replace(/^<(.*)>$/, '$1');
+}
+
+/** Herald's key as sent in `v:herald_key`: itself when short, otherwise `sha256:<hex>` of it. */
+export function keyVariableValue(idempotencyKey: string): string {
+  return idempotencyKey.length <= KEY_VALUE_LIMIT ? idempotencyKey : `sha256:${sha256Hex(idempotencyKey)}`;
+}
+
+/**
+ * The `v:` user variables of one send: Herald's key first, then the extra metadata in order
+ * while all of them stay within Mailgun's 16 kB options limit (Mailgun would refuse the whole
+ * send). Extra fields named like Herald's key, or with characters a form field name cannot
+ * carry, are dropped. The recipient can read these (the `X-Mailgun-Variables` header).
+ */
+export function mailgunVariables(idempotencyKey: string, extra: Record<string, string> = {}): Record<string, string> {
+  const variables: Record<string, string> = { [`v:${MAILGUN_KEY_VARIABLE}`]: keyVariableValue(idempotencyKey) };
+  let bytes = Buffer.byteLength(`v:${MAILGUN_KEY_VARIABLE}${variables[`v:${MAILGUN_KEY_VARIABLE}`]}`);
+  for (const [name, raw] of Object.entries(extra)) {
+    if (name === MAILGUN_KEY_VARIABLE || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) continue;
+    const value = String(raw);
+    const size = Buffer.byteLength(`v:${name}${value}`);
+    if (bytes + size > OPTIONS_LIMIT_BYTES) continue;
+    variables[`v:${name}`] = value;
+    bytes += size;
+  }
+  return variables;
+}

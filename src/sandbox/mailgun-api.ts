@@ -1,0 +1,412 @@
+/**
+ * The Mailgun endpoints Herald uses, with Mailgun's shapes: `multipart/form-data` sends,
+ * basic auth `api:<key>`, ids in angle brackets, events with epoch-second timestamps and
+ * absolute paging URLs, errors as `{ message }`. Only `/v3/{domain}/messages`,
+ * `/v3/{domain}/events[/{page}]` and `/v4/domains/{domain}` are served: no catch-all, so other
+ * emulated APIs under `/v3/` keep their routes.
+ *
+ * The messages are the shared sandbox model's (state.ts, email-behaviour.ts); this file only
+ * says them the way Mailgun would: an `accepted` event at creation, `delivered`, `failed` with a
+ * severity and a reason, `opened`, `clicked`. An `inactive` address (suppressed at the
+ * provider) is accepted and then fails with `suppress-bounce`, as Mailgun does.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { emailAddress, planEmail, statusHangs, type EmailBehaviour } from './email-behaviour.js';
+import { exchange, type Answer, type SandboxContext } from './exchange.js';
+import { BAD_TOKEN } from './postmark-api.js';
+import type { EmailEvent, EmailRecord } from './state.js';
+
+/** A sending domain the emulator does not know, to exercise Mailgun's 404 "Domain not found". */
+export const UNKNOWN_MAILGUN_DOMAIN = 'unknown.mailgun.invalid';
+
+const OPTIONS_LIMIT_BYTES = 16_000;
+const EVENTS_MAX_LIMIT = 300;
+const EVENTS_DEFAULT_LIMIT = 100;
+const PAGE_TOKENS_KEPT = 10_000;
+const ADDRESS = /^[^@\s<>,]+@[^@\s<>,]+\.[^@\s<>,]+$/;
+
+type Json = Record<string, unknown>;
+
+/** Mailgun's error answer: `{ message }`. */
+export function mailgunError(status: number, message: string, headers?: Record<string, string>): Answer {
+  return { status, body: { message }, ...(headers ? { headers } : {}) };
+}
+
+/** True for the paths this emulator serves (for the sandbox's not-found and error handlers). */
+export function isMailgunPath(url: string): boolean {
+  return /^\/v3\/[^/?]+\/(messages|events)(\/|\?|$)/.test(url) || /^\/v4\/domains(\/|\?|$)/.test(url);
+}
+
+/** Mailgun's date in its 429 text: `Mon, 20 Dec 2021 20:33:21 UTC`. */
+function mailgunDate(ms: number): string {
+  return new Date(ms).toUTCString().replace('GMT', 'UTC');
+}
+
+/**
+ * Mailgun's 429 says when to come back in its message ("try again after <date>"); its date
+ * has whole seconds, so it is rounded up to keep at least the asked delay.
+ */
+function limitExceeded(domain: string, retryAfterSeconds: number): Answer {
+  const at = Math.ceil((Date.now() + retryAfterSeconds * 1000) / 1000) * 1000;
+  return mailgunError(429, `Domain ${domain} is not allowed to send: request limit exceeded, try again after ${mailgunDate(at)}`, {
+    'retry-after': String(retryAfterSeconds),
+  });
+}
+
+const faultAnswerFor =
+  (domain: string) =>
+  (status: 429 | 500 | 503, retryAfterSeconds: number): Answer => {
+    if (status === 429) return limitExceeded(domain, retryAfterSeconds);
+    return mailgunError(status, status === 500 ? 'Internal Server Error' : 'Service Unavailable');
+  };
+
+/** Registers the Mailgun routes and the multipart body parser they need. */
+export function registerMailgun(app: FastifyInstance, ctx: SandboxContext): void {
+  const { state } = ctx;
+
+  app.addContentTypeParser('multipart/form-data', { parseAs: 'buffer' }, async (request: FastifyRequest, body: Buffer) => {
+    // The platform's own multipart reader: the form as Mailgun reads it, repeated fields kept.
+    let form: FormData;
+    try {
+      form = await new Response(body, { headers: { 'content-type': String(request.headers['content-type']) } }).formData();
+    } catch (error) {
+      throw Object.assign(new Error(`Failed to parse the multipart form: ${(error as Error).message}`), { statusCode: 400 });
+    }
+    const fields: Record<string, string[]> = {};
+    for (const [name, value] of form.entries()) {
+      if (typeof value === 'string') (fields[name] ??= []).push(value);
+    }
+    return fields;
+  });
+
+  const authorize = (request: FastifyRequest, domain: string) => (): Answer | undefined => {
+    const header = request.headers.authorization ?? '';
+    const [scheme, encoded = ''] = header.split(' ');
+    const decoded = scheme?.toLowerCase() === 'basic' ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+    const colon = decoded.indexOf(':');
+    const user = colon >= 0 ? decoded.slice(0, colon) : '';
+    const key = colon >= 0 ? decoded.slice(colon + 1) : '';
+    // Mailgun answers a bad key with a bare "Forbidden".
+    if (user !== 'api' || key === '' || key === BAD_TOKEN)
+      return { status: 401, body: 'Forbidden', headers: { 'content-type': 'text/plain' } };
+    if (domain.toLowerCase() === UNKNOWN_MAILGUN_DOMAIN) return mailgunError(404, `Domain not found: ${domain}`);
+    return undefined;
+  };
+  const slowDelay = (behaviour: EmailBehaviour): number => (behaviour === 'slow' ? ctx.slowMs : 0);
+  const indexed = (record: EmailRecord, now: number): boolean => record.createdAt + ctx.indexLagMs <= now;
+  const tokens = new PageTokens();
+
+  app.post<{ Params: { domain: string }; Body: Record<string, string[]> | undefined }>('/v3/:domain/messages', async (request, reply) => {
+    const form = request.body ?? {};
+    const domain = request.params.domain;
+    const to = (form['to'] ?? []).join(',');
+    await exchange(ctx, request, reply, {
+      provider: 'mailgun',
+      operation: 'mailgun.send',
+      recipient: to,
+      authorize: authorize(request, domain),
+      faultAnswer: faultAnswerFor(domain),
+      run: () => send(domain, form, to),
+    });
+  });
+
+  function send(domain: string, form: Record<string, string[]>, to: string): Answer {
+    const one = (name: string): string | undefined => form[name]?.at(-1);
+    const from = one('from')?.trim() ?? '';
+    if (from === '') return mailgunError(400, 'from parameter is missing');
+    const recipients = to
+      .split(',')
+      .map(emailAddress)
+      .filter((r) => r !== '');
+    if (recipients.length === 0) return mailgunError(400, 'to parameter is missing');
+    if (recipients.some((r) => !ADDRESS.test(r)))
+      return mailgunError(400, 'to parameter is not a valid address. please check documentation');
+    const text = one('text');
+    const html = one('html');
+    if (!text && !html) return mailgunError(400, "Need at least one of 'text' or 'html' parameters specified");
+    const optionBytes = Object.entries(form)
+      .filter(([name]) => /^[ohv]:/.test(name))
+      .reduce((sum, [name, values]) => sum + values.reduce((s, v) => s + Buffer.byteLength(name + v), 0), 0);
+    if (optionBytes > OPTIONS_LIMIT_BYTES) {
+      return mailgunError(400, 'Send options (parameters starting with o:, h:, or v:) are limited to 16 kB total');
+    }
+
+    const first = recipients[0] as string;
+    const plan = planEmail(first);
+    if (plan.behaviour === 'rejected') return mailgunError(400, 'to parameter is not a valid address. please check documentation');
+    if (plan.behaviour === 'flaky') {
+      const attempt = state.nextAttempt(`mailgun:${first.toLowerCase()}`);
+      if (attempt === 1) return mailgunError(500, 'Internal Server Error');
+      if (attempt === 2) return limitExceeded(domain, 1);
+    }
+
+    const createdAt = Date.now();
+    const variables = Object.fromEntries(
+      Object.entries(form)
+        .filter(([name]) => name.startsWith('v:'))
+        .map(([name, values]) => [name.slice(2), values.at(-1) ?? '']),
+    );
+    const fields: Omit<EmailRecord, 'events'> = {
+      messageId: `${stamp(createdAt)}.${randomBytes(8).toString('hex')}@${domain}`,
+      from,
+      to,
+      recipients,
+      subject: one('subject') ?? '',
+      messageStream: domain,
+      metadata: variables,
+      plan,
+      createdAt,
+    };
+    if (text) fields.textBody = text;
+    if (html) fields.htmlBody = html;
+    const tag = one('o:tag');
+    if (tag !== undefined) fields.tag = tag;
+    const record = state.addEmail(fields);
+    return { status: 200, body: { id: `<${record.messageId}>`, message: 'Queued. Thank you.' }, delayMs: slowDelay(plan.behaviour) };
+  }
+
+  type EventsRoute = { Params: { domain: string; page?: string }; Querystring: Record<string, string | undefined> };
+  const listEvents = async (request: FastifyRequest<EventsRoute>, reply: FastifyReply): Promise<void> => {
+    const domain = request.params.domain;
+    const search = request.params.page === undefined ? parseSearch(request.query) : tokens.decode(request.params.page);
+    const filter = typeof search === 'object' ? search.filter : {};
+    const record = filter.messageId === undefined ? undefined : state.emails.get(filter.messageId);
+    const recipient = filter.recipient ?? record?.recipients[0];
+    await exchange(ctx, request, reply, {
+      provider: 'mailgun',
+      operation: 'mailgun.events',
+      recipient,
+      authorize: authorize(request, domain),
+      faultAnswer: faultAnswerFor(domain),
+      run: () => {
+        if (search === undefined) return mailgunError(400, 'Invalid page token');
+        if (typeof search === 'string') return mailgunError(400, search);
+        if (record && statusHangs(record.plan.behaviour)) return { status: 0, hang: true };
+        const base = `${request.protocol}://${request.host}/v3/${domain}/events`;
+        const delayMs = recipient ? slowDelay(planEmail(recipient).behaviour) : 0;
+        return { status: 200, body: eventsPage(domain, search, base), delayMs };
+      },
+    });
+  };
+  app.get<EventsRoute>('/v3/:domain/events', listEvents);
+  app.get<EventsRoute>('/v3/:domain/events/:page', listEvents);
+
+  /** The events a search selects, in its order, then cut to its page. */
+  function eventsPage(domain: string, search: EventSearch, base: string): Json {
+    const now = Date.now();
+    const { filter } = search;
+    const low = Math.min(search.begin, search.end ?? (search.ascending ? Infinity : -Infinity));
+    const high = Math.max(search.begin, search.end ?? (search.ascending ? Infinity : -Infinity));
+    const events: Json[] = [];
+    for (const record of state.emails.values()) {
+      if (!indexed(record, now) || !record.messageId.endsWith(`@${domain}`)) continue;
+      if (filter.messageId !== undefined && record.messageId !== filter.messageId) continue;
+      if (filter.recipient !== undefined && !record.recipients.some((r) => r.toLowerCase() === filter.recipient!.toLowerCase())) continue;
+      for (const event of mailgunEvents(record, now)) {
+        const seconds = event['timestamp'] as number;
+        if (seconds < low || seconds > high) continue;
+        if (filter.event !== undefined && event['event'] !== filter.event) continue;
+        events.push(event);
+      }
+    }
+    events.sort((a, b) => ((a['timestamp'] as number) - (b['timestamp'] as number)) * (search.ascending ? 1 : -1));
+    const items = events.slice(search.offset, search.offset + search.limit);
+    const link = (offset: number) => `${base}/${tokens.encode({ ...search, offset: Math.max(0, offset) })}`;
+    return {
+      items,
+      paging: {
+        first: link(0),
+        last: link(Math.max(0, events.length - search.limit)),
+        next: link(search.offset + search.limit),
+        previous: link(search.offset - search.limit),
+      },
+    };
+  }
+
+  // The domain itself (`herald doctor`'s authenticated call that sends nothing).
+  app.get<{ Params: { domain: string } }>('/v4/domains/:domain', async (request, reply) => {
+    const domain = request.params.domain;
+    await exchange(ctx, request, reply, {
+      provider: 'mailgun',
+      operation: 'mailgun.domain',
+      recipient: undefined,
+      authorize: authorize(request, domain),
+      faultAnswer: faultAnswerFor(domain),
+      run: () => ({
+        status: 200,
+        body: {
+          domain: {
+            id: randomBytes(12).toString('hex'),
+            name: domain,
+            state: 'active',
+            type: 'custom',
+            created_at: new Date(0).toUTCString(),
+            smtp_login: `postmaster@${domain}`,
+            spam_action: 'disabled',
+            wildcard: false,
+            require_tls: false,
+            skip_verification: false,
+            is_disabled: false,
+            web_prefix: 'email',
+            web_scheme: 'https',
+          },
+          receiving_dns_records: [],
+          sending_dns_records: [],
+        },
+      }),
+    });
+  });
+}
+
+/** What an events search asks for, kept in the page token of its paging links. */
+interface EventSearch {
+  filter: { event?: string; recipient?: string; messageId?: string };
+  /** Epoch seconds. */
+  begin: number;
+  end?: number;
+  ascending: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** Reads the query of a first events request; a string says what is wrong with it. */
+function parseSearch(query: Record<string, string | undefined>): EventSearch | string {
+  const seconds = (name: string): number | undefined | string => {
+    const raw = query[name];
+    if (raw === undefined || raw === '') return undefined;
+    const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : Date.parse(raw) / 1000;
+    return Number.isFinite(value) ? value : `Invalid time in '${name}': ${raw}`;
+  };
+  const begin = seconds('begin');
+  const end = seconds('end');
+  if (typeof begin === 'string') return begin;
+  if (typeof end === 'string') return end;
+  const ascendingRaw = query['ascending'];
+  if (ascendingRaw !== undefined && ascendingRaw !== 'yes' && ascendingRaw !== 'no') return "'ascending' must be 'yes' or 'no'";
+  if (end === undefined && ascendingRaw === undefined && begin !== undefined) return "'ascending' must be provided when 'end' is not";
+  const limit = query['limit'] === undefined ? EVENTS_DEFAULT_LIMIT : Number(query['limit']);
+  if (!Number.isInteger(limit) || limit < 1 || limit > EVENTS_MAX_LIMIT) return `'limit' must be an integer from 1 to ${EVENTS_MAX_LIMIT}`;
+  const now = Date.now() / 1000;
+  // Without a range Mailgun reads newest first from now.
+  const ascending = ascendingRaw === 'yes' || (ascendingRaw === undefined && end !== undefined && begin !== undefined && end > begin);
+  const filter: EventSearch['filter'] = {};
+  if (query['event']) filter.event = query['event'];
+  if (query['recipient']) filter.recipient = emailAddress(query['recipient']);
+  if (query['message-id']) filter.messageId = query['message-id'].replace(/^<(.*)>$/, '$1');
+  const search: EventSearch = { filter, begin: begin ?? now, ascending, limit, offset: 0 };
+  if (end !== undefined) search.end = end;
+  return search;
+}
+
+/**
+ * Page tokens: a short id per page link handed out, kept here (bounded; the oldest go first),
+ * since a search does not fit in a path segment.
+ */
+class PageTokens {
+  private readonly pages = new Map<string, EventSearch>();
+
+  encode(search: EventSearch): string {
+    const token = randomBytes(12).toString('base64url');
+    this.pages.set(token, search);
+    if (this.pages.size > PAGE_TOKENS_KEPT) this.pages.delete(this.pages.keys().next().value as string);
+    return token;
+  }
+
+  decode(token: string): EventSearch | undefined {
+    return this.pages.get(token);
+  }
+}
+
+/** `YYYYMMDDhhmmss` of a time, as Mailgun's message ids begin. */
+function stamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/[-:T]/g, '').slice(0, 14);
+}
+
+/** A message's events visible at `now`, as Mailgun lists them. */
+export function mailgunEvents(record: EmailRecord, now: number): Json[] {
+  const recipient = record.recipients[0] ?? '';
+  const base = (event: string, at: number, n: number): Json => ({
+    id: Buffer.from(`${record.messageId}/${n}`).toString('base64url').slice(-22),
+    event,
+    timestamp: at / 1000,
+    'log-level': 'info',
+    recipient,
+    'recipient-domain': recipient.slice(recipient.lastIndexOf('@') + 1),
+    tags: record.tag ? [record.tag] : [],
+    'user-variables': { ...record.metadata },
+    flags: { 'is-authenticated': true, 'is-test-mode': false, 'is-routed': false, 'is-system-test': false },
+    envelope: { sender: emailAddress(record.from), targets: recipient, transport: 'smtp', 'sending-ip': '127.0.0.1' },
+    message: {
+      headers: { 'message-id': record.messageId, from: record.from, to: record.to, subject: record.subject },
+      attachments: [],
+      size: 1024,
+    },
+  });
+  const events: Json[] = [{ ...base('accepted', record.createdAt, 0), method: 'HTTP' }];
+  if (record.plan.behaviour === 'inactive') {
+    // Already on the domain's bounce list: accepted, then dropped without a delivery attempt.
+    events.push({
+      ...base('failed', record.createdAt + 1, 1),
+      'log-level': 'error',
+      severity: 'permanent',
+      reason: 'suppress-bounce',
+      'delivery-status': {
+        code: 605,
+        message: '',
+        description: 'Not delivering to previously bounced address',
+        'attempt-no': 0,
+        'retry-seconds': 0,
+      },
+    });
+  }
+  record.events.forEach((event, i) => {
+    if (event.at <= now) events.push(deliveryEvent(event, base(eventName(event), event.at, i + 2)));
+  });
+  return events;
+}
+
+function eventName(event: EmailEvent): string {
+  switch (event.type) {
+    case 'Delivered':
+      return 'delivered';
+    case 'Bounced':
+    case 'Transient':
+      return 'failed';
+    case 'Opened':
+      return 'opened';
+    case 'LinkClicked':
+      return 'clicked';
+  }
+}
+
+function deliveryEvent(event: EmailEvent, base: Json): Json {
+  const status = (code: number, message: string, description = '') => ({
+    'delivery-status': { code, message, description, 'attempt-no': 1, 'mx-host': 'mx.sandbox.invalid', tls: true, 'session-seconds': 0.1 },
+  });
+  switch (event.type) {
+    case 'Delivered':
+      return { ...base, ...status(250, 'OK (sandbox)') };
+    case 'Bounced':
+      return event.bounceType === 'SoftBounce'
+        ? {
+            ...base,
+            'log-level': 'warn',
+            severity: 'temporary',
+            reason: 'generic',
+            ...status(452, '4.2.2 The email account that you tried to reach is over quota (sandbox)'),
+          }
+        : {
+            ...base,
+            'log-level': 'error',
+            severity: 'permanent',
+            reason: 'bounce',
+            ...status(550, '5.1.1 The email account that you tried to reach does not exist (sandbox)'),
+          };
+    case 'Transient':
+      return { ...base, 'log-level': 'warn', severity: 'temporary', reason: 'generic', ...status(421, '4.7.0 Try again later (sandbox)') };
+    case 'Opened':
+    case 'LinkClicked':
+      return { ...base, ip: '127.0.0.1', 'client-info': { 'client-name': 'Sandbox Mail', 'client-type': 'mobile browser' } };
+  }
+}
