@@ -7,13 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
-import type { Queue } from 'bullmq';
 import autocannon from 'autocannon';
 import { systemClock } from '../src/clock.js';
 import { openScheduling, openStores } from '../src/compose.js';
 import { loadConfig, type Config } from '../src/config.js';
 import type { NoticeStore } from '../src/store/notices.js';
-import { closeQueues, QUEUE_NAMES, type HeraldQueues } from '../queues/index.js';
+import { closeQueues, PartitionedQueue, QUEUE_NAMES, type HeraldQueues } from '../queues/index.js';
 import { freePort, httpReady, NodeProcess, until } from './processes.js';
 import { deleteKeys } from './redis-stats.js';
 import type { BenchSandbox } from './sandbox.js';
@@ -101,7 +100,7 @@ export class HeraldDeployment {
       async () => {
         const dead = this.workers.find((w) => !w.running);
         if (dead) throw new Error(`a worker exited at start:\n${dead.output}`);
-        const counts = await Promise.all(NOTICE_QUEUES.map((name) => this.queue(name).getWorkersCount()));
+        const counts = await Promise.all(NOTICE_QUEUES.flatMap((name) => this.queue(name).all.map((q) => q.getWorkersCount())));
         return counts.every((n) => n >= expected);
       },
       30_000,
@@ -110,9 +109,10 @@ export class HeraldDeployment {
     );
   }
 
-  queue(name: string): Queue {
-    const queue = Object.values(this.queues).find((q) => q.name === name);
-    if (!queue) throw new Error(`no queue ${name}`);
+  /** A notice queue (every partition of it). */
+  queue(name: string): PartitionedQueue {
+    const queue = Object.values(this.queues).find((q): q is PartitionedQueue => q instanceof PartitionedQueue && q.name === name);
+    if (!queue) throw new Error(`no notice queue ${name}`);
     return queue;
   }
 

@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './store/redis.js';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -35,7 +35,7 @@ declare module 'fastify' {
 /** What the routes run on, built once per process (src/compose.ts): no route opens a store or an archive. */
 export interface AppDeps {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   store: NoticeStore;
   policies: PolicyStore;
   suppressions: SuppressionStore;
