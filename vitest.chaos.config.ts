@@ -7,6 +7,8 @@ export default defineConfig({
     testTimeout: 600_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // HERALD_TEST_TOPOLOGY=cluster: one Redis Cluster for the run (test/helpers/env.ts).
+    globalSetup: ['test/helpers/cluster-setup.ts'],
     fileParallelism: false,
   },
 });

@@ -8,6 +8,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // HERALD_TEST_TOPOLOGY=cluster: one Redis Cluster for the run (test/helpers/env.ts).
+    globalSetup: ['test/helpers/cluster-setup.ts'],
     fileParallelism: true,
     maxWorkers: 2,
   },

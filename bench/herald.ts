@@ -29,6 +29,8 @@ export interface BenchContext {
   sandbox: BenchSandbox;
   /** Every prefix of this run starts with it; all are deleted at the end. */
   runPrefix: string;
+  /** More environment for Herald's processes (a Redis Cluster's seeds and partitions). */
+  env?: Record<string, string>;
   log(message: string): void;
 }
 
@@ -58,6 +60,7 @@ export function heraldEnv(ctx: BenchContext, prefix: string, archiveDir: string)
     HERALD_ARCHIVE_URL: pathToFileURL(archiveDir).href,
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
+    ...ctx.env,
   };
 }
 
@@ -78,7 +81,7 @@ export class HeraldDeployment {
   ) {
     this.config = loadConfig(this.env);
     this.store = openStores(ctx.redis, this.config).store;
-    this.queues = openScheduling(ctx.redis, this.store, systemClock).queues;
+    this.queues = openScheduling(ctx.redis, this.store, systemClock, this.config.queuePartitions).queues;
   }
 
   get env(): Record<string, string> {
@@ -103,7 +106,7 @@ export class HeraldDeployment {
         const counts = await Promise.all(NOTICE_QUEUES.flatMap((name) => this.queue(name).all.map((q) => q.getWorkersCount())));
         return counts.every((n) => n >= expected);
       },
-      30_000,
+      120_000,
       `${expected} worker processes to register`,
       100,
     );

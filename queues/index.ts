@@ -141,6 +141,11 @@ export class PartitionedQueue {
   async resume(): Promise<void> {
     await Promise.all(this.all.map((q) => q.resume()));
   }
+  /** Listens for the errors of every partition (a queue emits them while Redis is away). */
+  on(event: 'error', listener: (error: Error) => void): this {
+    for (const queue of this.all) queue.on(event, listener);
+    return this;
+  }
   async close(): Promise<void> {
     await Promise.allSettled(this.all.map((q) => q.close()));
   }

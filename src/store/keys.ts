@@ -153,21 +153,22 @@ export function shardFor(id: string): number {
 const TAG_CANDIDATES = 4096;
 
 /**
- * The hash tags of `count` queue partitions: partition i's is `q<count>.<i>.<n>` for the n (in
- * base 36, among the first TAG_CANDIDATES) whose slot is nearest slot i·16384/count. The search
- * is deterministic, so every process finds the same tags; `count` is part of the tag, so the
- * partitions of two different counts never share a queue.
+ * The hash tags of `count` queue partitions: partition i's is `q<count>.<i>.<n>` for the first n
+ * (in base 36) whose slot is at or just above slot i·16384/count, i.e. nearest it from above
+ * among the first TAG_CANDIDATES. A Cluster split evenly over `count` masters (as
+ * `redis-cli --cluster create` splits it) serves each partition from the master whose slot range
+ * starts there. The search is deterministic, so every process finds the same tags; `count` is
+ * part of the tag, so the partitions of two counts never share a queue.
  */
 export function queuePartitionTags(count: number): string[] {
   return Array.from({ length: count }, (_, i) => {
-    const target = Math.floor((i * SLOT_COUNT) / count);
+    const target = Math.ceil((i * SLOT_COUNT) / count);
     let best = '';
-    let bestDistance = Infinity;
-    for (let n = 0; n < TAG_CANDIDATES && bestDistance > 0; n += 1) {
+    let bestAbove = Infinity;
+    for (let n = 0; n < TAG_CANDIDATES && bestAbove > 0; n += 1) {
       const tag = `q${count}.${i}.${n.toString(36)}`;
-      const away = Math.abs(slotOf(`{${tag}}`) - target);
-      const distance = Math.min(away, SLOT_COUNT - away);
-      if (distance < bestDistance) [best, bestDistance] = [tag, distance];
+      const above = (slotOf(`{${tag}}`) - target + SLOT_COUNT) % SLOT_COUNT;
+      if (above < bestAbove) [best, bestAbove] = [tag, above];
     }
     return best;
   });

@@ -33,7 +33,7 @@ export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker
             retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
           };
   if (typeof target === 'string') return new Redis(target, options);
-  if (target.clusterNodes) return connectCluster(target.clusterNodes, target.url, options);
+  if (target.clusterNodes) return connectCluster(target.clusterNodes, target.url, options, role === 'web');
   if (target.sentinels) {
     // The URL's user, password, database and TLS apply to the master Sentinel names.
     const node = new URL(target.url);
@@ -57,7 +57,7 @@ export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker
  * ready check and automatic pipelining (grouped per node) are the Cluster's own. The URL's user,
  * password and TLS apply to every node; nothing connects to the URL's host.
  */
-function connectCluster(nodes: readonly HostPort[], url: string, options: RedisOptions): Cluster {
+function connectCluster(nodes: readonly HostPort[], url: string, options: RedisOptions, failFast: boolean): Cluster {
   const { enableOfflineQueue, enableReadyCheck, enableAutoPipelining, retryStrategy, ...perNode } = options;
   const node = new URL(url);
   const clusterOptions: ClusterOptions = {
@@ -65,11 +65,15 @@ function connectCluster(nodes: readonly HostPort[], url: string, options: RedisO
     enableReadyCheck: enableReadyCheck ?? true,
     enableAutoPipelining: enableAutoPipelining ?? false,
     // While a master is down its slots answer nothing; the topology is asked for again soon, so
-    // that a promoted replica takes over its slots within seconds.
+    // that a promoted replica takes over its slots within seconds. A command for those slots is
+    // tried again a few times (the web's: few and soon, so that its request answers 503 in about
+    // a second rather than waiting for the failover).
     slotsRefreshTimeout: 1000,
     slotsRefreshInterval: 2000,
-    retryDelayOnFailover: 200,
-    retryDelayOnClusterDown: 200,
+    retryDelayOnFailover: failFast ? 100 : 300,
+    retryDelayOnClusterDown: failFast ? 100 : 300,
+    retryDelayOnTryAgain: failFast ? 100 : 300,
+    maxRedirections: failFast ? 3 : 16,
     ...(retryStrategy ? { clusterRetryStrategy: (attempt: number) => retryStrategy(attempt) } : {}),
     redisOptions: {
       ...perNode,
@@ -118,6 +122,22 @@ export async function execAll(redis: RedisClient, commands: readonly Command[]):
     }),
   );
   return replies;
+}
+
+/** Errors of a command that Redis did not answer: the connection, a timeout, a Cluster's missing master. */
+const UNANSWERED =
+  /Connection is closed|Command timed out|^MOVED |^ASK |Stream isn't writeable|enableOfflineQueue|Too many Cluster redirections|CLUSTERDOWN|TRYAGAIN|Failed to refresh slots cache|ECONNREFUSED|ECONNRESET|ETIMEDOUT/;
+
+/**
+ * Whether a request failed because Redis could not be reached (the web answers 503, not 500):
+ * the connection is not ready, or the error is one of a command left unanswered — on a Cluster
+ * the usual case while one master is down and the others, and so the connection, are fine.
+ */
+export function storeUnreachable(redis: RedisClient, error: unknown): boolean {
+  if (redis.status !== 'ready') return true;
+  const e = error as { name?: unknown; message?: unknown } | undefined;
+  if (e?.name === 'MaxRetriesPerRequestError' || e?.name === 'ClusterAllFailedError') return true;
+  return typeof e?.message === 'string' && UNANSWERED.test(e.message);
 }
 
 /** Resolves once the connection is ready, or rejects after `timeoutMs`. */

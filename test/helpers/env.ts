@@ -2,10 +2,26 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { ConfigError, loadConfig, type Config } from '../../src/config.js';
+import { masterNodes, type RedisClient } from '../../src/store/redis.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * `HERALD_TEST_TOPOLOGY=cluster` runs a suite on a Redis Cluster: the global setup
+ * (test/helpers/cluster-setup.ts) starts one for the run and passes its seeds on in
+ * HERALD_TEST_CLUSTER_NODES; every testEnv then names it in REDIS_CLUSTER_NODES, with
+ * HERALD_QUEUE_PARTITIONS 3 (HERALD_TEST_QUEUE_PARTITIONS to change it).
+ */
+export const TEST_TOPOLOGY: 'single' | 'cluster' = process.env.HERALD_TEST_TOPOLOGY === 'cluster' ? 'cluster' : 'single';
+
+function topologyEnv(): Record<string, string> {
+  if (TEST_TOPOLOGY === 'single') return {};
+  const nodes = process.env.HERALD_TEST_CLUSTER_NODES;
+  if (!nodes) throw new Error('HERALD_TEST_TOPOLOGY=cluster: no cluster was started (test/helpers/cluster-setup.ts is the global setup)');
+  return { REDIS_CLUSTER_NODES: nodes, HERALD_QUEUE_PARTITIONS: process.env.HERALD_TEST_QUEUE_PARTITIONS ?? '3' };
+}
 export const TEST_API_KEY = 'test-api-key-0123456789';
 
 /** A key prefix of this test run's own: tests share one Redis and touch only their keys. */
@@ -17,6 +33,7 @@ export function testPrefix(label = 't'): string {
 export function testEnv(prefix: string, env: Record<string, string> = {}): Record<string, string> {
   return {
     REDIS_URL,
+    ...topologyEnv(),
     HERALD_PREFIX: prefix,
     HERALD_API_KEYS: TEST_API_KEY,
     HERALD_PROVIDERS: 'sandbox',
@@ -43,18 +60,31 @@ export function testArchiveUrl(): string {
   return `file://${mkdtempSync(join(tmpdir(), 'herald-archive-'))}`;
 }
 
-/** Deletes every key under `prefix` (and only those). */
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
+/** Deletes every key under `prefix` (and only those), on every master of a Cluster. */
+export async function deleteKeys(redis: RedisClient, prefix: string): Promise<void> {
+  for (const node of masterNodes(redis)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      // One key at a time: on a Cluster a DEL of several keys must stay in one slot.
+      await Promise.all(keys.map((key) => node.del(key)));
+    } while (cursor !== '0');
+  }
 }
 
+/**
+ * A connection of the test's own to the test topology's Redis: on a Cluster a Cluster client,
+ * which takes the same commands on keys (typed as a node's for the tests' convenience).
+ */
 export function plainRedis(): Redis {
-  return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const nodes = topologyEnv().REDIS_CLUSTER_NODES;
+  if (!nodes) return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const cluster = new Cluster(
+    nodes.split(',').map((seed) => ({ host: seed.split(':')[0]!, port: Number(seed.split(':')[1]) })),
+    { redisOptions: { maxRetriesPerRequest: null } },
+  );
+  return cluster as unknown as Redis;
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
