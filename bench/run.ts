@@ -118,7 +118,7 @@ try {
       }
     : undefined;
 
-  const scaleOut = runs('cluster') ? await clusterScale(ctx, n(1_000)) : undefined;
+  const scaleOut = runs('cluster') ? await clusterScale(ctx, n(2_000)) : undefined;
 
   // What the plans of the cost runs ask of the providers: the floor a notice cannot go under.
   const plan = planChecks(0, 8_000, undefined, { minPollIntervalMs: 1_000, maxChecks: 40 });
