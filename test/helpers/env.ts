@@ -16,7 +16,8 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
  */
 export const TEST_TOPOLOGY: 'single' | 'cluster' = process.env.HERALD_TEST_TOPOLOGY === 'cluster' ? 'cluster' : 'single';
 
-function topologyEnv(): Record<string, string> {
+/** The variables that point Herald at the test topology's Redis Cluster (none on one node). */
+export function topologyEnv(): Record<string, string> {
   if (TEST_TOPOLOGY === 'single') return {};
   const nodes = process.env.HERALD_TEST_CLUSTER_NODES;
   if (!nodes) throw new Error('HERALD_TEST_TOPOLOGY=cluster: no cluster was started (test/helpers/cluster-setup.ts is the global setup)');
