@@ -21,6 +21,7 @@ import { WorkerProcess } from '../helpers/stack.js';
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PARTITIONS = 3;
+const ADMIN = 'cluster-admin-token-0123456789';
 
 class WebProcess {
   child: ChildProcess | undefined;
@@ -153,6 +154,7 @@ beforeAll(async () => {
     POSTMARK_API_URL: sandbox.url,
     TWILIO_API_URL: sandbox.url,
     HERALD_RECONCILE_GRACE_MS: '3000',
+    HERALD_ADMIN_TOKEN: ADMIN,
     // A loaded machine answers the emulators late: a send in doubt is not what this test is about.
     HERALD_PROVIDER_TIMEOUT_MS: '5000',
     LOG_LEVEL: 'warn',
@@ -208,6 +210,12 @@ describe('Herald on a Redis Cluster with 3 queue partitions', () => {
     // The jobs' queues and partitions are what Bull Board and /metrics show.
     const metrics = await fetch(`${web.url}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/queue="p2\.email-send"/);
+    const board = (await fetch(`${web.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json())) as { queues: { name: string }[] };
+    const names = board.queues.map((q) => q.name);
+    for (const queue of ['email-send', 'email-poll', 'deadline', 'sms-send', 'sms-poll']) {
+      expect(names).toEqual(expect.arrayContaining([0, 1, 2].map((i) => `p${i}.${queue}`)));
+    }
+    expect(names).toEqual(expect.arrayContaining(['reconcile', 'log-mirror', 'content-purge']));
   }, 120_000);
 
   it('survives a master killed with notices in flight: 503 or an answer for its slots, never a hang; the rest work; recovery without restart', async () => {
