@@ -7,13 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
-import type { Queue } from 'bullmq';
 import autocannon from 'autocannon';
 import { systemClock } from '../src/clock.js';
 import { openScheduling, openStores } from '../src/compose.js';
 import { loadConfig, type Config } from '../src/config.js';
 import type { NoticeStore } from '../src/store/notices.js';
-import { closeQueues, QUEUE_NAMES, type HeraldQueues } from '../queues/index.js';
+import { closeQueues, PartitionedQueue, QUEUE_NAMES, type HeraldQueues } from '../queues/index.js';
 import { freePort, httpReady, NodeProcess, processCpuMs, until } from './processes.js';
 import { deleteKeys } from './redis-stats.js';
 import type { BenchSandbox } from './sandbox.js';
@@ -30,6 +29,8 @@ export interface BenchContext {
   sandbox: BenchSandbox;
   /** Every prefix of this run starts with it; all are deleted at the end. */
   runPrefix: string;
+  /** More environment for Herald's processes (a Redis Cluster's seeds and partitions). */
+  env?: Record<string, string>;
   log(message: string): void;
 }
 
@@ -59,6 +60,7 @@ export function heraldEnv(ctx: BenchContext, prefix: string, archiveDir: string)
     HERALD_ARCHIVE_URL: pathToFileURL(archiveDir).href,
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
+    ...ctx.env,
   };
 }
 
@@ -79,7 +81,7 @@ export class HeraldDeployment {
   ) {
     this.config = loadConfig(this.env);
     this.store = openStores(ctx.redis, this.config).store;
-    this.queues = openScheduling(ctx.redis, this.store, systemClock).queues;
+    this.queues = openScheduling(ctx.redis, this.store, systemClock, this.config.queuePartitions).queues;
   }
 
   get env(): Record<string, string> {
@@ -101,18 +103,19 @@ export class HeraldDeployment {
       async () => {
         const dead = this.workers.find((w) => !w.running);
         if (dead) throw new Error(`a worker exited at start:\n${dead.output}`);
-        const counts = await Promise.all(NOTICE_QUEUES.map((name) => this.queue(name).getWorkersCount()));
+        const counts = await Promise.all(NOTICE_QUEUES.flatMap((name) => this.queue(name).all.map((q) => q.getWorkersCount())));
         return counts.every((n) => n >= expected);
       },
-      30_000,
+      120_000,
       `${expected} worker processes to register`,
       100,
     );
   }
 
-  queue(name: string): Queue {
-    const queue = Object.values(this.queues).find((q) => q.name === name);
-    if (!queue) throw new Error(`no queue ${name}`);
+  /** A notice queue (every partition of it). */
+  queue(name: string): PartitionedQueue {
+    const queue = Object.values(this.queues).find((q): q is PartitionedQueue => q instanceof PartitionedQueue && q.name === name);
+    if (!queue) throw new Error(`no notice queue ${name}`);
     return queue;
   }
 

@@ -80,7 +80,7 @@ export async function until<T>(
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Resolves once `url` answers 200. */
-export async function httpReady(url: string, proc: NodeProcess, timeoutMs = 20_000): Promise<void> {
+export async function httpReady(url: string, proc: NodeProcess, timeoutMs = 120_000): Promise<void> {
   await until(
     async () => {
       if (!proc.running) throw new Error(`process exited before ${url} answered:\n${proc.output}`);

@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { sleep } from './processes.js';
+import { isCluster, masterNodes, type RedisClient } from '../src/store/redis.js';
 
 export type CommandCounts = Map<string, number>;
 
@@ -188,8 +189,12 @@ function keyKind(key: string): string {
     .replace(/:[0-9a-f]{16,}$/, '');
 }
 
-/** Deletes every key under `prefix` (and only those). */
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+/** Deletes every key under `prefix` (and only those), on every master of a Cluster. */
+export async function deleteKeys(redis: RedisClient, prefix: string): Promise<void> {
+  if (isCluster(redis)) {
+    for (const node of masterNodes(redis)) for (const key of await scanKeys(node, `${prefix}:*`)) await node.del(key);
+    return;
+  }
   const keys = await scanKeys(redis, `${prefix}:*`);
   for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
 }

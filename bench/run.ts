@@ -7,7 +7,8 @@
  * nothing: figures are reported, targets marked met or missed. For a quick look, BENCH_SCALE
  * (default 1) scales the item counts of the throughput and cost runs and BENCH_PENDING (default
  * 10000) sets the number of pending notices; BENCH_PENDING_WORKERS (default 1) their workers;
- * BENCH_ONLY (a comma-separated list of accept, lifecycle, cost, pending) runs only those parts.
+ * BENCH_ONLY (a comma-separated list of accept, lifecycle, cost, pending, cluster) runs only those parts.
+ * `cluster` starts redis-servers of its own: one node and a 3-master Redis Cluster.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { planChecks } from '../src/notice/planner.js';
 import { measureAccept } from './accept.js';
+import { clusterScale } from './cluster.js';
 import { noticeCost, rawJobCost } from './cost.js';
 import type { BenchContext } from './herald.js';
 import { deliveredThroughput, fallbackThroughput, rawThroughput } from './lifecycle.js';
@@ -34,7 +36,7 @@ const PENDING = Number(process.env.BENCH_PENDING ?? DEFAULT_PENDING);
 /** The committed record of the last full run: its section between the markers is rewritten. */
 const RESULTS_FILE = 'docs/BENCHMARKS.md';
 const PENDING_WORKERS = Number(process.env.BENCH_PENDING_WORKERS ?? 1);
-const PARTS = ['accept', 'lifecycle', 'cost', 'pending'] as const;
+const PARTS = ['accept', 'lifecycle', 'cost', 'pending', 'cluster'] as const;
 const only = (process.env.BENCH_ONLY ?? PARTS.join(',')).split(',').map((part) => part.trim());
 const unknownParts = only.filter((part) => !(PARTS as readonly string[]).includes(part));
 if (unknownParts.length > 0)
@@ -125,6 +127,8 @@ try {
         raw: await rawPending(ctx, PENDING / 10, PENDING_WORKERS),
       }
     : undefined;
+
+  const scaleOut = runs('cluster') ? await clusterScale(ctx, n(2_000)) : undefined;
 
   // What the plans of the cost runs ask of the providers: the floor a notice cannot go under.
   const plan = planChecks(0, 8_000, undefined, { minPollIntervalMs: 1_000, maxChecks: 40 });
@@ -304,6 +308,20 @@ try {
     );
   }
 
+  if (scaleOut) {
+    rows.push(
+      {
+        figure: 'Redis CPU per notice, busiest of 3 cluster masters',
+        herald: scaleOut.busiestCpuMsPerNotice,
+        baseline: scaleOut.singleCpuMsPerNotice,
+        baselineIs: 'one Redis node, same notices',
+        unit: 'ms',
+        target: '≤ 0.45×',
+        met: scaleOut.busiestCpuMsPerNotice <= 0.45 * scaleOut.singleCpuMsPerNotice,
+      },
+    );
+  }
+
   // Other work on the machine shows in every figure: the load averages say how much there was.
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const report = [
@@ -345,6 +363,7 @@ try {
     cost,
     pending,
     lightPending,
+    cluster: scaleOut,
     durationSeconds: (Date.now() - started) / 1000,
   };
   writeFileSync(`${ROOT}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);

@@ -1,7 +1,9 @@
-import { DelayedError, Queue, WaitingError, type ConnectionOptions, type DefaultJobOptions, type Job } from 'bullmq';
+import { DelayedError, Queue, WaitingError, type ConnectionOptions, type DefaultJobOptions, type Job, type JobState, type JobType } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Clock } from '../src/clock.js';
+import { shardOfNoticeId } from '../src/notice/ids.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
+import { partitionOfNotice, type Keys } from '../src/store/keys.js';
 
 /** Herald's queues; one processor module per queue in this folder. */
 export const QUEUE_NAMES = {
@@ -65,21 +67,163 @@ const STREAMS = { events: { maxLen: 1000 } };
 
 /** Queues of scheduled sweeps, whose jobs carry no notice. */
 type SweepQueueKey = 'reconcile' | 'logMirror' | 'retentionSweep' | 'providerFeed';
+export type NoticeQueueKey = Exclude<QueueKey, SweepQueueKey>;
 
-export type HeraldQueues = Record<Exclude<QueueKey, SweepQueueKey>, Queue<NoticeJob>> & Record<SweepQueueKey, Queue>;
+/** The notice ID a job ID starts with (job IDs are derived from it), if any. */
+function noticeIdOfJob(jobId: string): string | undefined {
+  const id = jobId.slice(0, jobId.indexOf('-') === -1 ? jobId.length : jobId.indexOf('-'));
+  return shardOfNoticeId(id) === undefined ? undefined : id;
+}
 
-/** Opens every Herald queue on one connection. Whoever opens them closes them (closeQueues). */
-export function openQueues(connection: ConnectionOptions, prefix: string): HeraldQueues {
-  const open = (name: string) =>
+/**
+ * One notice queue split into partitions (SPEC §9), each a BullMQ queue with its own hash tag: a
+ * notice's jobs go to its shard's partition, so adding, finding and removing a job touches one
+ * partition. `earlier` is the unpartitioned queue of a deployment that had one partition before:
+ * workers still run what it holds, and the counts include it.
+ */
+export class PartitionedQueue {
+  constructor(
+    readonly name: string,
+    readonly partitions: readonly Queue<NoticeJob>[],
+    readonly earlier?: Queue<NoticeJob>,
+  ) {}
+
+  /** Every BullMQ queue of this notice queue: the partitions, then the earlier queue if any. */
+  get all(): Queue<NoticeJob>[] {
+    return this.earlier ? [...this.partitions, this.earlier] : [...this.partitions];
+  }
+
+  /** The partition of a notice's jobs. */
+  of(noticeId: string): Queue<NoticeJob> {
+    return this.partitions[partitionOfNotice(noticeId, this.partitions.length)]!;
+  }
+
+  /** The queues a job may be in: its notice's partition for a job ID derived from a notice ID, else all. */
+  private holding(jobId: string): Queue<NoticeJob>[] {
+    const noticeId = noticeIdOfJob(jobId);
+    return noticeId === undefined ? this.all : [this.of(noticeId)];
+  }
+
+  add(name: string, data: NoticeJob, opts?: Parameters<Queue<NoticeJob>['add']>[2]): Promise<Job<NoticeJob>> {
+    return this.of(data.noticeId).add(name, data, opts);
+  }
+  async getJob(jobId: string): Promise<Job<NoticeJob> | undefined> {
+    for (const queue of this.holding(jobId)) {
+      const job = await queue.getJob(jobId);
+      if (job) return job;
+    }
+    return undefined;
+  }
+  async getJobState(jobId: string): Promise<JobState | 'unknown'> {
+    for (const queue of this.holding(jobId)) {
+      const state = await queue.getJobState(jobId);
+      if (state !== 'unknown') return state;
+    }
+    return 'unknown';
+  }
+  async remove(jobId: string, opts?: { removeChildren?: boolean }): Promise<number> {
+    let removed = 0;
+    for (const queue of this.holding(jobId)) removed += await queue.remove(jobId, opts);
+    return removed;
+  }
+  /** Jobs of the given types from every partition (each partition's own order, one after another). */
+  async getJobs(types?: JobType | JobType[], start?: number, end?: number, asc?: boolean): Promise<Job<NoticeJob>[]> {
+    return (await Promise.all(this.all.map((q) => q.getJobs(types, start, end, asc)))).flat();
+  }
+  async getJobCounts(...types: JobType[]): Promise<Record<string, number>> {
+    const sums: Record<string, number> = {};
+    for (const counts of await Promise.all(this.all.map((q) => q.getJobCounts(...types)))) {
+      for (const [type, n] of Object.entries(counts)) sums[type] = (sums[type] ?? 0) + n;
+    }
+    return sums;
+  }
+  async count(): Promise<number> {
+    return (await Promise.all(this.all.map((q) => q.count()))).reduce((a, b) => a + b, 0);
+  }
+  async getActiveCount(): Promise<number> {
+    return (await Promise.all(this.all.map((q) => q.getActiveCount()))).reduce((a, b) => a + b, 0);
+  }
+  /** Paused when every partition is. */
+  async isPaused(): Promise<boolean> {
+    return (await Promise.all(this.all.map((q) => q.isPaused()))).every(Boolean);
+  }
+  async pause(): Promise<void> {
+    await Promise.all(this.all.map((q) => q.pause()));
+  }
+  async resume(): Promise<void> {
+    await Promise.all(this.all.map((q) => q.resume()));
+  }
+  /** Listens for the errors of every partition (a queue emits them while Redis is away). */
+  on(event: 'error', listener: (error: Error) => void): this {
+    for (const queue of this.all) queue.on(event, listener);
+    return this;
+  }
+  async close(): Promise<void> {
+    await Promise.allSettled(this.all.map((q) => q.close()));
+  }
+}
+
+export type HeraldQueues = Record<NoticeQueueKey, PartitionedQueue> & Record<SweepQueueKey, Queue>;
+
+/** One BullMQ queue as operators see it: in Bull Board, /metrics and the admin overview. */
+export interface ListedQueue {
+  /** The queue's name, with `p<i>.` before it for partition i of several: `p2.email-poll`. */
+  label: string;
+  queue: Queue;
+  /** What it is, for Bull Board: its partition and hash tag. */
+  description: string;
+}
+
+/** Every BullMQ queue of Herald: each notice queue's partitions (and earlier queue), then the sweeps. */
+export function listQueues(queues: HeraldQueues): ListedQueue[] {
+  const listed: ListedQueue[] = [];
+  for (const key of NOTICE_QUEUE_KEYS) {
+    const q = queues[key];
+    const count = q.partitions.length;
+    q.partitions.forEach((queue, i) =>
+      listed.push(
+        count === 1
+          ? { label: q.name, queue, description: '' }
+          : { label: `p${i}.${q.name}`, queue, description: `partition ${i} of ${count} (${queue.opts.prefix})` },
+      ),
+    );
+    if (q.earlier) listed.push({ label: q.name, queue: q.earlier, description: 'unpartitioned queue of before: workers run what it still holds' });
+  }
+  for (const key of ['reconcile', 'logMirror', 'retentionSweep'] as const) listed.push({ label: queues[key].name, queue: queues[key], description: '' });
+  return listed;
+}
+
+const NOTICE_QUEUE_KEYS: readonly NoticeQueueKey[] = ['emailSend', 'emailPoll', 'deadline', 'smsSend', 'smsPoll'];
+
+/**
+ * Opens every Herald queue on one connection: each notice queue in `partitions` partitions
+ * (Keys.queuePartitionPrefixes), the sweeps unpartitioned. With more than one partition the
+ * unpartitioned notice queues of before stay open too, for the workers to drain. Whoever opens
+ * them closes them (closeQueues).
+ */
+export function openQueues(connection: ConnectionOptions, keys: Keys, partitions = 1): HeraldQueues {
+  const open = (name: string, prefix: string) =>
     new Queue<NoticeJob>(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS, streams: STREAMS });
+  const prefixes = keys.queuePartitionPrefixes(partitions);
+  const partitioned = (name: string) =>
+    new PartitionedQueue(
+      name,
+      prefixes.map((prefix) => open(name, prefix)),
+      partitions > 1 ? open(name, keys.queuePrefix) : undefined,
+    );
   const sweep = (name: string) =>
-    new Queue(name, { connection, prefix, streams: STREAMS, defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 100 } } });
+    new Queue(name, {
+      connection,
+      prefix: keys.queuePrefix,
+      streams: STREAMS,
+      defaultJobOptions: { removeOnComplete: true, removeOnFail: { count: 100 } },
+    });
   return {
-    emailSend: open(QUEUE_NAMES.emailSend),
-    emailPoll: open(QUEUE_NAMES.emailPoll),
-    deadline: open(QUEUE_NAMES.deadline),
-    smsSend: open(QUEUE_NAMES.smsSend),
-    smsPoll: open(QUEUE_NAMES.smsPoll),
+    emailSend: partitioned(QUEUE_NAMES.emailSend),
+    emailPoll: partitioned(QUEUE_NAMES.emailPoll),
+    deadline: partitioned(QUEUE_NAMES.deadline),
+    smsSend: partitioned(QUEUE_NAMES.smsSend),
+    smsPoll: partitioned(QUEUE_NAMES.smsPoll),
     reconcile: sweep(QUEUE_NAMES.reconcile),
     logMirror: sweep(QUEUE_NAMES.logMirror),
     retentionSweep: sweep(QUEUE_NAMES.retentionSweep),
@@ -129,7 +273,7 @@ export class QueueScheduler implements Scheduler {
    * too early, a job that failed for good), and then it must run: the finished job makes way.
    * A job still waiting, delayed or running keeps its place, so asking twice stays harmless.
    */
-  private async statusCheck(queue: Queue<NoticeJob>, name: string, jobId: string, noticeId: string, at: number): Promise<void> {
+  private async statusCheck(queue: PartitionedQueue, name: string, jobId: string, noticeId: string, at: number): Promise<void> {
     const existing = await queue.getJob(jobId);
     if (existing?.finishedOn) await queue.remove(jobId);
     await queue.add(name, { noticeId }, { jobId, delay: this.delay(at) });

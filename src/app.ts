@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import { storeUnreachable, type RedisClient } from './store/redis.js';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -35,7 +35,7 @@ declare module 'fastify' {
 /** What the routes run on, built once per process (src/compose.ts): no route opens a store or an archive. */
 export interface AppDeps {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   store: NoticeStore;
   policies: PolicyStore;
   suppressions: SuppressionStore;
@@ -75,7 +75,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors,
     clientErrorHandler,
   });
-  app.setErrorHandler(errorHandler(() => deps.redis.status === 'ready'));
+  app.setErrorHandler(errorHandler((error) => !storeUnreachable(deps.redis, error)));
   // Fastify parses text/plain by default; Herald's API takes JSON only (415 for the rest).
   app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', urlGuard);
@@ -170,7 +170,7 @@ export async function buildMetricsApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors,
     clientErrorHandler,
   });
-  app.setErrorHandler(errorHandler(() => deps.redis.status === 'ready'));
+  app.setErrorHandler(errorHandler((error) => !storeUnreachable(deps.redis, error)));
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send(errorBody('not_found', `No route ${request.method} ${quotedPath(request.url)}; this listener serves /metrics.`)),
   );

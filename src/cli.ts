@@ -22,7 +22,7 @@ import { diagnose, formatFindings } from './doctor.js';
 import { progress } from './progress.js';
 import { formatDuration, parseDuration } from './durations.js';
 import { noticeCreatedAt, SHARD_COUNT, shardOfNoticeId } from './notice/ids.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './store/redis.js';
 import { collectDecisions, replayDecisions } from './policy/replay.js';
 import { loadRules, RulesError, type Rules } from './policy/rules.js';
 import { NoticeStore, type StoredEntry } from './store/notices.js';
@@ -544,7 +544,7 @@ async function noticesList(config: Config, args: string[], io: CliIo): Promise<n
 }
 
 /** The CLI's Redis connection, and whether it answered within 3 s (commands that can do without it go on). */
-async function openCliRedis(config: Config): Promise<{ redis: Redis; reachable: boolean }> {
+async function openCliRedis(config: Config): Promise<{ redis: RedisClient; reachable: boolean }> {
   const redis = connectRedis(config.redis, 'web', 'herald-cli');
   redis.on('error', () => undefined);
   const reachable = await waitReady(redis, 3000).then(

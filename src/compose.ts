@@ -9,7 +9,7 @@ import { NoticeIndex } from './store/notice-index.js';
 import { Keys } from './store/keys.js';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './store/redis.js';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app.js';
 import type { Archive } from './archive/archive.js';
@@ -39,7 +39,7 @@ import { within } from './time-limit.js';
 const MIRROR_SWEEP_BUDGET_MS = 10_000;
 
 /** A connection of one role (src/store/redis.ts), its errors logged rather than thrown. */
-export function openRedis(config: Pick<Config, 'redis'>, role: 'web' | 'worker' | 'worker-steps', name: string, log: Logger): Redis {
+export function openRedis(config: Pick<Config, 'redis'>, role: 'web' | 'worker' | 'worker-steps', name: string, log: Logger): RedisClient {
   const redis = connectRedis(config.redis, role, name);
   redis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   return redis;
@@ -57,7 +57,7 @@ export interface Stores {
  * The stores on one connection. Only the worker passes the content keyring: the web seals content
  * (acceptNotice) and never opens it.
  */
-export function openStores(redis: Redis, config: Config, opts: { openContent?: boolean } = {}): Stores {
+export function openStores(redis: RedisClient, config: Config, opts: { openContent?: boolean } = {}): Stores {
   return {
     store: new NoticeStore(redis, config.prefix, {
       ...(opts.openContent ? { keyring: keyringOf(config.encryptionKeys) } : {}),
@@ -69,14 +69,22 @@ export function openStores(redis: Redis, config: Config, opts: { openContent?: b
   };
 }
 
-/** Herald's queues on `redis` and the engine's scheduler over them. Whoever opens them closes them. */
-export function openScheduling(redis: Redis, store: NoticeStore, clock: Clock): { queues: HeraldQueues; scheduler: QueueScheduler } {
-  const queues = openQueues(redis, store.keys.queuePrefix);
+/**
+ * Herald's queues on `redis`, the notice queues in `partitions` partitions (HERALD_QUEUE_PARTITIONS),
+ * and the engine's scheduler over them. Whoever opens them closes them.
+ */
+export function openScheduling(
+  redis: RedisClient,
+  store: NoticeStore,
+  clock: Clock,
+  partitions = 1,
+): { queues: HeraldQueues; scheduler: QueueScheduler } {
+  const queues = openQueues(redis, store.keys, partitions);
   return { queues, scheduler: new QueueScheduler(queues, clock) };
 }
 
 /** The archive of a process that reads it only now and then: opened on first need, closed by its owner. */
-export function lazyArchive(config: Config, redis: Redis): { get(): Archive; close(): Promise<void> } {
+export function lazyArchive(config: Config, redis: RedisClient): { get(): Archive; close(): Promise<void> } {
   let archive: Archive | undefined;
   return {
     get: () => (archive ??= openArchive(config, redis)),
@@ -114,7 +122,7 @@ export function composeWeb(
 ): WebParts {
   const redis = openRedis(config, 'web', opts.connectionName ?? 'herald-web', opts.logger);
   const stores = openStores(redis, config);
-  const { queues, scheduler } = openScheduling(redis, stores.store, opts.clock);
+  const { queues, scheduler } = openScheduling(redis, stores.store, opts.clock, config.queuePartitions);
   const shared = opts.archive;
   const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
   const trails = trailReader({ store: stores.store, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
@@ -131,9 +139,9 @@ export function composeWeb(
 
 export interface WorkerParts extends Stores {
   /** BullMQ's connection (blocking reads, its scripts). */
-  redis: Redis;
+  redis: RedisClient;
   /** The engine's own pipelining connection. */
-  stepRedis: Redis;
+  stepRedis: RedisClient;
   queues: HeraldQueues;
   scheduler: QueueScheduler;
   engine: NoticeEngine;
@@ -154,7 +162,7 @@ export function composeWorker(
   const redis = openRedis(config, 'worker', 'herald-worker', log);
   const stepRedis = openRedis(config, 'worker-steps', 'herald-worker-steps', log);
   const stores = openStores(stepRedis, config, { openContent: true });
-  const { queues, scheduler } = openScheduling(redis, stores.store, clock);
+  const { queues, scheduler } = openScheduling(redis, stores.store, clock, config.queuePartitions);
   const engine = new NoticeEngine({ ...stores, ...opts.providers, clock, log, schedule: scheduler, settings: engineSettings(config) });
   const reconciler: ReconcilerDeps = {
     store: stores.store,

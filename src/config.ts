@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseEncryptionKeys, type EncryptionKey } from './crypto.js';
 import { formatDuration, parseDuration } from './durations.js';
+import { SHARD_COUNT } from './notice/ids.js';
 import { loadRules, RulesError, type Rules } from './policy/rules.js';
 import { EMAIL_PROVIDERS, SMS_PROVIDERS, STATUS_READS_PER_SECOND, type EmailProviderName, type SmsProviderName } from './providers/registry.js';
 
@@ -11,7 +12,10 @@ export interface Config {
   readonly redisUrl: string;
   /** Which Redis topology Herald connects to (SPEC §6, §9). */
   readonly redis: RedisTarget;
-  /** HERALD_QUEUE_PARTITIONS: how many partitions each notice queue has (SPEC §9). */
+  /**
+   * HERALD_QUEUE_PARTITIONS: how many partitions each notice queue has (SPEC §9), at most the
+   * number of shards: a notice's jobs go to its shard's partition.
+   */
   readonly queuePartitions: number;
   readonly prefix: string;
   readonly port: number;
@@ -426,7 +430,7 @@ export function loadConfig(env: Env = process.env): Config {
     nodeEnv,
     redisUrl,
     redis: parseRedisTarget(redisUrl, read, problems),
-    queuePartitions: integer('HERALD_QUEUE_PARTITIONS', 1, 1, 256),
+    queuePartitions: integer('HERALD_QUEUE_PARTITIONS', 1, 1, SHARD_COUNT),
     prefix,
     port: integer('PORT', 3000, 0, 65_535),
     host: read('HOST') ?? '0.0.0.0',

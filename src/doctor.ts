@@ -5,7 +5,7 @@
  * sandbox, or an authenticated call that sends nothing) — and says what to fix.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './store/redis.js';
 import { ConfigError, loadConfig, withoutCredentials, type Config } from './config.js';
 import { openObjectStorage } from './archive/open.js';
 import { checkFeedQueues } from './providers/feed.js';
@@ -100,7 +100,7 @@ async function checkRedis(config: Config, now: () => number): Promise<Finding[]>
   }
 }
 
-async function checkClock(redis: Redis, now: () => number): Promise<Finding> {
+async function checkClock(redis: RedisClient, now: () => number): Promise<Finding> {
   const before = now();
   const [seconds, micros] = await redis.time();
   const after = now();

@@ -12,7 +12,7 @@ import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
 import { within } from './time-limit.js';
-import { closeQueues, KEEP_JOBS, QUEUE_NAMES, type NoticeJob } from '../queues/index.js';
+import { closeQueues, KEEP_JOBS, QUEUE_NAMES, type NoticeJob, type PartitionedQueue } from '../queues/index.js';
 import { sendEmailProcessor } from '../queues/email-send.js';
 import { pollEmailProcessor } from '../queues/email-poll.js';
 import { runDeadlineProcessor } from '../queues/deadline.js';
@@ -84,39 +84,48 @@ export async function startWorker(
 
   const prefix = store.keys.queuePrefix;
   // Status calls are limited per provider for all workers together (BullMQ's limiter is global
-  // per queue); a 429 pauses the queue for its Retry-After.
-  const pausers = new Map<string, Worker<NoticeJob>>();
-  const pause = (queue: string) => async (ms: number) => pausers.get(queue)?.rateLimit(ms);
-  const processors: [string, Processor<NoticeJob>, { max: number; duration: number } | undefined][] = [
-    [QUEUE_NAMES.emailSend, sendEmailProcessor(engine, { clock, log }), undefined],
+  // per queue, so each partition gets its share); a 429 pauses every partition for its Retry-After.
+  const pausers = new Map<string, Worker<NoticeJob>[]>();
+  const pause = (queue: string) => async (ms: number) => {
+    await Promise.all((pausers.get(queue) ?? []).map((worker) => worker.rateLimit(ms)));
+  };
+  const processors: [PartitionedQueue, Processor<NoticeJob>, { max: number; duration: number } | undefined][] = [
+    [queues.emailSend, sendEmailProcessor(engine, { clock, log }), undefined],
     [
-      QUEUE_NAMES.emailPoll,
+      queues.emailPoll,
       pollEmailProcessor(engine, { clock, log, pause: pause(QUEUE_NAMES.emailPoll) }),
       { max: config.statusChecksPerSecond.email, duration: 1000 },
     ],
-    [QUEUE_NAMES.deadline, runDeadlineProcessor(engine, { clock, log }), undefined],
-    [QUEUE_NAMES.smsSend, sendSmsProcessor(engine, { clock, log }), undefined],
+    [queues.deadline, runDeadlineProcessor(engine, { clock, log }), undefined],
+    [queues.smsSend, sendSmsProcessor(engine, { clock, log }), undefined],
     [
-      QUEUE_NAMES.smsPoll,
+      queues.smsPoll,
       pollSmsProcessor(engine, { clock, log, pause: pause(QUEUE_NAMES.smsPoll) }),
       { max: config.statusChecksPerSecond.sms, duration: 1000 },
     ],
   ];
-  const workers = processors.map(([name, processor, limiter]) => {
-    const worker = new Worker<NoticeJob>(name, processor, {
-      connection: redis,
-      prefix,
-      concurrency: config.workerConcurrency,
-      limiter,
-      ...KEEP_JOBS,
-      // A job whose worker was killed is given back within seconds, not BullMQ's default 30 s:
-      // the reconciler re-queues status checks under their own job IDs, which wait for it.
-      // Running jobs renew their lock every half period, so long steps keep theirs.
-      lockDuration: STALLED_AFTER_MS,
-      stalledInterval: STALLED_AFTER_MS / 2,
-    });
-    pausers.set(name, worker);
-    return worker;
+  // One BullMQ Worker per partition of each notice queue (and per earlier unpartitioned queue
+  // still drained): every worker process consumes every partition.
+  const workers: Worker[] = processors.flatMap(([partitioned, processor, limiter]) => {
+    const each = partitioned.all;
+    const shares = limiter ? shareLimit(limiter, each.length) : [];
+    const started = each.map(
+      (queue, i) =>
+        new Worker<NoticeJob>(queue.name, processor, {
+          connection: redis,
+          prefix: queue.opts.prefix,
+          concurrency: config.workerConcurrency,
+          limiter: shares[i],
+          ...KEEP_JOBS,
+          // A job whose worker was killed is given back within seconds, not BullMQ's default 30 s:
+          // the reconciler re-queues status checks under their own job IDs, which wait for it.
+          // Running jobs renew their lock every half period, so long steps keep theirs.
+          lockDuration: STALLED_AFTER_MS,
+          stalledInterval: STALLED_AFTER_MS / 2,
+        }),
+    );
+    pausers.set(partitioned.name, started);
+    return started;
   });
   workers.push(new Worker(QUEUE_NAMES.reconcile, reconcileProcessor(reconciler), { connection: redis, prefix, concurrency: 1 }));
   workers.push(new Worker(QUEUE_NAMES.logMirror, logMirrorProcessor(mirror), { connection: redis, prefix, concurrency: 1 }));
@@ -135,8 +144,9 @@ export async function startWorker(
     workers.push(new Worker(QUEUE_NAMES.providerFeed, providerFeedProcessor(made.feed.sweep), { connection: redis, prefix, concurrency: 1 }));
   }
   for (const worker of workers) {
-    worker.on('failed', (job, error) => log.warn({ err: error, queue: worker.name, jobId: job?.id }, 'job failed'));
-    worker.on('error', (error) => log.warn({ err: error, queue: worker.name }, 'worker error'));
+    const queue = worker.opts.prefix === prefix ? worker.name : `${worker.opts.prefix}:${worker.name}`;
+    worker.on('failed', (job, error) => log.warn({ err: error, queue, jobId: job?.id }, 'job failed'));
+    worker.on('error', (error) => log.warn({ err: error, queue }, 'worker error'));
   }
   await queues.reconcile.upsertJobScheduler('reconcile-sweep', { every: config.reconcileIntervalMs }, { name: 'reconcile' });
   await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
@@ -174,6 +184,17 @@ export async function startWorker(
     await made.sandbox?.close();
   });
   return { engine, reconciler, sandbox: made.sandbox, mirror, archive, close };
+}
+
+/**
+ * A global rate limit split over `parts` queues so that together they never exceed it: whole
+ * shares of `max` per `duration` while there are enough, else one job per a longer period each.
+ */
+export function shareLimit(limit: { max: number; duration: number }, parts: number): { max: number; duration: number }[] {
+  if (limit.max >= parts) {
+    return Array.from({ length: parts }, (_, i) => ({ max: Math.floor(limit.max / parts) + (i < limit.max % parts ? 1 : 0), duration: limit.duration }));
+  }
+  return Array.from({ length: parts }, () => ({ max: 1, duration: Math.ceil((limit.duration * parts) / limit.max) }));
 }
 
 async function main(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis.js';
 import type { Config } from '../config.js';
 import { Keys } from '../store/keys.js';
 import { Archive } from './archive.js';
@@ -31,7 +31,7 @@ export function openObjectStorage(config: Pick<Config, 'archiveUrl' | 's3'>): Ob
  * HERALD_ARCHIVE_KEY). With `redis`, reads know where each shard's chain began, so that an object
  * stripped of its seal is not taken for a legacy one.
  */
-export function openArchive(config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'archiveKeys'>, redis?: Redis): Archive {
+export function openArchive(config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'archiveKeys'>, redis?: RedisClient): Archive {
   const chain = redis && new LogMirrorStore(redis, new Keys(config.prefix));
   return new Archive(openObjectStorage(config), config.prefix, {
     keys: new ArchiveKeyring(config.archiveKeys),

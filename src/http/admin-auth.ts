@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sha256 as digest } from '../digest.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis.js';
 import { AdminSessionStore } from '../store/admin.js';
 import type { Keys } from '../store/keys.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
@@ -39,7 +39,7 @@ export class AdminSessions {
   private readonly store: AdminSessionStore;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     keys: Keys,
     readonly ttlMs: number,
     token: string,

@@ -12,6 +12,7 @@ import { overviewRoutes } from './overview.js';
 import { renderTimeline, TIMELINE_CSS } from './timeline.js';
 import { fromArchive } from './archive-reads.js';
 import { noticesListRoute } from './notices-list.js';
+import { listQueues } from '../../queues/index.js';
 
 const FORM_CSS =
   'body{font:14px system-ui,sans-serif;margin:15vh auto;max-width:320px}input,button{font:inherit;padding:6px;width:100%;margin-top:8px;box-sizing:border-box}.error{color:#cf222e}';
@@ -97,7 +98,15 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps, failures:
   const board = new FastifyAdapter();
   board.setBasePath('/admin/queues');
   createBullBoard({
-    queues: Object.values(deps.queues).map((queue) => new BullMQAdapter(queue, { readOnlyMode: deps.config.adminReadOnly })),
+    // Each partition of a notice queue is a queue of its own here, named `p<i>.<queue>`.
+    queues: listQueues(deps.queues).map(
+      ({ label, queue, description }) =>
+        new BullMQAdapter(queue, {
+          readOnlyMode: deps.config.adminReadOnly,
+          ...(label === queue.name ? {} : { prefix: label.slice(0, label.length - queue.name.length) }),
+          description,
+        }),
+    ),
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'Herald queues' } },
   });

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis.js';
 import type { Clock } from '../clock.js';
 import { AuthFailureStore } from '../store/admin.js';
 import type { Keys } from '../store/keys.js';
@@ -22,7 +22,7 @@ export class AuthFailures {
   private readonly store: AuthFailureStore;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     keys: Keys,
     private readonly limitPerMinute: number,
     private readonly clock: Clock,

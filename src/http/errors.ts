@@ -46,7 +46,7 @@ export function errorBody(code: ErrorCode, message?: string, details?: unknown) 
 }
 
 /** Maps Fastify's own errors (body limit, bad JSON, schema validation) into the catalogue. */
-function classify(error: FastifyError | HttpError, storeReady: () => boolean): HttpError {
+function classify(error: FastifyError | HttpError, storeReady: (error: unknown) => boolean): HttpError {
   if (error instanceof HttpError) return error;
   if (error.validation) {
     const details = error.validation.map((v) => ({
@@ -71,12 +71,12 @@ function classify(error: FastifyError | HttpError, storeReady: () => boolean): H
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     return new HttpError('validation_failed', error.message);
   }
-  if (!storeReady()) return new HttpError('unavailable');
+  if (!storeReady(error)) return new HttpError('unavailable');
   return new HttpError('internal_error');
 }
 
 /** Fastify error handler: catalogued JSON for everything, 5xx logged with their cause. */
-export function errorHandler(storeReady: () => boolean) {
+export function errorHandler(storeReady: (error: unknown) => boolean) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = classify(error, storeReady);
     if (mapped.status >= 500) request.log.error({ err: error }, mapped.message);

@@ -8,6 +8,7 @@ import { CHECK_LATENESS_BUCKETS_MS, CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, rea
 import { sameSecret } from './admin-auth.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { errorBody } from './errors.js';
+import { listQueues } from '../../queues/index.js';
 
 export type Sample = { value: number; labels?: Record<string, string | number>; metricName?: string };
 
@@ -227,9 +228,9 @@ async function readSnapshot(deps: AppDeps): Promise<Snapshot> {
   const now = deps.clock.now();
   const queues: Snapshot['queues'] = {};
   const oldestWaiting: Snapshot['oldestWaiting'] = {};
-  for (const queue of Object.values(deps.queues)) {
-    queues[queue.name] = await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed', 'prioritized');
-    oldestWaiting[queue.name] = await oldestWaitingSeconds(queue, now);
+  for (const { label, queue } of listQueues(deps.queues)) {
+    queues[label] = await queue.getJobCounts('wait', 'active', 'delayed', 'completed', 'failed', 'prioritized');
+    oldestWaiting[label] = await oldestWaitingSeconds(queue, now);
   }
   return {
     counters,

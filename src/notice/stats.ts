@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis.js';
 import type { Prices } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import { readStatsCounters, STATS_HOUR_MS, statsField } from '../store/stats.js';
@@ -52,7 +52,7 @@ export function statsWindow(from: number, to: number): { from: number; to: numbe
  * kept by the scripts that change notices (includes/countStats.lua): one HMGET of (hours ×
  * counters) fields per shard and day of the window, whatever the number of notices.
  */
-export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats> {
+export async function noticeStats(redis: RedisClient, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats> {
   const window = statsWindow(from, to);
   const totals = new Map<string, number>();
   for (const counters of (await readHourlyCounters(redis, keys, window)).values())
@@ -64,7 +64,7 @@ export async function noticeStats(redis: Redis, keys: Keys, prices: Prices, from
  * The same figures as `noticeStats`, one per UTC hour overlapping [from, to), oldest first: the
  * history the overview charts. Summed, they are `noticeStats` of the whole window.
  */
-export async function hourlyStats(redis: Redis, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats[]> {
+export async function hourlyStats(redis: RedisClient, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats[]> {
   const window = statsWindow(from, to);
   const hourly = await readHourlyCounters(redis, keys, window);
   const stats: NoticeStats[] = [];
@@ -77,7 +77,7 @@ export async function hourlyStats(redis: Redis, keys: Keys, prices: Prices, from
 
 /** Every shard's counters of the window's hours, summed per hour (hours since the epoch → counter → n). */
 async function readHourlyCounters(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   window: { from: number; to: number },
 ): Promise<Map<number, Map<string, number>>> {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis.js';
 import type { Config } from '../config.js';
 import { formatDuration } from '../durations.js';
 import type { Keys } from '../store/keys.js';
@@ -25,7 +25,7 @@ export interface ReadinessWarning {
 /** Share of Redis `maxmemory` in use at which readiness warns. */
 const MEMORY_WARN_RATIO = 0.8;
 
-export async function readBacklog(redis: Redis, keys: Keys, now: number): Promise<BacklogSummary> {
+export async function readBacklog(redis: RedisClient, keys: Keys, now: number): Promise<BacklogSummary> {
   const shards = await new LogMirrorStore(redis, keys).backlog(keys.allShards());
   const oldest = Math.min(...shards.map((s) => (s.oldestUnarchivedId ? idTime(s.oldestUnarchivedId) : Number.POSITIVE_INFINITY)));
   return {
@@ -42,7 +42,7 @@ export async function readBacklog(redis: Redis, keys: Keys, now: number): Promis
  * Herald never drops log entries to make room, so an operator must act.
  */
 export async function readinessWarnings(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   now: number,
   thresholds: Pick<Config['mirror'], 'warnLagMs' | 'warnBacklog'>,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis.js';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
 import { shardOfNoticeId } from '../notice/ids.js';
@@ -6,7 +6,7 @@ import { CONTENT_PURGED_FIELD, type NoticeStore } from '../store/notices.js';
 import { ContentExpiryIndex } from '../store/retention-indexes.js';
 
 export interface ContentPurgeDeps {
-  redis: Redis;
+  redis: RedisClient;
   store: NoticeStore;
   clock: Clock;
   log: Logger;

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Keys } from '../store/keys.js';
@@ -32,7 +32,7 @@ export interface MirrorHooks {
 }
 
 export interface MirrorDeps {
-  redis: Redis;
+  redis: RedisClient;
   keys: Keys;
   archive: Archive;
   clock: Clock;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { shardOfNoticeId } from '../notice/ids.js';
@@ -17,7 +17,7 @@ import { statsMember, type NoticeRecord, type RetiredStats } from '../archive/re
 import { putRecipientPointer } from '../archive/recipient-index.js';
 
 export interface RetireDeps {
-  redis: Redis;
+  redis: RedisClient;
   store: NoticeStore;
   archive: Archive;
   clock: Clock;
@@ -43,7 +43,7 @@ export interface RetireReport {
  * shard's `created` index (plain notice IDs only: a retired notice's member holds spaces) and
  * reads states in pipelines. Returns how many it indexed (or, with dryRun, would index).
  */
-export async function indexUnretired(redis: Redis, keys: Keys, now: number, opts: { dryRun?: boolean } = {}): Promise<number> {
+export async function indexUnretired(redis: RedisClient, keys: Keys, now: number, opts: { dryRun?: boolean } = {}): Promise<number> {
   const store = new NoticeStore(redis, keys.prefix);
   const created = new CreatedIndex(redis, keys);
   const retirement = new RetireIndex(redis, keys);

@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Keys } from './keys.js';
 
 /** Admin login sessions in Redis, by the SHA-256 of the cookie value (src/http/admin-auth.ts decides what they hold). */
 export class AdminSessionStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
   ) {}
 
@@ -25,7 +25,7 @@ export class AdminSessionStore {
 /** Failed authentications per client IP, in windows of `windowMs` shared by every web process. */
 export class AuthFailureStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
   ) {}
 

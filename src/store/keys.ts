@@ -1,5 +1,6 @@
 import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
 import type { Channel } from '../providers/types.js';
+import { SLOT_COUNT, slotOf } from './slots.js';
 
 /**
  * Redis key layout. Every key of a notice carries its shard's hash tag `{sN}`, so that one
@@ -119,9 +120,20 @@ export class Keys {
   feedTag(provider: string, tagDigest: string): string {
     return `${this.prefix}:{f:${provider}:${tagDigest}}:tag`;
   }
-  /** BullMQ's prefix: all queues in one slot. */
+  /**
+   * BullMQ's prefix of the sweep queues, and of every notice queue when HERALD_QUEUE_PARTITIONS
+   * is 1: all of them in the one slot of `{q}`.
+   */
   get queuePrefix(): string {
     return `${this.prefix}:{q}`;
+  }
+  /**
+   * BullMQ's prefix of each partition of the notice queues (SPEC §9): with one partition the
+   * unpartitioned `queuePrefix`; with more, partition i carries its own hash tag
+   * (queuePartitionTags), so that the partitions spread over a Cluster's masters.
+   */
+  queuePartitionPrefixes(count: number): string[] {
+    return count === 1 ? [this.queuePrefix] : queuePartitionTags(count).map((tag) => `${this.prefix}:{${tag}}`);
   }
 
   noticeKeysFor(id: string): { notice: string; events: string; log: string; due: string; metrics: string; stats: string } {
@@ -146,4 +158,34 @@ export function shardFor(id: string): number {
   const shard = shardOfNoticeId(id);
   if (shard === undefined) throw new Error(`not a notice ID: ${id}`);
   return shard;
+}
+
+/** How many candidates the search for a partition's hash tag tries. */
+const TAG_CANDIDATES = 4096;
+
+/**
+ * The hash tags of `count` queue partitions: partition i's is `q<count>.<i>.<n>` for the first n
+ * (in base 36) whose slot is at or just above slot i·16384/count, i.e. nearest it from above
+ * among the first TAG_CANDIDATES. A Cluster split evenly over `count` masters (as
+ * `redis-cli --cluster create` splits it) serves each partition from the master whose slot range
+ * starts there. The search is deterministic, so every process finds the same tags; `count` is
+ * part of the tag, so the partitions of two counts never share a queue.
+ */
+export function queuePartitionTags(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => {
+    const target = Math.ceil((i * SLOT_COUNT) / count);
+    let best = '';
+    let bestAbove = Infinity;
+    for (let n = 0; n < TAG_CANDIDATES && bestAbove > 0; n += 1) {
+      const tag = `q${count}.${i}.${n.toString(36)}`;
+      const above = (slotOf(`{${tag}}`) - target + SLOT_COUNT) % SLOT_COUNT;
+      if (above < bestAbove) [best, bestAbove] = [tag, above];
+    }
+    return best;
+  });
+}
+
+/** The queue partition of a notice: its shard's (shard modulo the partition count). */
+export function partitionOfNotice(id: string, count: number): number {
+  return shardFor(id) % count;
 }

@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
+import { execAll, type RedisClient } from './redis.js';
 import { decodeEntry, type StoredEntry } from './notices.js';
 import type { Keys } from './keys.js';
-import { defineScripts, type HeraldScripts, type ScriptPipeline } from './scripts.js';
+import { defineScripts, type HeraldScripts } from './scripts.js';
 import type { ChainStart } from '../archive/archive.js';
 import { PARTITION_MS } from '../archive/names.js';
 import type { ChainLink } from '../archive/seal.js';
@@ -55,11 +55,11 @@ function parseTip(text: string | null | undefined): ChainLink | undefined {
  * keys of one shard only, passed through KEYS.
  */
 export class LogMirrorStore {
-  private readonly redis: Redis & HeraldScripts;
+  private readonly redis: RedisClient & HeraldScripts;
   private readonly groupsReady = new Set<number>();
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     readonly keys: Keys,
   ) {
     this.redis = defineScripts(redis);
@@ -163,9 +163,10 @@ export class LogMirrorStore {
 
   /** The backlog of every given shard, in one round trip. */
   async backlog(shards: readonly number[]): Promise<ShardBacklog[]> {
-    const pipeline = this.redis.pipeline() as ScriptPipeline;
-    for (const shard of shards) pipeline.mirrorBacklog(this.keys.log(shard), MIRROR_GROUP);
-    const replies = (await pipeline.exec()) ?? [];
+    const replies = await execAll(
+      this.redis,
+      shards.map((shard) => ['mirrorBacklog', this.keys.log(shard), MIRROR_GROUP]),
+    );
     return replies.map(([error, reply], i) => {
       if (error) throw error;
       const [length, unarchived, oldest] = reply as [number, number, string];

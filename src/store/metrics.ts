@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { execAll, type RedisClient } from './redis.js';
 import { SHARD_COUNT } from '../notice/ids.js';
 import type { NoticeState } from '../notice/states.js';
 import type { Keys } from './keys.js';
@@ -110,11 +110,13 @@ function countsOf(entries: readonly LogEntry[], newState?: NoticeState): Map<str
 }
 
 /** Every shard's metric counters, summed, joined fields expanded: one round trip. */
-export async function readMetricCounters(redis: Redis, keys: Keys): Promise<Map<string, number>> {
-  const pipeline = redis.pipeline();
-  for (let shard = 0; shard < SHARD_COUNT; shard += 1) pipeline.hgetall(keys.metrics(shard));
+export async function readMetricCounters(redis: RedisClient, keys: Keys): Promise<Map<string, number>> {
+  const replies = await execAll(
+    redis,
+    Array.from({ length: SHARD_COUNT }, (_, shard) => ['hgetall', keys.metrics(shard)]),
+  );
   const counters = new Map<string, number>();
-  for (const [error, hash] of (await pipeline.exec()) ?? []) {
+  for (const [error, hash] of replies) {
     if (error) throw error;
     expandCounters(hash as Record<string, string>, counters);
   }

@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import { execAll, masterNodes, type RedisClient } from './redis.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { NoticeState } from '../notice/states.js';
 import type { Keys } from './keys.js';
@@ -58,16 +58,17 @@ export interface LexRange {
 
 export class NoticeIndex {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
   ) {}
 
   /** For each range, up to `count` notice IDs of its shard, highest (newest) first: one round trip. */
   async newest(ranges: readonly LexRange[], count: number): Promise<string[][]> {
     if (ranges.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const r of ranges) pipeline.zrevrangebylex(this.keys.notices(r.shard), r.max, r.min, 'LIMIT', 0, count);
-    const replies = (await pipeline.exec()) ?? [];
+    const replies = await execAll(
+      this.redis,
+      ranges.map((r) => ['zrevrangebylex', this.keys.notices(r.shard), r.max, r.min, 'LIMIT', 0, count]),
+    );
     return replies.map(([error, ids]) => {
       if (error) throw error;
       return ids as string[];
@@ -77,9 +78,10 @@ export class NoticeIndex {
   /** The summaries of these notices, null for one Redis no longer holds: one round trip. */
   async summaries(ids: readonly string[]): Promise<(NoticeSummary | null)[]> {
     if (ids.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hmget(this.keys.notice(id), ...FIELDS);
-    const replies = (await pipeline.exec()) ?? [];
+    const replies = await execAll(
+      this.redis,
+      ids.map((id) => ['hmget', this.keys.notice(id), ...FIELDS]),
+    );
     return replies.map(([error, values]) => {
       if (error) throw error;
       return parseSummary(values as (string | null)[]);
@@ -115,23 +117,22 @@ function parseSummary(values: (string | null)[]): NoticeSummary | null {
  * that retires never comes back, and retireNotice-7.lua removes it from then on). Runs once;
  * the `notices-indexed` marker holds when. Returns how many it added, or null when it had run.
  */
-export async function indexExistingNoticesOnce(redis: Redis, keys: Keys, now: number): Promise<number | null> {
+export async function indexExistingNoticesOnce(redis: RedisClient, keys: Keys, now: number): Promise<number | null> {
   if ((await redis.exists(keys.noticesIndexed)) === 1) return null;
-  const nodes: Redis[] = 'nodes' in redis && typeof redis.nodes === 'function' ? (redis as unknown as Cluster).nodes('master') : [redis];
   const pattern = `${keys.prefix}:{s*}:notice:ntc_*`;
   let added = 0;
-  for (const node of nodes) {
+  for (const node of masterNodes(redis)) {
     let cursor = '0';
     do {
       const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
       cursor = next;
       const ids = found.map((key) => key.slice(key.lastIndexOf(':') + 1)).filter((id) => shardOfNoticeId(id) !== undefined);
       if (ids.length === 0) continue;
-      const adds = await redis.pipeline(ids.map((id) => ['zadd', keys.notices(shardOfNoticeId(id)!), 'NX', 0, id])).exec();
-      added += (adds ?? []).reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
-      const exists = await redis.pipeline(ids.map((id) => ['exists', keys.notice(id)])).exec();
-      const gone = ids.filter((_, i) => Number(exists?.[i]?.[1] ?? 0) === 0);
-      if (gone.length > 0) await redis.pipeline(gone.map((id) => ['zrem', keys.notices(shardOfNoticeId(id)!), id])).exec();
+      const adds = await execAll(redis, ids.map((id) => ['zadd', keys.notices(shardOfNoticeId(id)!), 'NX', 0, id]));
+      added += adds.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
+      const exists = await execAll(redis, ids.map((id) => ['exists', keys.notice(id)]));
+      const gone = ids.filter((_, i) => Number(exists[i]?.[1] ?? 0) === 0);
+      await execAll(redis, gone.map((id) => ['zrem', keys.notices(shardOfNoticeId(id)!), id]));
     } while (cursor !== '0');
   }
   await redis.set(keys.noticesIndexed, new Date(now).toISOString());

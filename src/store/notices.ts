@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { execAll, type Command, type RedisClient } from './redis.js';
 import type { Channel } from '../providers/types.js';
 import type { NoticeState, PolicyOutcome } from '../notice/states.js';
 import { TRANSITIONS, type ReplicatedWrite, type Transition, type TransitionName } from '../notice/transitions.js';
@@ -181,7 +181,7 @@ export class NoticeStore {
   readonly keys: Keys;
   /** The master's replicas, for the writes that wait for one (src/store/replicas.ts). */
   readonly replicas: ReplicaWatch;
-  private readonly redis: Redis & HeraldScripts;
+  private readonly redis: RedisClient & HeraldScripts;
 
   /**
    * `keyring` opens sealed content; only the process that sends (the worker) needs it.
@@ -189,7 +189,7 @@ export class NoticeStore {
    * none is counted as unreplicated.
    */
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     prefix: string,
     private readonly options: { keyring?: Keyring; replicasExpected?: boolean } = {},
   ) {
@@ -201,7 +201,8 @@ export class NoticeStore {
   async create(input: CreateNoticeInput): Promise<CreateNoticeResult> {
     const k = this.keys.noticeKeysFor(input.id);
     const idem = input.idempotency;
-    const idemKey = this.keys.idempotency(idem ? idem.shard : 0, idem ? idem.keyHash : 'unused');
+    // Without an Idempotency-Key the script does not touch this key, but it is named in the notice's slot all the same.
+    const idemKey = this.keys.idempotency(idem ? idem.shard : shardFor(input.id), idem ? idem.keyHash : 'unused');
     const reply = await this.replicated('accept', k.metrics, metricIncrements(input.entries, 'accepted'), (on, increments) =>
       on.createNotice(
         k.notice,
@@ -300,7 +301,7 @@ export class NoticeStore {
     increments: (string | number)[],
     script: (on: HeraldScripts | ScriptPipeline, increments: string) => unknown,
   ): Promise<unknown[]> {
-    const plan = await this.replicas.plan(write);
+    const plan = await this.replicas.plan(write, metricsKey);
     if (!plan.wait) {
       const counted = plan.count ? [...increments, plan.count, 1] : increments;
       return (await script(this.redis, JSON.stringify(counted))) as unknown[];
@@ -422,7 +423,7 @@ export class NoticeStore {
 
   /** The state of each notice (undefined for one Redis no longer holds), in one round trip. */
   async statesOf(ids: readonly string[]): Promise<(NoticeState | undefined)[]> {
-    const replies = (await this.redis.pipeline(ids.map((id) => ['hget', this.keys.notice(id), 'state'])).exec()) ?? [];
+    const replies = await execAll(this.redis, ids.map((id) => ['hget', this.keys.notice(id), 'state']));
     return ids.map((_, i) => {
       const state = replies[i]?.[1];
       return typeof state === 'string' ? (state as NoticeState) : undefined;
@@ -446,19 +447,17 @@ export class NoticeStore {
 
   /** Finished notices whose time to leave Redis has come (`retire` members scored at or before `now`). */
   awaitingRetirement(now: number): Promise<number> {
-    return this.sumOverShards((pipeline, shard) => pipeline.zcount(this.keys.retire(shard), '-inf', now));
+    return this.sumOverShards((shard) => ['zcount', this.keys.retire(shard), '-inf', now]);
   }
 
   /** Number of live (not terminal) notices per shard, for readiness and metrics. */
   liveCount(): Promise<number> {
-    return this.sumOverShards((pipeline, shard) => pipeline.zcard(this.keys.due(shard)));
+    return this.sumOverShards((shard) => ['zcard', this.keys.due(shard)]);
   }
 
   /** One count per shard, in one round trip, summed. */
-  private async sumOverShards(count: (pipeline: ReturnType<Redis['pipeline']>, shard: number) => unknown): Promise<number> {
-    const pipeline = this.redis.pipeline();
-    for (let shard = 0; shard < SHARD_COUNT; shard += 1) count(pipeline, shard);
-    const replies = (await pipeline.exec()) ?? [];
+  private async sumOverShards(count: (shard: number) => Command): Promise<number> {
+    const replies = await execAll(this.redis, Array.from({ length: SHARD_COUNT }, (_, shard) => count(shard)));
     return replies.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
   }
 }

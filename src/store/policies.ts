@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 
@@ -35,11 +35,11 @@ export const DEFAULT_POLICY_VERSIONS_KEPT = 50;
  * new ones are written, so that a recipient's hash does not grow with every change.
  */
 export class PolicyStore {
-  private readonly redis: Redis & HeraldScripts;
+  private readonly redis: RedisClient & HeraldScripts;
   private readonly keys: Keys;
   private readonly versionsKept: number;
 
-  constructor(redis: Redis, prefix: string, options: { versionsKept?: number } = {}) {
+  constructor(redis: RedisClient, prefix: string, options: { versionsKept?: number } = {}) {
     this.redis = defineScripts(redis);
     this.keys = new Keys(prefix);
     this.versionsKept = options.versionsKept ?? DEFAULT_POLICY_VERSIONS_KEPT;

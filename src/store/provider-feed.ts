@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { sha256Hex } from '../digest.js';
 import type { NormalizedStatus, StatusObservation } from '../providers/types.js';
 import { Keys } from './keys.js';
@@ -40,11 +40,11 @@ const FINAL_RANK = 5;
 export const KEEP_AFTER_FINAL_READ_MS = 2 * 24 * 3600_000;
 
 export class ProviderFeedStore {
-  private readonly redis: Redis & HeraldScripts;
+  private readonly redis: RedisClient & HeraldScripts;
   readonly keys: Keys;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     prefix: string,
     private readonly ttlMs: number,
   ) {

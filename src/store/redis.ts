@@ -1,5 +1,13 @@
-import { Redis, type RedisOptions } from 'ioredis';
-import { withoutCredentials, type RedisTarget } from '../config.js';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { withoutCredentials, type HostPort, type RedisTarget } from '../config.js';
+import { slotOf } from './slots.js';
+
+/**
+ * A connection to Herald's Redis: one node (plain or through Sentinel) or a Redis Cluster. Every
+ * store takes this type; what differs on a Cluster (pipelines that span slots, SCAN on every
+ * master, INFO per node) is handled by the helpers below.
+ */
+export type RedisClient = Redis | Cluster;
 
 /**
  * The kinds of connection Herald opens. Workers wait for Redis to come back
@@ -9,7 +17,7 @@ import { withoutCredentials, type RedisTarget } from '../config.js';
  * pipelines automatically — the commands of concurrent steps issued in one tick go out in one
  * write instead of one each.
  */
-export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker' | 'worker-steps', name: string): Redis {
+export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker' | 'worker-steps', name: string): RedisClient {
   const options: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: name }
@@ -25,7 +33,7 @@ export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker
             retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
           };
   if (typeof target === 'string') return new Redis(target, options);
-  if (target.clusterNodes) throw new Error('REDIS_CLUSTER_NODES: Redis Cluster connections are not built in');
+  if (target.clusterNodes) return connectCluster(target.clusterNodes, target.url, options, role === 'web');
   if (target.sentinels) {
     // The URL's user, password, database and TLS apply to the master Sentinel names.
     const node = new URL(target.url);
@@ -57,8 +65,97 @@ export function describeRedisTarget(target: RedisTarget): string {
   return withoutCredentials(target.url);
 }
 
+/**
+ * A Cluster client over the seed nodes, with the role's options: the node-level ones (retries per
+ * request, timeouts, connection name) apply to every node's connection; the offline queue, the
+ * ready check and automatic pipelining (grouped per node) are the Cluster's own. The URL's user,
+ * password and TLS apply to every node; nothing connects to the URL's host.
+ */
+function connectCluster(nodes: readonly HostPort[], url: string, options: RedisOptions, failFast: boolean): Cluster {
+  const { enableOfflineQueue, enableReadyCheck, enableAutoPipelining, retryStrategy, ...perNode } = options;
+  const node = new URL(url);
+  const clusterOptions: ClusterOptions = {
+    enableOfflineQueue: enableOfflineQueue ?? true,
+    enableReadyCheck: enableReadyCheck ?? true,
+    enableAutoPipelining: enableAutoPipelining ?? false,
+    // While a master is down its slots answer nothing; the topology is asked for again soon, so
+    // that a promoted replica takes over its slots within seconds. A command for those slots is
+    // tried again a few times (the web's: few and soon, so that its request answers 503 in about
+    // a second rather than waiting for the failover).
+    slotsRefreshTimeout: 1000,
+    slotsRefreshInterval: 2000,
+    retryDelayOnFailover: failFast ? 100 : 300,
+    retryDelayOnClusterDown: failFast ? 100 : 300,
+    retryDelayOnTryAgain: failFast ? 100 : 300,
+    maxRedirections: failFast ? 3 : 16,
+    ...(retryStrategy ? { clusterRetryStrategy: (attempt: number) => retryStrategy(attempt) } : {}),
+    redisOptions: {
+      ...perNode,
+      username: node.username ? decodeURIComponent(node.username) : undefined,
+      password: node.password ? decodeURIComponent(node.password) : undefined,
+      ...(node.protocol === 'rediss:' ? { tls: {} } : {}),
+    },
+  };
+  return new Cluster(
+    nodes.map((n) => ({ host: n.host, port: n.port })),
+    clusterOptions,
+  );
+}
+
+/** Whether the connection is a Redis Cluster client. */
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof Cluster;
+}
+
+/** The masters' connections of a Cluster (each SCAN, INFO or KEYS must ask them all), or the one node. */
+export function masterNodes(redis: RedisClient): Redis[] {
+  return isCluster(redis) ? redis.nodes('master') : [redis];
+}
+
+/** A command for `execAll`: its name, then its arguments, the key first. */
+export type Command = [name: string, key: string, ...args: (string | number | Buffer)[]];
+
+/**
+ * Runs commands in as few round trips as the topology allows and answers in their order: one
+ * pipeline on a single node; on a Cluster one pipeline per slot (a Cluster pipeline must stay on
+ * one node), all at once. Scripts defined on the connection may be named too.
+ */
+export async function execAll(redis: RedisClient, commands: readonly Command[]): Promise<[Error | null, unknown][]> {
+  if (commands.length === 0) return [];
+  if (!isCluster(redis)) return ((await redis.pipeline(commands.map((c) => [...c])).exec()) ?? []) as [Error | null, unknown][];
+  const bySlot = new Map<number, number[]>();
+  commands.forEach((command, i) => {
+    const slot = slotOf(command[1]);
+    bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
+  });
+  const replies: [Error | null, unknown][] = new Array(commands.length);
+  await Promise.all(
+    [...bySlot.values()].map(async (indexes) => {
+      const got = (await redis.pipeline(indexes.map((i) => [...commands[i]!])).exec()) ?? [];
+      indexes.forEach((i, j) => (replies[i] = (got[j] ?? [new Error('no reply'), null]) as [Error | null, unknown]));
+    }),
+  );
+  return replies;
+}
+
+/** Errors of a command that Redis did not answer: the connection, a timeout, a Cluster's missing master. */
+const UNANSWERED =
+  /Connection is closed|Command timed out|^MOVED |^ASK |Stream isn't writeable|enableOfflineQueue|Too many Cluster redirections|CLUSTERDOWN|TRYAGAIN|Failed to refresh slots cache|ECONNREFUSED|ECONNRESET|ETIMEDOUT/;
+
+/**
+ * Whether a request failed because Redis could not be reached (the web answers 503, not 500):
+ * the connection is not ready, or the error is one of a command left unanswered — on a Cluster
+ * the usual case while one master is down and the others, and so the connection, are fine.
+ */
+export function storeUnreachable(redis: RedisClient, error: unknown): boolean {
+  if (redis.status !== 'ready') return true;
+  const e = error as { name?: unknown; message?: unknown } | undefined;
+  if (e?.name === 'MaxRetriesPerRequestError' || e?.name === 'ClusterAllFailedError') return true;
+  return typeof e?.message === 'string' && UNANSWERED.test(e.message);
+}
+
 /** Resolves once the connection is ready, or rejects after `timeoutMs`. */
-export async function waitReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
+export async function waitReady(redis: RedisClient, timeoutMs = 10_000): Promise<void> {
   if (redis.status === 'ready') return;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -77,11 +174,20 @@ export async function waitReady(redis: Redis, timeoutMs = 10_000): Promise<void>
   });
 }
 
-/** Redis's memory in use and its `maxmemory` (0: no limit), in bytes. */
-export async function memoryUse(redis: Redis): Promise<{ used: number; max: number }> {
-  const memory = await redis.info('memory');
-  return {
-    used: Number(/^used_memory:(\d+)/m.exec(memory)?.[1] ?? 0),
-    max: Number(/^maxmemory:(\d+)/m.exec(memory)?.[1] ?? 0),
-  };
+/**
+ * Redis's memory in use and its `maxmemory` (0: no limit), in bytes. On a Cluster, the master
+ * nearest its limit speaks for all: it is the one that refuses writes first.
+ */
+export async function memoryUse(redis: RedisClient): Promise<{ used: number; max: number }> {
+  const readings = await Promise.all(
+    masterNodes(redis).map(async (node) => {
+      const memory = await node.info('memory');
+      return {
+        used: Number(/^used_memory:(\d+)/m.exec(memory)?.[1] ?? 0),
+        max: Number(/^maxmemory:(\d+)/m.exec(memory)?.[1] ?? 0),
+      };
+    }),
+  );
+  const share = (r: { used: number; max: number }) => (r.max > 0 ? r.used / r.max : 0);
+  return readings.reduce((a, b) => (share(b) > share(a) || (share(a) === 0 && share(b) === 0 && b.used > a.used) ? b : a));
 }

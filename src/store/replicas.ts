@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { ReplicatedWrite } from '../notice/transitions.js';
+import { isCluster, type RedisClient } from './redis.js';
+import { slotOf } from './slots.js';
 
 /**
  * What the store knows of the master's replicas, and how a write that must survive a failover
@@ -40,42 +42,63 @@ export function onlineReplicas(info: string): number {
 }
 
 export class ReplicaWatch {
-  private known: { at: number; replicas: number } | undefined;
-  private reading: Promise<number> | undefined;
+  /** By master (its `host:port` on a Cluster; '' on one node): online replicas, as last read. */
+  private readonly known = new Map<string, { at: number; replicas: number }>();
+  private readonly reading = new Map<string, Promise<number>>();
 
   /**
    * `expected`: replicas are part of the topology (Sentinel, Cluster), so a write without one is
    * counted; on one node with no replica nothing is counted, since nothing was expected.
    */
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: { expected: boolean; waitMs?: number },
   ) {
-    // A new connection may reach a new master (a failover): what was known no longer holds.
-    redis.on('ready', () => (this.known = undefined));
+    // A new connection may reach a new master (a failover), a Cluster new slots: what was known no longer holds.
+    redis.on('ready', () => this.known.clear());
+    if (isCluster(redis)) redis.on('refresh', () => this.known.clear());
   }
 
-  /** How a write of this kind goes out now. */
-  async plan(write: ReplicatedWrite, now = Date.now()): Promise<WritePlan> {
-    if ((await this.replicas(now)) > 0) return { wait: true, waitMs: this.options.waitMs ?? REPLICA_WAIT_MS };
+  /** How a write of this kind, to `key`, goes out now. */
+  async plan(write: ReplicatedWrite, key: string, now = Date.now()): Promise<WritePlan> {
+    if ((await this.replicas(key, now)) > 0) return { wait: true, waitMs: this.options.waitMs ?? REPLICA_WAIT_MS };
     return { wait: false, count: this.options.expected ? unreplicatedField(write, 'no_replica') : undefined };
   }
 
-  /** Online replicas of the master, as last read (at most FRESH_MS ago). */
-  async replicas(now = Date.now()): Promise<number> {
-    if (this.known && now - this.known.at < FRESH_MS) return this.known.replicas;
-    this.reading ??= this.read().finally(() => (this.reading = undefined));
-    return this.reading;
+  /** Online replicas of the master that holds `key`, as last read (at most FRESH_MS ago). */
+  async replicas(key: string, now = Date.now()): Promise<number> {
+    const master = this.masterOf(key);
+    if (!master) return 0;
+    const known = this.known.get(master.id);
+    if (known && now - known.at < FRESH_MS) return known.replicas;
+    let reading = this.reading.get(master.id);
+    if (!reading) {
+      reading = this.read(master).finally(() => this.reading.delete(master.id));
+      this.reading.set(master.id, reading);
+    }
+    return reading;
   }
 
   /** Forgets what was read: the next write reads INFO again (a WAIT that found no replica says so). */
   forget(): void {
-    this.known = undefined;
+    this.known.clear();
   }
 
-  private async read(): Promise<number> {
-    const replicas = onlineReplicas(await this.redis.info('replication'));
-    this.known = { at: Date.now(), replicas };
+  /**
+   * The connection to the master holding `key`: the one node, or on a Cluster the master its
+   * slot map names (undefined while the map has none: the write then goes ahead, counted).
+   */
+  private masterOf(key: string): { id: string; node: Redis } | undefined {
+    const redis = this.redis;
+    if (!isCluster(redis)) return { id: '', node: redis };
+    const id = redis.slots[slotOf(key)]?.[0];
+    const node = id ? redis.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === id) : undefined;
+    return id && node ? { id, node } : undefined;
+  }
+
+  private async read(master: { id: string; node: Redis }): Promise<number> {
+    const replicas = onlineReplicas(await master.node.info('replication'));
+    this.known.set(master.id, { at: Date.now(), replicas });
     return replicas;
   }
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Keys } from './keys.js';
 
 /**
@@ -7,7 +7,7 @@ import type { Keys } from './keys.js';
  */
 class ShardTimeIndex {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: (shard: number) => string,
   ) {}
 
@@ -40,7 +40,7 @@ class ShardTimeIndex {
  * notice when it reads its `notice.accepted` entry; the content purge walks it.
  */
 export class ContentExpiryIndex extends ShardTimeIndex {
-  constructor(redis: Redis, keys: Keys) {
+  constructor(redis: RedisClient, keys: Keys) {
     super(redis, (shard) => keys.contentExpiry(shard));
   }
 }
@@ -50,7 +50,7 @@ export class ContentExpiryIndex extends ShardTimeIndex {
  * notice when it reads its `notice.completed` (or `sms.unconfirmed`) entry; retirement walks it.
  */
 export class RetireIndex extends ShardTimeIndex {
-  constructor(redis: Redis, keys: Keys) {
+  constructor(redis: RedisClient, keys: Keys) {
     super(redis, (shard) => keys.retire(shard));
   }
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
 const INCLUDE = /^-- @include (\S+)\s*$/gm;
@@ -40,13 +40,13 @@ export interface HeraldScripts {
 }
 
 /** A pipeline of a connection with Herald's scripts: each script is a command of it too. */
-export type ScriptPipeline = ReturnType<Redis['pipeline']> & { [name in keyof HeraldScripts]: (...args: (string | number)[]) => unknown };
+export type ScriptPipeline = ReturnType<RedisClient['pipeline']> & { [name in keyof HeraldScripts]: (...args: (string | number)[]) => unknown };
 
 /** Defines Herald's scripts as commands on an ioredis connection (EVALSHA with EVAL fallback). */
-export function defineScripts(redis: Redis): Redis & HeraldScripts {
+export function defineScripts(redis: RedisClient): RedisClient & HeraldScripts {
   for (const file of SCRIPTS) {
     const [name, keys] = file.split('-') as [string, string];
     if (!(name in redis)) redis.defineCommand(name, { numberOfKeys: Number(keys), lua: loadScript(file) });
   }
-  return redis as Redis & HeraldScripts;
+  return redis as RedisClient & HeraldScripts;
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { parseStatsMember } from '../archive/records.js';
 import type { Keys } from './keys.js';
 import { defineScripts, type ScriptPipeline } from './scripts.js';
@@ -23,7 +23,7 @@ export function statsField(hour: number, counter: string): string {
  * shards at once.
  */
 export async function readStatsCounters(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   fieldGroups: readonly string[][],
 ): Promise<Map<number, Map<string, number>>> {
@@ -61,7 +61,7 @@ export async function readStatsCounters(
  */
 export class CreatedIndex {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
   ) {}
 
@@ -90,7 +90,7 @@ export interface BackfillReport {
  * member carries its counts and is removed; a notice still in Redis is counted as it is and
  * from then on kept by the transition script. Safe to run again, and alongside a running Herald.
  */
-export async function backfillStats(redis: Redis, keys: Keys): Promise<BackfillReport> {
+export async function backfillStats(redis: RedisClient, keys: Keys): Promise<BackfillReport> {
   const scripts = defineScripts(redis);
   const report: BackfillReport = { counted: 0, skipped: 0, gone: 0 };
   for (const shard of keys.allShards()) {
@@ -135,7 +135,7 @@ export async function backfillStats(redis: Redis, keys: Keys): Promise<BackfillR
  * Runs the backfill unless a run has completed before (the `stats-backfilled` marker holds
  * when); returns its report, or null when it had run. `herald retention apply` runs it always.
  */
-export async function backfillStatsOnce(redis: Redis, keys: Keys, now: number): Promise<BackfillReport | null> {
+export async function backfillStatsOnce(redis: RedisClient, keys: Keys, now: number): Promise<BackfillReport | null> {
   if ((await redis.exists(keys.statsBackfilled)) === 1) return null;
   const report = await backfillStats(redis, keys);
   await markStatsBackfilled(redis, keys, now);
@@ -143,7 +143,7 @@ export async function backfillStatsOnce(redis: Redis, keys: Keys, now: number): 
 }
 
 /** Records that a backfill has completed, at `now` (ms). */
-export async function markStatsBackfilled(redis: Redis, keys: Keys, now: number): Promise<void> {
+export async function markStatsBackfilled(redis: RedisClient, keys: Keys, now: number): Promise<void> {
   await redis.set(keys.statsBackfilled, new Date(now).toISOString());
 }
 
@@ -152,7 +152,7 @@ export async function markStatsBackfilled(redis: Redis, keys: Keys, now: number)
  * most once per hour (the hash's `prunedUpTo` field remembers the hour). One HSCAN of the hash,
  * so that counters a long-lived notice adds to an hour already dropped go too.
  */
-export async function pruneStats(redis: Redis, keys: Keys, shard: number, now: number, retentionMs: number): Promise<number> {
+export async function pruneStats(redis: RedisClient, keys: Keys, shard: number, now: number, retentionMs: number): Promise<number> {
   const key = keys.stats(shard);
   const keepFrom = Math.floor((now - retentionMs) / STATS_HOUR_MS);
   const pruned = await redis.hget(key, PRUNED_FIELD);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Channel } from '../providers/types.js';
 import { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
@@ -46,11 +46,11 @@ export class SuppressionListFullError extends Error {
  * while the channel holds fewer than `max`; providers' ones are always recorded (addSuppression-1.lua).
  */
 export class SuppressionStore {
-  private readonly redis: Redis & HeraldScripts;
+  private readonly redis: RedisClient & HeraldScripts;
   private readonly max: number;
   private readonly keys: Keys;
 
-  constructor(redis: Redis, prefix: string, options: { max?: number } = {}) {
+  constructor(redis: RedisClient, prefix: string, options: { max?: number } = {}) {
     this.redis = defineScripts(redis);
     this.keys = new Keys(prefix);
     this.max = options.max ?? 0;

@@ -18,7 +18,8 @@ import type { RetiredStats } from '../../src/archive/records.js';
 import type { Prices } from '../../src/config.js';
 import { STATS_HOUR_MS } from '../../src/notice/stats.js';
 import { jobIds } from '../../queues/index.js';
-import { sleep, TEST_API_KEY, testConfig, testPrefix } from '../helpers/env.js';
+import { sleep, TEST_API_KEY, TEST_TOPOLOGY, testConfig, testPrefix } from '../helpers/env.js';
+import { RedisCluster } from '../helpers/redis-cluster.js';
 import { startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { SentinelSetup } from '../helpers/sentinel.js';
@@ -71,9 +72,85 @@ export async function runChaos(plan: ChaosPlan, opts: ChaosOptions): Promise<Cha
   }
 }
 
+/**
+ * The run's own Redis: one `redis-server` (AOF, `appendfsync always`), or under
+ * HERALD_TEST_TOPOLOGY=cluster a 3-master Redis Cluster (a replica each, the same AOF) with the
+ * notice queues in 3 partitions, whose "Redis restart" is a SIGKILL of one master (its replica
+ * may be promoted meanwhile; it comes back as a master or as the new master's replica).
+ */
+class ChaosRedis {
+  private constructor(
+    private readonly server: RedisServer | undefined,
+    private readonly cluster: RedisCluster | undefined,
+    private readonly sentinel: SentinelSetup | undefined,
+    readonly dir: string,
+  ) {}
+
+  /** The run's own Redis: one node, or the topology HERALD_TEST_TOPOLOGY names (a Cluster, a Sentinel setup). */
+  static async start(): Promise<ChaosRedis> {
+    if (TEST_TOPOLOGY === 'cluster') {
+      const cluster = await RedisCluster.start({ masters: 3, replicasPerMaster: 1, appendfsync: 'always' });
+      return new ChaosRedis(undefined, cluster, undefined, cluster.nodes[0]!.dir);
+    }
+    if (process.env.HERALD_TEST_TOPOLOGY === 'sentinel') {
+      const sentinel = await SentinelSetup.start({ appendfsync: 'always' });
+      return new ChaosRedis(undefined, undefined, sentinel, sentinel.servers[0]!.dir);
+    }
+    const server = await RedisServer.start({ appendfsync: 'always' });
+    return new ChaosRedis(server, undefined, undefined, server.dir);
+  }
+
+  get env(): Record<string, string> {
+    if (this.cluster) return { REDIS_CLUSTER_NODES: this.cluster.seeds, HERALD_QUEUE_PARTITIONS: '3' };
+    if (this.sentinel) return this.sentinel.env;
+    return { REDIS_URL: this.server!.url };
+  }
+
+  /**
+   * Kills Redis and starts it again after `downMs`: one master of a cluster (the first the plan's
+   * count picks); a Sentinel setup's master, down until a replica is promoted (it comes back as a
+   * replica); or the one node.
+   */
+  async restart(downMs: number, pick: number): Promise<void> {
+    if (this.sentinel) {
+      const old = await this.sentinel.killMaster();
+      await Promise.all([sleep(downMs), this.sentinel.waitForPromotion(old)]);
+      await old.start();
+      return;
+    }
+    if (this.cluster) {
+      const masters = await this.cluster.masters();
+      const victim = masters[pick % masters.length]!;
+      await victim.kill();
+      await sleep(downMs);
+      victim.start();
+      return;
+    }
+    await this.server!.kill('SIGKILL');
+    await sleep(downMs);
+    await this.server!.start();
+  }
+
+  /** Every node up again. */
+  async up(): Promise<void> {
+    if (this.server) return this.server.start();
+    if (this.sentinel) {
+      for (const server of this.sentinel.servers) await server.start();
+      return;
+    }
+    for (const node of this.cluster!.nodes) if (!node.running) node.start();
+    await this.cluster!.waitHealthy(60_000);
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.stop();
+    await this.cluster?.stop();
+    await this.sentinel?.stop();
+  }
+}
+
 class ChaosRun {
-  private redis!: RedisServer;
-  private sentinel: SentinelSetup | undefined;
+  private redis!: ChaosRedis;
   private sandbox!: Sandbox;
   private web!: WebUnderTest;
   /** The run's archive, to read retired notices back. */
@@ -119,14 +196,11 @@ class ChaosRun {
   }
 
   async execute(): Promise<ChaosReport> {
-    // HERALD_TEST_TOPOLOGY=sentinel: a Sentinel setup of the run's own, whose master the
-    // redis-restart events kill (a failover); one node of its own otherwise.
-    if (process.env.HERALD_TEST_TOPOLOGY === 'sentinel') this.sentinel = await SentinelSetup.start({ appendfsync: 'always' });
-    this.redis = this.sentinel ? this.sentinel.servers[0]! : await RedisServer.start({ appendfsync: 'always' });
+    this.redis = await ChaosRedis.start();
     this.sandbox = await startSandbox({ port: 0 });
     const prefix = testPrefix('chaos');
     const env = {
-      ...(this.sentinel ? this.sentinel.env : { REDIS_URL: this.redis.url }),
+      ...this.redis.env,
       HERALD_PREFIX: prefix,
       HERALD_API_KEYS: TEST_API_KEY,
       HERALD_PROVIDERS: 'sandbox',
@@ -166,7 +240,7 @@ class ChaosRun {
     await Promise.allSettled(creations);
     // Faults stop: nothing injected is left, Redis and every worker are up.
     this.sandbox.clearFaults();
-    for (const server of this.sentinel?.servers ?? [this.redis]) await server.start();
+    await this.redis.up();
     for (const [i, worker] of this.workers.entries()) {
       if (worker.exitCode !== null) {
         worker.start();
@@ -239,8 +313,7 @@ class ChaosRun {
     await this.archive?.close();
     await this.web?.close().catch(() => undefined);
     await this.sandbox?.close();
-    if (this.sentinel) await this.sentinel.stop();
-    else await this.redis?.stop();
+    await this.redis?.stop();
   }
 
   // ---- the plan, step by step -----------------------------------------------------------------
@@ -331,16 +404,7 @@ class ChaosRun {
         return;
       }
       case 'redis-restart': {
-        if (this.sentinel) {
-          // The master crashes and stays down until a replica is promoted; it comes back as a replica.
-          const old = await this.sentinel.killMaster();
-          await Promise.all([sleep(event.downMs), this.sentinel.waitForPromotion(old)]);
-          await old.start();
-        } else {
-          await this.redis.kill('SIGKILL');
-          await sleep(event.downMs);
-          await this.redis.start();
-        }
+        await this.redis.restart(event.downMs, this.report.redisRestarts.length);
         this.report.redisRestarts.push({ downMs: event.downMs });
         return;
       }
@@ -407,10 +471,7 @@ class ChaosRun {
 
   private async states(ids: string[]): Promise<{ state: string | null; retired: boolean }[]> {
     try {
-      const pipeline = this.web.redis.pipeline();
-      for (const id of ids) pipeline.hget(this.web.store.keys.notice(id), 'state');
-      const replies = (await pipeline.exec()) ?? [];
-      const states = replies.map(([error, state]) => ({ state: error ? null : (state as string | null), retired: false }));
+      const states = (await this.web.store.statesOf(ids)).map((state) => ({ state: state ?? null, retired: false }));
       // Gone from Redis: retired, with its state in its archive record (or lost).
       for (const [i, entry] of states.entries()) {
         if (entry.state !== null) continue;

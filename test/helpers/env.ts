@@ -2,16 +2,31 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { ConfigError, loadConfig, type Config } from '../../src/config.js';
-import { connectRedis } from '../../src/store/redis.js';
+import { connectRedis, masterNodes, type RedisClient } from '../../src/store/redis.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
 /**
- * The Redis variables of the run's shared topology when it is not one node
- * (`HERALD_TEST_TOPOLOGY=sentinel`, test/helpers/topology-setup.ts); empty otherwise.
+ * `HERALD_TEST_TOPOLOGY=cluster` runs a suite on a Redis Cluster: the global setup
+ * (test/helpers/cluster-setup.ts) starts one for the run and passes its seeds on in
+ * HERALD_TEST_CLUSTER_NODES; every testEnv then names it in REDIS_CLUSTER_NODES, with
+ * HERALD_QUEUE_PARTITIONS 3 (HERALD_TEST_QUEUE_PARTITIONS to change it).
+ * `HERALD_TEST_TOPOLOGY=sentinel` runs it on a Sentinel setup (test/helpers/topology-setup.ts),
+ * whose variables come in HERALD_TEST_REDIS_ENV.
  */
-const TOPOLOGY_ENV: Record<string, string> = JSON.parse(process.env.HERALD_TEST_REDIS_ENV ?? '{}') as Record<string, string>;
+export const TEST_TOPOLOGY: 'single' | 'cluster' | 'sentinel' =
+  process.env.HERALD_TEST_TOPOLOGY === 'cluster' ? 'cluster' : process.env.HERALD_TEST_TOPOLOGY === 'sentinel' ? 'sentinel' : 'single';
+
+/** The variables that point Herald at the test topology's Redis (none on one node). */
+export function topologyEnv(): Record<string, string> {
+  if (TEST_TOPOLOGY === 'single') return {};
+  if (TEST_TOPOLOGY === 'sentinel') return JSON.parse(process.env.HERALD_TEST_REDIS_ENV ?? '{}') as Record<string, string>;
+  const nodes = process.env.HERALD_TEST_CLUSTER_NODES;
+  if (!nodes) throw new Error('HERALD_TEST_TOPOLOGY=cluster: no cluster was started (test/helpers/cluster-setup.ts is the global setup)');
+  return { REDIS_CLUSTER_NODES: nodes, HERALD_QUEUE_PARTITIONS: process.env.HERALD_TEST_QUEUE_PARTITIONS ?? '3' };
+}
 export const TEST_API_KEY = 'test-api-key-0123456789';
 
 /** A key prefix of this test run's own: tests share one Redis and touch only their keys. */
@@ -24,7 +39,7 @@ export function testEnv(prefix: string, env: Record<string, string> = {}): Recor
   return {
     REDIS_URL,
     // A test that names a Redis server of its own keeps it; the others run on the shared topology.
-    ...(env.REDIS_URL === undefined ? TOPOLOGY_ENV : {}),
+    ...(env.REDIS_URL === undefined ? topologyEnv() : {}),
     HERALD_PREFIX: prefix,
     HERALD_API_KEYS: TEST_API_KEY,
     HERALD_PROVIDERS: 'sandbox',
@@ -51,19 +66,32 @@ export function testArchiveUrl(): string {
   return `file://${mkdtempSync(join(tmpdir(), 'herald-archive-'))}`;
 }
 
-/** Deletes every key under `prefix` (and only those). */
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
+/** Deletes every key under `prefix` (and only those), on every master of a Cluster. */
+export async function deleteKeys(redis: RedisClient, prefix: string): Promise<void> {
+  for (const node of masterNodes(redis)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      // One key at a time: on a Cluster a DEL of several keys must stay in one slot.
+      await Promise.all(keys.map((key) => node.del(key)));
+    } while (cursor !== '0');
+  }
 }
 
+/**
+ * A connection of the test's own to the test topology's Redis: on a Cluster a Cluster client,
+ * which takes the same commands on keys (typed as a node's for the tests' convenience).
+ */
 export function plainRedis(): Redis {
-  if (TOPOLOGY_ENV.REDIS_SENTINELS !== undefined) return connectRedis(loadConfig(TOPOLOGY_ENV).redis, 'worker', 'herald-test');
-  return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  if (TEST_TOPOLOGY === 'sentinel') return connectRedis(loadConfig(topologyEnv()).redis, 'worker', 'herald-test') as Redis;
+  const nodes = topologyEnv().REDIS_CLUSTER_NODES;
+  if (!nodes) return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const cluster = new Cluster(
+    nodes.split(',').map((seed) => ({ host: seed.split(':')[0]!, port: Number(seed.split(':')[1]) })),
+    { redisOptions: { maxRetriesPerRequest: null } },
+  );
+  return cluster as unknown as Redis;
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -15,6 +15,7 @@ export interface WebUnderTest {
   app: FastifyInstance;
   store: NoticeStore;
   queues: HeraldQueues;
+  /** The app's connection; a Cluster client under HERALD_TEST_TOPOLOGY=cluster (commands on keys alike). */
   redis: Redis;
   /** What the app runs on, as the web process composes it. */
   deps: AppDeps;
@@ -43,7 +44,7 @@ export async function startWebUnderTest(
     app,
     store,
     queues,
-    redis,
+    redis: redis as Redis,
     deps,
     call: (method, url, body, headers = {}) =>
       app.inject({

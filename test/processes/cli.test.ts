@@ -9,7 +9,7 @@ import { partitionDir } from '../../src/archive/names.js';
 import { DAY, HOUR, iso } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
-import { deleteKeys, plainRedis, REDIS_URL, TEST_API_KEY, testPrefix } from '../helpers/env.js';
+import { deleteKeys, plainRedis, REDIS_URL, TEST_API_KEY, testPrefix, topologyEnv } from '../helpers/env.js';
 import { fileStore, mirrorFor, runHerald, tempDir, writeNotices } from '../helpers/archive.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,6 +32,7 @@ function setUp() {
   prefixes.push(prefix);
   const env = {
     REDIS_URL,
+    ...topologyEnv(),
     HERALD_PREFIX: prefix,
     HERALD_API_KEYS: TEST_API_KEY,
     HERALD_ARCHIVE_URL: `file://${dir.path}`,

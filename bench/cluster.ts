@@ -1,0 +1,173 @@
+/**
+ * The scale figure of Redis Cluster (SPEC §9): Redis CPU per notice of the busiest master of a
+ * 3-master cluster (notice queues in 3 partitions), against one Redis node's in the same run, the
+ * same notices through the same web and worker processes. Both are `redis-server`s of the
+ * benchmark's own (no persistence, nothing else on them), so that their CPU time (`INFO cpu`,
+ * the server's own user + system time) is Herald's alone.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Cluster, Redis } from 'ioredis';
+import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
+import { freePort, sleep, until } from './processes.js';
+
+const run = promisify(execFile);
+
+/** One `redis-server` of the benchmark's own. */
+class BenchRedis {
+  readonly dir = mkdtempSync(join(tmpdir(), 'herald-bench-redis-'));
+  private child: ChildProcess | undefined;
+
+  constructor(readonly port: number) {}
+
+  async start(cluster: boolean): Promise<void> {
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--logfile', ''];
+    if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf');
+    this.child = spawn('redis-server', args, { stdio: 'ignore' });
+    await until(async () => (await this.ask((r) => r.ping()).catch(() => '')) === 'PONG', 15_000, `redis-server on ${this.port}`, 50);
+  }
+
+  async ask<T>(command: (redis: Redis) => Promise<T>): Promise<T> {
+    const redis = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    redis.on('error', () => undefined);
+    try {
+      await redis.connect();
+      return await command(redis);
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  /** The server's CPU time so far (user + system, its own thread), in ms. */
+  async cpuMs(): Promise<number> {
+    const info = await this.ask((r) => r.info('cpu'));
+    const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+    return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface ClusterScaleRun {
+  notices: number;
+  /** Redis CPU ms per notice of the one node. */
+  singleCpuMsPerNotice: number;
+  /** Redis CPU ms per notice of each master, and of the busiest. */
+  mastersCpuMsPerNotice: number[];
+  busiestCpuMsPerNotice: number;
+  /** Idle CPU ms per second subtracted (workers waiting, sweeps), single node and each master. */
+  idle: { single: number; masters: number[] };
+  partitions: number;
+}
+
+/**
+ * The same notices (half delivered, half falling back to SMS) through a web and a worker process
+ * on one node, then on a 3-master cluster with HERALD_QUEUE_PARTITIONS=3.
+ */
+export async function clusterScale(ctx: BenchContext, notices: number): Promise<ClusterScaleRun> {
+  const single = await onTopology(ctx, notices, 'single');
+  const cluster = await onTopology(ctx, notices, 'cluster');
+  return {
+    notices,
+    singleCpuMsPerNotice: single.perNotice[0]!,
+    mastersCpuMsPerNotice: cluster.perNotice,
+    busiestCpuMsPerNotice: Math.max(...cluster.perNotice),
+    idle: { single: single.idlePerSecond[0]!, masters: cluster.idlePerSecond },
+    partitions: PARTITIONS,
+  };
+}
+
+const PARTITIONS = 3;
+const MASTERS = 3;
+
+async function onTopology(ctx: BenchContext, notices: number, topology: 'single' | 'cluster'): Promise<{ perNotice: number[]; idlePerSecond: number[] }> {
+  const servers: BenchRedis[] = [];
+  let client: Redis | Cluster | undefined;
+  let herald: HeraldDeployment | undefined;
+  try {
+    const count = topology === 'single' ? 1 : MASTERS;
+    for (let i = 0; i < count; i += 1) {
+      const server = new BenchRedis(await freePort());
+      servers.push(server);
+      await server.start(topology === 'cluster');
+    }
+    let env: Record<string, string>;
+    if (topology === 'cluster') {
+      await run('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'], {
+        timeout: 60_000,
+      });
+      await until(
+        async () => (await Promise.all(servers.map((s) => s.ask((r) => r.cluster('INFO'))))).every((info) => String(info).includes('cluster_state:ok')),
+        30_000,
+        'the cluster to be ok',
+        100,
+      );
+      const seeds = servers.map((s) => `127.0.0.1:${s.port}`).join(',');
+      env = { REDIS_CLUSTER_NODES: seeds, HERALD_QUEUE_PARTITIONS: String(PARTITIONS) };
+      client = new Cluster(
+        servers.map((s) => ({ host: '127.0.0.1', port: s.port })),
+        { redisOptions: { maxRetriesPerRequest: null } },
+      );
+    } else {
+      env = {};
+      client = new Redis(servers[0]!.port, '127.0.0.1', { maxRetriesPerRequest: null });
+    }
+    const local: BenchContext = { ...ctx, redisUrl: `redis://127.0.0.1:${servers[0]!.port}`, redis: client as Redis, env };
+    herald = new HeraldDeployment(local, `${ctx.runPrefix}-scale-${topology}`);
+    await herald.startWeb();
+    await herald.startWorkers(1);
+    const cpu = () => Promise.all(servers.map((s) => s.cpuMs()));
+    // The benchmark's progress probe, every 250 ms while the notices run and in the idle slices.
+    const deployment = herald;
+    const finished = async () => (await deployment.live()) === 0 && (await deployment.drained());
+    const probing = async (ms: number) => {
+      for (const end = Date.now() + ms; Date.now() < end; ) {
+        await finished();
+        await sleep(250);
+      }
+    };
+    // Idle: workers blocked on their queues, sweeps on their schedules, the probe; the quietest
+    // of five one-second slices per server (other work on the machine only ever adds to it).
+    await sleep(2000);
+    const idlePerSecond = servers.map(() => Number.POSITIVE_INFINITY);
+    for (let slice = 0; slice < 5; slice += 1) {
+      const sliceFrom = await cpu();
+      const sliceAt = Date.now();
+      await probing(1000);
+      const sliceTo = await cpu();
+      const ms = Date.now() - sliceAt;
+      sliceTo.forEach((to, i) => (idlePerSecond[i] = Math.min(idlePerSecond[i]!, ((to - sliceFrom[i]!) / ms) * 1000)));
+    }
+
+    const from = await cpu();
+    const startedAt = Date.now();
+    await createNotices(herald.url, notices, (i) => {
+      return noticeBody({
+        email: i % 2 === 0 ? 'delivered+0ms@example.com' : 'never@example.com',
+        phone: '+12025550100',
+        deadlineInSeconds: 8,
+      });
+    });
+    await until(finished, 300_000, `every notice on ${topology} to finish`, 250);
+    const to = await cpu();
+    const seconds = (Date.now() - startedAt) / 1000;
+    const perNotice = to.map((ms, i) => Math.max(0, ms - from[i]! - idlePerSecond[i]! * seconds) / notices);
+    ctx.log(`cluster scale, ${topology}: Redis CPU ms per notice ${perNotice.map((x) => x.toFixed(3)).join(', ')} over ${seconds.toFixed(1)} s`);
+    return { perNotice, idlePerSecond };
+  } finally {
+    await herald?.close().catch((error: unknown) => ctx.log(`closing the ${topology} deployment: ${String(error)}`));
+    client?.disconnect();
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+}

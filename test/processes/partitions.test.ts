@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { shardOfNoticeId } from '../../src/notice/ids.js';
+import { startWorker, shareLimit, type WorkerHandle } from '../../src/worker.js';
+import { jobIds } from '../../queues/index.js';
+import { testConfig, testPrefix } from '../helpers/env.js';
+import { noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+let stack: Stack | undefined;
+let worker: WorkerHandle | undefined;
+let web3: WebUnderTest | undefined;
+afterEach(async () => {
+  await worker?.close();
+  await web3?.close();
+  await stack?.close();
+  [stack, worker, web3] = [undefined, undefined, undefined];
+});
+
+describe('HERALD_QUEUE_PARTITIONS raised on a running deployment', () => {
+  it('runs the jobs the unpartitioned queues hold, and puts new ones in the partition of their shard', async () => {
+    const prefix = testPrefix('parts');
+    // One partition, and no worker yet: the notice's jobs wait in the `{q}` queues of before.
+    stack = await startStack({ prefix, inProcessWorker: false, env: { HERALD_QUEUE_PARTITIONS: '1' } });
+    const before = await stack.createNotice(noticeBody({ recipient: { id: 'parts-1', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }));
+    const waiting = await stack.web.queues.emailSend.getJob(jobIds.emailSend(before));
+    expect(waiting?.queueQualifiedName).toBe(`${prefix}:{q}:email-send`);
+
+    // Web and worker now run with 3 partitions.
+    const config = testConfig(prefix, { ...stack.env, HERALD_QUEUE_PARTITIONS: '3' });
+    worker = await startWorker(config, { logger: createLogger('herald-test-worker', 'silent') });
+    web3 = await startWebUnderTest(config);
+    const res = await web3.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'parts-2', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }));
+    expect(res.statusCode).toBe(202);
+    const after = res.json().id as string;
+    const partition = shardOfNoticeId(after)! % 3;
+    const job = await web3.queues.emailSend.getJob(jobIds.emailSend(after));
+    expect(job?.queueQualifiedName).toBe(`${web3.queues.emailSend.partitions[partition]!.opts.prefix}:email-send`);
+    expect(job?.queueQualifiedName).toMatch(new RegExp(`^${prefix}:\\{q3\\.${partition}\\.[0-9a-z]+\\}:email-send$`));
+
+    // Both are delivered: the one of before from the drained `{q}` queue, the new one from its partition.
+    for (const id of [before, after]) expect((await stack.waitForState(id, ['email_delivered'], 30_000)).state).toBe('email_delivered');
+    expect(await web3.queues.deadline.getJob(jobIds.deadline(after))).toBeUndefined();
+  });
+});
+
+describe('shareLimit', () => {
+  it('splits a global limit so that the partitions together never exceed it', () => {
+    expect(shareLimit({ max: 10, duration: 1000 }, 3)).toEqual([
+      { max: 4, duration: 1000 },
+      { max: 3, duration: 1000 },
+      { max: 3, duration: 1000 },
+    ]);
+    expect(shareLimit({ max: 2, duration: 1000 }, 4)).toEqual(Array.from({ length: 4 }, () => ({ max: 1, duration: 2000 })));
+    expect(shareLimit({ max: 7, duration: 1000 }, 1)).toEqual([{ max: 7, duration: 1000 }]);
+  });
+});
