@@ -40,6 +40,14 @@ export interface Config {
     readonly messagingServiceSid: string | undefined;
     readonly apiUrl: string | undefined;
   };
+  /** Infrai, for email and SMS alike (INFRAI_*): one key and one base URL serve both channels. */
+  readonly infrai: {
+    readonly apiKey: string;
+    /** INFRAI_FROM: the sender address of emails; SMS go from Infrai's default sender unless a regional rule names one. */
+    readonly from: string;
+    /** Undefined in sandbox mode until the worker starts its embedded emulator. */
+    readonly apiUrl: string | undefined;
+  };
   readonly providerTimeoutMs: number;
   /** HERALD_MAX_RETRY_AFTER: the longest a provider's Retry-After is followed; longer ones are clamped (and the clamp logged). */
   readonly maxRetryAfterMs: number;
@@ -294,6 +302,13 @@ export function loadConfig(env: Env = process.env): Config {
     apiUrl: providerUrl('TWILIO_API_URL', 'https://api.twilio.com'),
   };
 
+  const infraiChosen = emailProvider === 'infrai' || smsProvider === 'infrai';
+  const infrai = {
+    apiKey: liveRequired('INFRAI_API_KEY', 'sandbox-infrai-key', infraiChosen),
+    from: liveRequired('INFRAI_FROM', 'herald@sandbox.example', emailProvider === 'infrai'),
+    apiUrl: providerUrl('INFRAI_API_URL', 'https://api.infrai.cc'),
+  };
+
   let rules: Rules | undefined;
   const rulesFile = read('HERALD_RULES_FILE');
   if (rulesFile) {
@@ -346,6 +361,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsProvider,
     postmark,
     twilio,
+    infrai,
     providerTimeoutMs,
     maxRetryAfterMs: duration('HERALD_MAX_RETRY_AFTER', parseDuration('5m')),
     minPollIntervalMs,

@@ -4,6 +4,7 @@
  * over provider names, used by the worker and by `herald doctor`.
  */
 import type { Config } from '../config.js';
+import { createInfraiEmailProvider, createInfraiSmsProvider } from './infrai.js';
 import { createPostmarkProvider } from './postmark.js';
 import { createTwilioProvider } from './twilio.js';
 import type { EmailProvider, SmsProvider } from './types.js';
@@ -36,6 +37,8 @@ export function emailUrl(config: Config): string | undefined {
   switch (config.emailProvider) {
     case 'postmark':
       return config.postmark.apiUrl;
+    case 'infrai':
+      return config.infrai.apiUrl;
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -46,6 +49,8 @@ export function smsUrl(config: Config): string | undefined {
   switch (config.smsProvider) {
     case 'twilio':
       return config.twilio.apiUrl;
+    case 'infrai':
+      return config.infrai.apiUrl;
     default:
       throw new Error(`HERALD_SMS_PROVIDER=${config.smsProvider} is not built in`);
   }
@@ -57,6 +62,8 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
   switch (config.emailProvider) {
     case 'postmark':
       return createPostmarkProvider({ ...config.postmark, apiUrl: baseUrl(config.postmark.apiUrl, deps, 'POSTMARK_API_URL'), timeoutMs });
+    case 'infrai':
+      return createInfraiEmailProvider({ ...config.infrai, apiUrl: baseUrl(config.infrai.apiUrl, deps, 'INFRAI_API_URL'), timeoutMs });
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -75,6 +82,8 @@ export function createSmsProvider(config: Config, deps: ProviderDeps): SmsProvid
         apiUrl: baseUrl(config.twilio.apiUrl, deps, 'TWILIO_API_URL'),
         timeoutMs,
       });
+    case 'infrai':
+      return createInfraiSmsProvider({ ...config.infrai, apiUrl: baseUrl(config.infrai.apiUrl, deps, 'INFRAI_API_URL'), timeoutMs });
     default:
       throw new Error(`HERALD_SMS_PROVIDER=${config.smsProvider} is not built in`);
   }

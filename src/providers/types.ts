@@ -108,8 +108,12 @@ export interface EmailProvider {
   send(message: EmailMessage): Promise<SendResult>;
   /** Read the delivery status of an accepted message. Throws ProviderError. */
   status(providerMessageId: string): Promise<StatusObservation>;
-  /** Find a message sent earlier with this idempotency key (a send in doubt). Throws ProviderError. */
-  findByIdempotencyKey(idempotencyKey: string, to: string): Promise<SendResult | null>;
+  /**
+   * Find a message sent earlier with this idempotency key (a send in doubt). `message` is that
+   * send as it was made, for a provider whose send is idempotent by key (Infrai): it finds by
+   * replaying the send, which returns the original message instead of a second one. Throws ProviderError.
+   */
+  findByIdempotencyKey(idempotencyKey: string, to: string, message?: EmailMessage): Promise<SendResult | null>;
 }
 
 export interface SmsMessage {
@@ -117,6 +121,8 @@ export interface SmsMessage {
   body: string;
   /** Sender number; the adapter's configured default when absent. */
   from?: string;
+  /** Herald's idempotency key of this SMS, for providers whose send takes one (Infrai). */
+  idempotencyKey?: string;
 }
 
 export interface SmsProvider {
@@ -129,9 +135,10 @@ export interface SmsProvider {
   status(providerMessageId: string): Promise<StatusObservation>;
   /**
    * Messages to `to` created at or after `since` (ms) whose body equals `body`: how a send in
-   * doubt is found. Follows pages. Throws ProviderError.
+   * doubt is found. Follows pages. `message` is the send in doubt as it was made, for a provider
+   * whose send is idempotent by key (Infrai), which finds by replaying it. Throws ProviderError.
    */
-  findSince(to: string, since: number, body: string): Promise<SendResult[]>;
+  findSince(to: string, since: number, body: string, message?: SmsMessage): Promise<SendResult[]>;
   /** Cancel a scheduled message. Throws ProviderError. */
   cancel(providerMessageId: string): Promise<void>;
 }

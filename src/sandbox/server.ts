@@ -2,6 +2,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { registerControl } from './control-api.js';
 import type { SandboxContext } from './exchange.js';
+import { INFRAI_ERROR_CODES, INFRAI_PATHS, infraiError, registerInfrai } from './infrai-api.js';
 import { registerPostmark } from './postmark-api.js';
 import { emailView, SandboxState, smsView } from './state.js';
 import { registerTwilio, twilioError } from './twilio-api.js';
@@ -55,11 +56,19 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
   };
 
   const isTwilio = (url: string): boolean => url.startsWith('/2010-04-01/');
+  const isInfrai = (url: string): boolean => INFRAI_PATHS.some((prefix) => url.startsWith(prefix));
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0];
     if (isTwilio(request.url)) {
       const { status, body } = twilioError(404, 20404, `The requested resource ${path} was not found`);
       return reply.code(status).send(body);
+    }
+    if (isInfrai(request.url)) {
+      const { status, body, headers } = infraiError(404, INFRAI_ERROR_CODES.notFound, `Not found: ${request.method} ${path}`);
+      return reply
+        .code(status)
+        .headers(headers ?? {})
+        .send(body);
     }
     return reply.code(404).send({ ErrorCode: 0, Message: `Not found: ${request.method} ${path}` });
   });
@@ -68,6 +77,15 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     if (isTwilio(request.url)) {
       const { status, body } = clientError ? twilioError(400, 20001, error.message) : twilioError(500, 20500, 'Internal Server Error');
       return reply.code(status).send(body);
+    }
+    if (isInfrai(request.url)) {
+      const { status, body, headers } = clientError
+        ? infraiError(400, INFRAI_ERROR_CODES.invalid, `Unreadable request: ${error.message}`)
+        : infraiError(500, INFRAI_ERROR_CODES.internal, 'Internal error');
+      return reply
+        .code(status)
+        .headers(headers ?? {})
+        .send(body);
     }
     if (request.url.startsWith('/__sandbox/')) {
       return reply.code(clientError ? (error.statusCode as number) : 500).send({ error: error.message });
@@ -80,6 +98,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
 
   registerPostmark(app, ctx);
   registerTwilio(app, ctx);
+  registerInfrai(app, ctx);
   registerControl(app, controls);
 
   return { app, controls, abortPending: () => closing.abort() };

@@ -11,7 +11,12 @@ export type Operation =
   | 'twilio.list'
   | 'twilio.cancel'
   | 'postmark.server'
-  | 'twilio.account';
+  | 'twilio.account'
+  | 'infrai.email.send'
+  | 'infrai.email.get'
+  | 'infrai.email.events'
+  | 'infrai.sms.send'
+  | 'infrai.sms.status';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -24,6 +29,11 @@ export const OPERATIONS: readonly Operation[] = [
   'twilio.cancel',
   'postmark.server',
   'twilio.account',
+  'infrai.email.send',
+  'infrai.email.get',
+  'infrai.email.events',
+  'infrai.sms.send',
+  'infrai.sms.status',
 ];
 
 /**
@@ -100,7 +110,7 @@ export interface SandboxSms {
 
 /** One API request the sandbox received (control routes under `/__sandbox/` are not recorded). */
 export interface SandboxRequest {
-  provider: 'postmark' | 'twilio';
+  provider: 'postmark' | 'twilio' | 'infrai';
   operation: Operation;
   method: string;
   /** Path without the query string. */
