@@ -40,7 +40,13 @@ export async function startStack(opts: {
   workerLogger?: Logger;
 }): Promise<Stack> {
   const sandbox = await startSandbox({ port: 0 });
-  const env = testEnv(opts.prefix, { POSTMARK_API_URL: sandbox.url, TWILIO_API_URL: sandbox.url, LOG_LEVEL: 'warn', ...opts.env });
+  const env = testEnv(opts.prefix, {
+    POSTMARK_API_URL: sandbox.url,
+    TWILIO_API_URL: sandbox.url,
+    INFRAI_API_URL: sandbox.url,
+    LOG_LEVEL: 'warn',
+    ...opts.env,
+  });
   const config = testConfig(opts.prefix, env);
   const web = await startWebUnderTest(config);
   const worker =
