@@ -192,6 +192,7 @@ export function smsView(record: SmsRecord, now: number): SandboxSms {
     createdAt: record.createdAt,
     sendAt: record.sendAt,
     status: step.status,
+    statusSince: Math.max(step.at, record.createdAt),
     errorCode: step.errorCode ?? null,
     dateSent: sentAt(record.steps, now),
   };

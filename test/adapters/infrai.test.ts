@@ -38,23 +38,32 @@ const message = (to: string, key = `ntc_${unique()}-email`): EmailMessage => ({
 
 describe('Infrai email adapter against the emulator', () => {
   it('sends with the key in the header and the body, and reads delivery from the event list', async () => {
-    const provider = email();
-    const sent = await provider.send(message(`delivered+200ms+${unique()}@example.com`, 'k-delivered'));
-    expect(sent.providerMessageId).toMatch(/^eml_/);
-    const [stored] = sandbox.emails();
-    expect(stored).toMatchObject({
-      messageId: sent.providerMessageId,
-      metadata: { idempotency_key: 'k-delivered' },
-      from: 'herald@sandbox.example',
-    });
-    // Before the events are listed the record's state answers: queued/sent is pending.
-    const early = await provider.status(sent.providerMessageId);
-    expect(early).toMatchObject({ status: 'pending', providerStatus: 'state:sent' });
-    await sleep(350);
-    const later = await provider.status(sent.providerMessageId);
-    expect(later).toMatchObject({ status: 'delivered', providerStatus: 'queued+sent+delivered', engagement: [] });
-    const operations = sandbox.requests().map((r) => r.operation);
-    expect(operations).toEqual(['infrai.email.send', 'infrai.email.events', 'infrai.email.get', 'infrai.email.events']);
+    // Its own sandbox, whose event list lags long enough to see the record answer first on a loaded machine.
+    const lagging = await startSandbox({ indexLagMs: 1500 });
+    try {
+      const provider = createInfraiEmailProvider({ ...options(), apiUrl: lagging.url });
+      const sent = await provider.send(message(`delivered+200ms+${unique()}@example.com`, 'k-delivered'));
+      expect(sent.providerMessageId).toMatch(/^eml_/);
+      const [stored] = lagging.emails();
+      expect(stored).toMatchObject({
+        messageId: sent.providerMessageId,
+        metadata: { idempotency_key: 'k-delivered' },
+        from: 'herald@sandbox.example',
+      });
+      // Before the events are listed the record's state answers: delivered already, by the record.
+      await sleep(400);
+      expect(await provider.status(sent.providerMessageId)).toMatchObject({ status: 'delivered', providerStatus: 'state:delivered' });
+      await sleep(1200);
+      expect(await provider.status(sent.providerMessageId)).toMatchObject({
+        status: 'delivered',
+        providerStatus: 'queued+sent+delivered',
+        engagement: [],
+      });
+      const operations = lagging.requests().map((r) => r.operation);
+      expect(operations).toEqual(['infrai.email.send', 'infrai.email.events', 'infrai.email.get', 'infrai.email.events']);
+    } finally {
+      await lagging.close();
+    }
   });
 
   it('resolves a send in doubt by replaying it: the original email, no second one', async () => {
@@ -135,6 +144,28 @@ describe('Infrai email adapter against the emulator', () => {
     await sleep(200);
     expect(await failure(provider.status(sent.providerMessageId))).toMatchObject({ kind: 'timeout' });
     expect(sandbox.emails()).toHaveLength(1);
+  });
+
+  it('reports a deferral, then the delivery that follows it', async () => {
+    const provider = email();
+    const sent = await provider.send(message(`deferred-delivered+200ms+${unique()}@example.com`));
+    await sleep(300);
+    expect(await provider.status(sent.providerMessageId)).toMatchObject({ status: 'deferred', providerStatus: 'queued+sent+deferred' });
+    await sleep(200);
+    expect(await provider.status(sent.providerMessageId)).toMatchObject({
+      status: 'delivered',
+      providerStatus: 'queued+sent+deferred+delivered',
+    });
+  });
+
+  it('takes faults injected by channel role, with or without Retry-After', async () => {
+    const provider = email();
+    sandbox.injectFault({ operation: 'email.send', mode: 'status_429', omitRetryAfter: true });
+    const bare = await failure(provider.send(message('a@example.com')));
+    expect(bare).toMatchObject({ kind: 'rate_limited', retryAfterMs: undefined });
+    sandbox.injectFault({ operation: 'sms.send', mode: 'status_503' });
+    expect(await failure(sms().send({ to: '+12025550100', body: 'x' }))).toMatchObject({ kind: 'server_error', httpStatus: 503 });
+    expect(sandbox.faults()).toEqual([]);
   });
 
   it('sends a flaky address once: a 500, a 429, then accepted', async () => {
