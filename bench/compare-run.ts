@@ -4,7 +4,8 @@
  * (between its markers). It starts what it needs: the sandbox in this process, a web and a
  * worker process per provider, on the Redis at REDIS_URL under key prefixes of its own, which it
  * deletes. COMPARE_PROVIDERS (a comma-separated list of names) narrows the run; a narrowed run
- * prints its table but leaves docs/PROVIDERS.md as it is.
+ * prints its table but leaves docs/PROVIDERS.md as it is. COMPARE_PARALLEL (default 1) runs that
+ * many providers at once.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -72,8 +72,11 @@ export interface ProviderResult {
   sharedCallsPerNotice: number;
 }
 
-/** Rows run at once: each has its own web and worker process. */
-const ROWS_AT_ONCE = 2;
+/**
+ * Rows run at once (COMPARE_PARALLEL, default 1): each has its own web and worker process, and
+ * on a small machine two at once slow the emulators' answers past the provider timeout.
+ */
+const ROWS_AT_ONCE = Math.max(1, Number(process.env.COMPARE_PARALLEL ?? 1) || 1);
 /**
  * Every notice checks its provider every second from its first second on, so that what a run
  * shows (a deferral, how soon a delivery is learned) depends on the provider, not on the plan.
@@ -425,9 +428,9 @@ export function report(results: readonly ProviderResult[], meta: { seconds: numb
   }
 
   lines.push('', 'Prices used (estimates; plans, tiers and carrier fees change them):', '');
-  for (const p of results) {
-    const price = PRICES[p.provider];
-    lines.push(`- ${p.provider}: ${price ? price.source : 'no price recorded'}`);
+  for (const provider of new Set(results.map((p) => p.provider))) {
+    const price = PRICES[provider];
+    lines.push(`- ${provider}: ${price ? price.source : 'no price recorded'}`);
   }
   lines.push(
     '',

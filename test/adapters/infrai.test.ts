@@ -272,7 +272,8 @@ describe('Infrai emulator wire shapes', () => {
     const first = await post('delivered@example.com');
     const second = await post('delivered@example.com');
     expect(second.headers.get('idempotent-replayed')).toBe('true');
-    expect((await second.json()).data.email_id).toBe((await first.json()).data.email_id);
+    const [again, original] = (await Promise.all([second.json(), first.json()])) as Array<{ data: { email_id: string } }>;
+    expect(again!.data.email_id).toBe(original!.data.email_id);
     expect((await post('other@example.com')).status).toBe(409);
     expect(sandbox.emails()).toHaveLength(1);
   });
