@@ -19,6 +19,7 @@ async function main(): Promise<void> {
     sandbox = await startSandbox({ port: Number(env.HERALD_SANDBOX_PORT ?? 4010) });
     env.POSTMARK_API_URL = sandbox.url;
     env.TWILIO_API_URL = sandbox.url;
+    env.INFRAI_API_URL ??= sandbox.url;
   }
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;
