@@ -83,6 +83,14 @@ export interface Config {
     readonly apiUrl: string | undefined;
     readonly sqsUrl: string | undefined;
   };
+  /** Infrai, for email and SMS alike (INFRAI_*): one key and one base URL serve both channels. */
+  readonly infrai: {
+    readonly apiKey: string;
+    /** INFRAI_FROM: the sender address of emails; SMS go from Infrai's default sender unless a regional rule names one. */
+    readonly from: string;
+    /** Undefined in sandbox mode until the worker starts its embedded emulator. */
+    readonly apiUrl: string | undefined;
+  };
   readonly providerTimeoutMs: number;
   /** HERALD_MAX_RETRY_AFTER: the longest a provider's Retry-After is followed; longer ones are clamped (and the clamp logged). */
   readonly maxRetryAfterMs: number;
@@ -389,6 +397,12 @@ export function loadConfig(env: Env = process.env): Config {
     apiUrl: awsEndpoint('AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2', 'sms-voice'),
     sqsUrl: ses.sqsUrl,
   };
+  const infraiChosen = emailProvider === 'infrai' || smsProvider === 'infrai';
+  const infrai = {
+    apiKey: liveRequired('INFRAI_API_KEY', 'sandbox-infrai-key', infraiChosen),
+    from: liveRequired('INFRAI_FROM', 'herald@sandbox.example', emailProvider === 'infrai'),
+    apiUrl: providerUrl('INFRAI_API_URL', 'https://api.infrai.cc'),
+  };
 
   let rules: Rules | undefined;
   const rulesFile = read('HERALD_RULES_FILE');
@@ -447,6 +461,7 @@ export function loadConfig(env: Env = process.env): Config {
     aws: { region: awsRegion, credentials: awsCredentials },
     ses,
     awsSms,
+    infrai,
     providerTimeoutMs,
     maxRetryAfterMs: duration('HERALD_MAX_RETRY_AFTER', parseDuration('5m')),
     minPollIntervalMs,

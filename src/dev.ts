@@ -25,6 +25,7 @@ async function main(): Promise<void> {
     env.AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2 ??= sandbox.url;
     env.AWS_ENDPOINT_URL_SQS ??= sandbox.url;
     env.MAILGUN_API_URL ??= sandbox.url;
+    env.INFRAI_API_URL ??= sandbox.url;
   }
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;

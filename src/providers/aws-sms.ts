@@ -71,7 +71,8 @@ export function createAwsSmsProvider(opts: AwsSmsProviderOptions): SmsProvider {
       return observation;
     },
 
-    async findSince(_to: string, since: number, _body: string, idempotencyKey?: string): Promise<SendResult[]> {
+    async findSince(_to: string, since: number, _body: string, message?: SmsMessage): Promise<SendResult[]> {
+      const idempotencyKey = message?.idempotencyKey;
       if (idempotencyKey === undefined) {
         throw new ProviderError('aws-sms: an SMS in doubt is found by its key only, and none was given: the attempt stays in doubt', {
           kind: 'server_error',

@@ -265,3 +265,41 @@ function mailgunApiFields(error: unknown): MailgunApiError | undefined {
     details: typeof fields.details === 'string' ? fields.details : JSON.stringify(fields.details ?? ''),
   };
 }
+
+/**
+ * An Infrai error answer: the HTTP status and the envelope's `error.code` / `error.message`
+ * (src/providers/infrai.ts throws it; Infrai has no SDK to throw its own).
+ */
+export class InfraiApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string | undefined,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'InfraiApiError';
+  }
+}
+
+/** Infrai codes that blame Herald's account, not the message: retry after the operator acts. */
+const INFRAI_ACCOUNT_CODES = new Set(['INSUFFICIENT_CREDIT', 'UNAUTHORIZED']);
+/** Infrai codes of a recipient on the suppression list (email) or opted out (SMS). Unconfirmed names: docs/PROVIDERS.md. */
+const INFRAI_SUPPRESSED_CODES = new Set(['RECIPIENT_SUPPRESSED', 'RECIPIENT_OPTED_OUT']);
+
+/** Classifies anything thrown by a call of the Infrai adapter (its own fetch). */
+export function classifyInfraiError(error: unknown, trace: HttpTrace = {}): ProviderError {
+  if (error instanceof ProviderError) return error;
+  if (error instanceof InfraiApiError) {
+    const code = error.code === undefined ? '' : ` ${error.code}`;
+    return fromHttpStatus('infrai', error.status, {
+      message: `${code.trim()}${code ? ': ' : ''}${error.message}`,
+      // Infrai's codes are words, not numbers: the message carries them.
+      providerCode: undefined,
+      kindOverride: error.code !== undefined && INFRAI_ACCOUNT_CODES.has(error.code) ? 'server_error' : undefined,
+      suppressed: error.code !== undefined && INFRAI_SUPPRESSED_CODES.has(error.code),
+      retryAfterMs: trace.retryAfterMs,
+      cause: error,
+    });
+  }
+  return fromTransportError('infrai', trace.transportError ?? error, error);
+}

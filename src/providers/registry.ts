@@ -12,6 +12,7 @@ import type { AwsClientOptions } from './feed-aws.js';
 import { readSesMessage, readSmsMessage } from './feed-events.js';
 import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../sandbox/sqs-api.js';
 import { createMailgunProvider } from './mailgun.js';
+import { createInfraiEmailProvider, createInfraiSmsProvider } from './infrai.js';
 import { createPostmarkProvider } from './postmark.js';
 import { createSendgridProvider, SENDGRID_LOGS_LAG_MS } from './sendgrid.js';
 import { createSesProvider, SES_PROVIDER } from './ses.js';
@@ -73,6 +74,8 @@ export function emailUrl(config: Config): string | undefined {
       return config.ses.apiUrl;
     case 'mailgun':
       return config.mailgun.apiUrl;
+    case 'infrai':
+      return config.infrai.apiUrl;
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -85,6 +88,8 @@ export function smsUrl(config: Config): string | undefined {
       return config.twilio.apiUrl;
     case 'aws-sms':
       return config.awsSms.apiUrl;
+    case 'infrai':
+      return config.infrai.apiUrl;
     default:
       throw new Error(`HERALD_SMS_PROVIDER=${config.smsProvider} is not built in`);
   }
@@ -113,6 +118,8 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
       });
     case 'mailgun':
       return createMailgunProvider({ ...config.mailgun, apiUrl: baseUrl(config.mailgun.apiUrl, deps, 'MAILGUN_API_URL'), timeoutMs });
+    case 'infrai':
+      return createInfraiEmailProvider({ ...config.infrai, apiUrl: baseUrl(config.infrai.apiUrl, deps, 'INFRAI_API_URL'), timeoutMs });
     default:
       throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
@@ -138,6 +145,8 @@ export function createSmsProvider(config: Config, deps: ProviderDeps): SmsProvid
         configurationSet: config.awsSms.configurationSet,
         feed: deps.feed,
       });
+    case 'infrai':
+      return createInfraiSmsProvider({ ...config.infrai, apiUrl: baseUrl(config.infrai.apiUrl, deps, 'INFRAI_API_URL'), timeoutMs });
     default:
       throw new Error(`HERALD_SMS_PROVIDER=${config.smsProvider} is not built in`);
   }

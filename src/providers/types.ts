@@ -118,10 +118,12 @@ export interface EmailProvider {
   /**
    * Find a message sent earlier with this idempotency key (a send in doubt). `window` bounds the
    * search for providers searched by recipient and time, and says how long ago the last attempt
-   * started, for providers whose search may not list a message yet. Null only when the provider
-   * can say no such message exists; when it cannot tell yet, it throws. Throws ProviderError.
+   * started, for providers whose search may not list a message yet. `message` is that send as it
+   * was made, for a provider whose send is idempotent by key (Infrai): it finds by replaying the
+   * send, which returns the original message instead of a second one. Null only when the
+   * provider can say no such message exists; when it cannot tell yet, it throws. Throws ProviderError.
    */
-  findByIdempotencyKey(idempotencyKey: string, to: string, window?: SearchWindow): Promise<SendResult | null>;
+  findByIdempotencyKey(idempotencyKey: string, to: string, window?: SearchWindow, message?: EmailMessage): Promise<SendResult | null>;
 }
 
 /** Where a send in doubt may be: no attempt started before `since` (ms); the last one started `lastAttemptAgeMs` ago. */
@@ -141,7 +143,7 @@ export interface SmsMessage {
   body: string;
   /** Sender number; the adapter's configured default when absent. */
   from?: string;
-  /** Herald's SMS key, for providers that carry metadata (AWS SMS `Context`) so an SMS in doubt can be found by it. */
+  /** Herald's idempotency key of this SMS: carried as metadata where the provider has some (AWS SMS `Context`), or as the send's own key (Infrai). */
   idempotencyKey?: string;
 }
 
@@ -155,10 +157,12 @@ export interface SmsProvider {
   status(providerMessageId: string): Promise<StatusObservation>;
   /**
    * Messages to `to` created at or after `since` (ms) whose body equals `body`: how a send in
-   * doubt is found. Follows pages. A provider that carries Herald's key (`idempotencyKey`)
-   * looks for it instead. Throws ProviderError, also when it cannot tell (never an empty answer then).
+   * doubt is found. Follows pages. `message` is the send in doubt as it was made: a provider that
+   * carries Herald's key (AWS SMS) looks for `message.idempotencyKey` instead, and one whose send
+   * is idempotent by key (Infrai) finds by replaying it. Throws ProviderError, also when it
+   * cannot tell (never an empty answer then).
    */
-  findSince(to: string, since: number, body: string, idempotencyKey?: string): Promise<SendResult[]>;
+  findSince(to: string, since: number, body: string, message?: SmsMessage): Promise<SendResult[]>;
   /** Cancel a scheduled message. Throws ProviderError. */
   cancel(providerMessageId: string): Promise<void>;
 }

@@ -12,6 +12,7 @@ export const EMAIL_BEHAVIOURS = [
   'bounce',
   'softbounce',
   'deferred',
+  'deferred-delivered',
   'opened',
   'flaky',
   'slow',
@@ -68,6 +69,11 @@ export function plannedEmailEvents(plan: EmailPlan): PlannedEmailEvent[] {
       return [{ type: 'Bounced', afterMs: d, bounceType: 'SoftBounce' }];
     case 'deferred':
       return [{ type: 'Transient', afterMs: d }];
+    case 'deferred-delivered':
+      return [
+        { type: 'Transient', afterMs: d },
+        { type: 'Delivered', afterMs: 2 * d },
+      ];
     case 'opened':
       return [
         { type: 'Opened', afterMs: d },

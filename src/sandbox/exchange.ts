@@ -75,7 +75,10 @@ export async function exchange(ctx: SandboxContext, request: FastifyRequest, rep
 
   const result =
     fault && fault.mode in FAULT_STATUS
-      ? spec.faultAnswer(FAULT_STATUS[fault.mode as keyof typeof FAULT_STATUS], fault.retryAfterSeconds)
+      ? withoutRetryAfter(
+          spec.faultAnswer(FAULT_STATUS[fault.mode as keyof typeof FAULT_STATUS], fault.retryAfterSeconds),
+          fault.omitRetryAfter,
+        )
       : spec.run();
 
   if (fault?.mode === 'accept_then_hang') return hold(reply, entry);
@@ -111,4 +114,13 @@ async function answer(ctx: SandboxContext, reply: FastifyReply, entry: SandboxRe
 function hold(reply: FastifyReply, entry: SandboxRequest): void {
   entry.outcome = 'hang';
   reply.hijack();
+}
+
+/** The answer without its Retry-After header, when the fault asks for a bare 429. */
+function withoutRetryAfter(result: Answer, omit: boolean | undefined): Answer {
+  if (!omit || !result.headers) return result;
+  return {
+    ...result,
+    headers: Object.fromEntries(Object.entries(result.headers).filter(([name]) => name.toLowerCase() !== 'retry-after')),
+  };
 }

@@ -10,6 +10,7 @@ export type {
   ActiveFault,
   Fault,
   FaultMode,
+  FaultRole,
   Operation,
   Sandbox,
   SandboxEmail,

@@ -9,7 +9,7 @@ const sandbox = await startSandbox({
   host: process.env.HOST ?? '127.0.0.1',
 });
 console.log(`Herald sandbox (Postmark + Twilio emulators) listening on ${sandbox.url}`);
-console.log(`  POSTMARK_API_URL=${sandbox.url} TWILIO_API_URL=${sandbox.url}`);
+console.log(`  POSTMARK_API_URL=${sandbox.url} TWILIO_API_URL=${sandbox.url} INFRAI_API_URL=${sandbox.url}`);
 console.log(`  inspect: ${sandbox.url}/__sandbox/emails  ${sandbox.url}/__sandbox/sms  ${sandbox.url}/__sandbox/requests`);
 
 let stopping = false;

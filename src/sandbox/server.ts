@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import { registerControl } from './control-api.js';
 import type { SandboxContext } from './exchange.js';
 import { isMailgunPath, mailgunError, registerMailgun } from './mailgun-api.js';
+import { INFRAI_ERROR_CODES, INFRAI_PATHS, infraiError, registerInfrai } from './infrai-api.js';
 import { registerPostmark } from './postmark-api.js';
 import { isSendgridPath, registerSendgrid, sendgridError } from './sendgrid-api.js';
 import { emailView, SandboxState, smsView } from './state.js';
@@ -72,6 +73,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       .code(answer.status)
       .headers(answer.headers ?? {})
       .send(answer.body);
+  const isInfrai = (url: string): boolean => INFRAI_PATHS.some((prefix) => url.startsWith(prefix));
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0];
     if (isSes(request.url)) return send(reply, sesError(404, 'NotFoundException', `Not found: ${request.method} ${path}`));
@@ -86,6 +88,13 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       return reply.code(status).send(body);
     }
     if (isMailgunPath(request.url)) return reply.code(404).send(mailgunError(404, 'Not Found').body);
+    if (isInfrai(request.url)) {
+      const { status, body, headers } = infraiError(404, INFRAI_ERROR_CODES.notFound, `Not found: ${request.method} ${path}`);
+      return reply
+        .code(status)
+        .headers(headers ?? {})
+        .send(body);
+    }
     return reply.code(404).send({ ErrorCode: 0, Message: `Not found: ${request.method} ${path}` });
   });
   app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {
@@ -116,6 +125,15 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       const { status, body } = clientError ? mailgunError(400, error.message) : mailgunError(500, 'Internal Server Error');
       return reply.code(status).send(body);
     }
+    if (isInfrai(request.url)) {
+      const { status, body, headers } = clientError
+        ? infraiError(400, INFRAI_ERROR_CODES.invalid, `Unreadable request: ${error.message}`)
+        : infraiError(500, INFRAI_ERROR_CODES.internal, 'Internal error');
+      return reply
+        .code(status)
+        .headers(headers ?? {})
+        .send(body);
+    }
     if (request.url.startsWith('/__sandbox/')) {
       return reply.code(clientError ? (error.statusCode as number) : 500).send({ error: error.message });
     }
@@ -134,6 +152,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
   registerAwsSms(awsTargets, ctx, queues);
   registerAwsJson(app, awsTargets);
   registerMailgun(app, ctx);
+  registerInfrai(app, ctx);
   registerControl(app, controls);
 
   return { app, controls, abortPending: () => closing.abort() };

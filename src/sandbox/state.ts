@@ -65,6 +65,8 @@ export class SandboxState {
   readonly bounces = new Map<number, BounceRecord>();
   readonly sms = new Map<string, SmsRecord>();
   readonly faults = new FaultQueue();
+  /** Send idempotency keys of the providers that have them (Infrai): `<scope>:<key>` → the message created under it. */
+  readonly idempotencyKeys = new Map<string, string>();
   private requestLog: SandboxRequest[] = [];
   private attempts = new Map<string, number>();
   private bounceIds = 0;
@@ -107,6 +109,13 @@ export class SandboxState {
     return record;
   }
 
+  /** Remembers the message a send idempotency key created; the oldest keys are dropped beyond the message limit. */
+  rememberIdempotencyKey(scopedKey: string, messageId: string): void {
+    this.idempotencyKeys.set(scopedKey, messageId);
+    if (this.idempotencyKeys.size > this.limits.maxMessages)
+      this.idempotencyKeys.delete(this.idempotencyKeys.keys().next().value as string);
+  }
+
   /** Appends to the request log; the returned entry is updated when the request is answered. */
   logRequest(entry: SandboxRequest): SandboxRequest {
     this.requestLog.push(entry);
@@ -137,6 +146,7 @@ export class SandboxState {
     this.faults.clear();
     this.requestLog = [];
     this.attempts.clear();
+    this.idempotencyKeys.clear();
   }
 }
 
@@ -182,6 +192,7 @@ export function smsView(record: SmsRecord, now: number): SandboxSms {
     createdAt: record.createdAt,
     sendAt: record.sendAt,
     status: step.status,
+    statusSince: Math.max(step.at, record.createdAt),
     errorCode: step.errorCode ?? null,
     dateSent: sentAt(record.steps, now),
   };

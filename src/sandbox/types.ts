@@ -25,7 +25,12 @@ export type Operation =
   | 'sqs.attributes'
   | 'mailgun.send'
   | 'mailgun.events'
-  | 'mailgun.domain';
+  | 'mailgun.domain'
+  | 'infrai.email.send'
+  | 'infrai.email.get'
+  | 'infrai.email.events'
+  | 'infrai.sms.send'
+  | 'infrai.sms.status';
 
 export const OPERATIONS: readonly Operation[] = [
   'postmark.send',
@@ -52,7 +57,33 @@ export const OPERATIONS: readonly Operation[] = [
   'mailgun.send',
   'mailgun.events',
   'mailgun.domain',
+  'infrai.email.send',
+  'infrai.email.get',
+  'infrai.email.events',
+  'infrai.sms.send',
+  'infrai.sms.status',
 ];
+
+/**
+ * A channel role a fault may name instead of one provider's operation: the send of whichever
+ * emulator serves that channel. Scenarios written once (the provider comparison) inject faults
+ * by role, so they apply to every provider.
+ */
+export type FaultRole = 'email.send' | 'sms.send';
+
+export const FAULT_ROLES: readonly FaultRole[] = ['email.send', 'sms.send'];
+
+/** The role of each emulator's send operation (a provider's emulator adds its own here). */
+export const OPERATION_ROLES: Partial<Record<Operation, FaultRole>> = {
+  'postmark.send': 'email.send',
+  'twilio.create': 'sms.send',
+  'infrai.email.send': 'email.send',
+  'infrai.sms.send': 'sms.send',
+  'sendgrid.send': 'email.send',
+  'mailgun.send': 'email.send',
+  'ses.send': 'email.send',
+  'aws-sms.send': 'sms.send',
+};
 
 /**
  * How a faulted request goes wrong. `status_*` answer with the provider's error body and do
@@ -65,12 +96,15 @@ export const FAULT_MODES: readonly FaultMode[] = ['status_500', 'status_503', 's
 
 /** A fault to inject: it applies to the next `count` requests of `operation` (matching `match`). */
 export interface Fault {
-  operation: Operation;
+  /** One provider's operation, or a channel role (any emulator's send). */
+  operation: Operation | FaultRole;
   mode: FaultMode;
   /** How many requests it applies to (default 1). */
   count?: number;
   /** Retry-After of `status_429` answers, in seconds (default 1). */
   retryAfterSeconds?: number;
+  /** `status_429` answers without a Retry-After header at all. */
+  omitRetryAfter?: boolean;
   /** `hang_then_accept`: how long the request is held before the provider carries it out (default 3000 ms). */
   acceptAfterMs?: number;
   /** Only requests whose recipient (email To, SMS To) contains this text, case-insensitively. */
@@ -80,10 +114,11 @@ export interface Fault {
 /** An injected fault still waiting for requests. */
 export interface ActiveFault {
   id: string;
-  operation: Operation;
+  operation: Operation | FaultRole;
   mode: FaultMode;
   remaining: number;
   retryAfterSeconds: number;
+  omitRetryAfter?: boolean;
   acceptAfterMs: number;
   match?: string;
 }
@@ -122,13 +157,15 @@ export interface SandboxSms {
   sendAt: number | null;
   /** Twilio status now (`queued`, `sent`, `delivered`, ...). */
   status: string;
+  /** Since when (epoch ms) the message has had its status now: its delivery time once `delivered`. */
+  statusSince: number;
   errorCode: number | null;
   dateSent: number | null;
 }
 
 /** One API request the sandbox received (control routes under `/__sandbox/` are not recorded). */
 export interface SandboxRequest {
-  provider: 'postmark' | 'twilio' | 'sendgrid' | 'mailgun' | 'ses' | 'aws-sms' | 'sqs';
+  provider: 'postmark' | 'twilio' | 'sendgrid' | 'mailgun' | 'ses' | 'aws-sms' | 'sqs' | 'infrai';
   operation: Operation;
   method: string;
   /** Path without the query string. */

@@ -52,6 +52,7 @@ const sms: SandboxSms = {
   createdAt: 0,
   sendAt: null,
   status: 'delivered',
+  statusSince: 0,
   errorCode: null,
   dateSent: 0,
 };

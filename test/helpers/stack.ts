@@ -48,6 +48,7 @@ export async function startStack(opts: {
     AWS_ENDPOINT_URL_SESV2: sandbox.url,
     AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2: sandbox.url,
     AWS_ENDPOINT_URL_SQS: sandbox.url,
+    INFRAI_API_URL: sandbox.url,
     LOG_LEVEL: 'warn',
     ...opts.env,
   });

@@ -1,5 +1,5 @@
 import { iso } from '../../clock.js';
-import { ProviderError, type SendResult } from '../../providers/types.js';
+import { ProviderError, type EmailMessage, type SendResult, type SmsMessage } from '../../providers/types.js';
 import { ContentUnreadableError, type NoticeContent, type NoticeFields } from '../../store/notices.js';
 import type { Notice } from '../notice.js';
 import { EMAIL, SMS, type ChannelPort } from '../channels.js';
@@ -69,18 +69,18 @@ async function send(ctx: StepContext, port: ChannelPort, notice: Notice): Promis
     // An attempt in flight, or one in doubt (a timeout or a 5xx): the provider may still carry it
     // out, or list it late, until the margin has passed. Searching before would find nothing and
     // send again (two SMS; the schedule the protocol model found, model/README.md).
-    if ((!record.attemptSettled || record.attemptInDoubt) && now < settleBy) return retryAt(settleBy, 'an attempt is in flight or in doubt');
+    if ((!record.attemptSettled || record.attemptInDoubt) && now < settleBy)
+      return retryAt(settleBy, 'an attempt is in flight or in doubt');
     if (!record.attemptSettled || record.attemptInDoubt) {
       // Postmark is searched by Herald's key alone; an SMS in doubt is looked for by its body.
-      let smsBody: string | undefined;
-      if (port === SMS) {
-        const read = await readContent(ctx, notice.id);
-        if ('unavailable' in read) return contentUnavailable(ctx, notice, read.unavailable);
-        smsBody = smsBodyOf(read.content);
-      }
+      // The send as it was made goes along for providers that find by replaying it (Infrai).
+      const read = await readContent(ctx, notice.id);
+      if (port === SMS && 'unavailable' in read) return contentUnavailable(ctx, notice, read.unavailable);
+      const content = 'content' in read ? read.content : undefined;
+      const smsBody = port === SMS && content ? smsBodyOf(content) : undefined;
       let found: SendResult | null;
       try {
-        found = await searchInDoubt(ctx, port, notice, smsBody);
+        found = await searchInDoubt(ctx, port, notice, content);
       } catch (error) {
         return providerFailure(ctx, port, notice, record.attemptId!, 'search', error, {});
       }
@@ -130,35 +130,51 @@ async function send(ctx: StepContext, port: ChannelPort, notice: Notice): Promis
 
 /** The one provider call of a send: the email with Herald's key in its metadata, or the SMS. */
 function handOver(ctx: StepContext, port: ChannelPort, notice: Notice, content: NoticeContent): Promise<SendResult> {
-  const to = port.address(notice);
-  if (port === EMAIL) {
-    return ctx.deps.email.send({
-      to,
-      subject: content.subject,
-      text: content.text,
-      html: content.html,
-      idempotencyKey: notice.emailChannel.idempotencyKey!,
-      metadata: { notice_id: notice.id },
-    });
-  }
-  return ctx.deps.sms.send({
-    to,
-    body: smsBodyOf(content),
-    idempotencyKey: notice.smsChannel.idempotencyKey,
-    ...(notice.smsFrom ? { from: notice.smsFrom } : {}),
-  });
+  return port === EMAIL ? ctx.deps.email.send(emailMessage(notice, content)) : ctx.deps.sms.send(smsMessage(notice, content));
 }
 
-/** Asks the provider whether an attempt in doubt reached it: Postmark by Herald's key, Twilio by number, time and body. */
-async function searchInDoubt(ctx: StepContext, port: ChannelPort, notice: Notice, smsBody: string | undefined): Promise<SendResult | null> {
+function emailMessage(notice: Notice, content: NoticeContent): EmailMessage {
+  return {
+    to: EMAIL.address(notice),
+    subject: content.subject,
+    text: content.text,
+    html: content.html,
+    idempotencyKey: notice.emailChannel.idempotencyKey,
+    metadata: { notice_id: notice.id },
+  };
+}
+
+function smsMessage(notice: Notice, content: NoticeContent): SmsMessage {
+  const key = notice.smsChannel.idempotencyKey;
+  return {
+    to: SMS.address(notice),
+    body: smsBodyOf(content),
+    ...(notice.smsFrom ? { from: notice.smsFrom } : {}),
+    ...(key ? { idempotencyKey: key } : {}),
+  };
+}
+
+/**
+ * Asks the provider whether an attempt in doubt reached it: Postmark by Herald's key, Twilio by
+ * number, time and body, Infrai by replaying the send under its key (`content` absent: the
+ * content is gone, and only a search that needs none can still find the email).
+ */
+async function searchInDoubt(
+  ctx: StepContext,
+  port: ChannelPort,
+  notice: Notice,
+  content: NoticeContent | undefined,
+): Promise<SendResult | null> {
   const record = port.record(notice);
   const to = port.address(notice);
   if (port === EMAIL) {
     const lastAttemptAgeMs = ctx.now() - (record.attemptStartedAt ?? notice.createdAt);
-    return ctx.deps.email.findByIdempotencyKey(record.idempotencyKey!, to, { since: notice.createdAt, lastAttemptAgeMs });
+    const window = { since: notice.createdAt, lastAttemptAgeMs };
+    return ctx.deps.email.findByIdempotencyKey(record.idempotencyKey!, to, window, content && emailMessage(notice, content));
   }
   const since = (record.attemptStartedAt ?? ctx.now()) - PROVIDER_CLOCK_SKEW_MS;
-  return (await ctx.deps.sms.findSince(to, since, smsBody!, record.idempotencyKey))[0] ?? null;
+  const message = smsMessage(notice, content!);
+  return (await ctx.deps.sms.findSince(to, since, message.body, message))[0] ?? null;
 }
 
 /** The notice's content, or why it cannot be had: gone (expired, purged) or unreadable (no key opens it). */
@@ -289,7 +305,13 @@ async function providerFailure(
 
   if (error.kind === 'rejected' && operation === 'send') {
     if (error.suppressed) {
-      await ctx.suppress(notice, port.channel, port.address(notice), port.refusedAddress, `provider code ${error.providerCode ?? 'unknown'}`);
+      await ctx.suppress(
+        notice,
+        port.channel,
+        port.address(notice),
+        port.refusedAddress,
+        `provider code ${error.providerCode ?? 'unknown'}`,
+      );
     }
     const settled = { [port.field('attemptSettled')]: 1, [port.field('attemptInDoubt')]: 0, [port.field('status')]: 'failed' };
     if (port === EMAIL) {
