@@ -83,11 +83,12 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
       const { status, body } = twilioError(404, 20404, `The requested resource ${path} was not found`);
       return reply.code(status).send(body);
     }
+    // Mailgun's paths are /v3/<domain>/…, inside SendGrid's /v3/: Mailgun's are told apart first.
+    if (isMailgunPath(request.url)) return reply.code(404).send(mailgunError(404, 'Not Found').body);
     if (isSendgridPath(request.url)) {
       const { status, body } = sendgridError(404, `resource not found: ${request.method} ${path}`);
       return reply.code(status).send(body);
     }
-    if (isMailgunPath(request.url)) return reply.code(404).send(mailgunError(404, 'Not Found').body);
     if (isInfrai(request.url)) {
       const { status, body, headers } = infraiError(404, INFRAI_ERROR_CODES.notFound, `Not found: ${request.method} ${path}`);
       return reply
@@ -101,6 +102,10 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     const clientError = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
     if (isTwilio(request.url)) {
       const { status, body } = clientError ? twilioError(400, 20001, error.message) : twilioError(500, 20500, 'Internal Server Error');
+      return reply.code(status).send(body);
+    }
+    if (isMailgunPath(request.url)) {
+      const { status, body } = clientError ? mailgunError(400, error.message) : mailgunError(500, 'Internal Server Error');
       return reply.code(status).send(body);
     }
     if (isSendgridPath(request.url)) {
@@ -120,10 +125,6 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
         reply,
         clientError ? awsJsonError(400, 'SerializationException', error.message) : awsJsonError(500, 'InternalFailure', 'Internal Failure'),
       );
-    }
-    if (isMailgunPath(request.url)) {
-      const { status, body } = clientError ? mailgunError(400, error.message) : mailgunError(500, 'Internal Server Error');
-      return reply.code(status).send(body);
     }
     if (isInfrai(request.url)) {
       const { status, body, headers } = clientError

@@ -209,7 +209,7 @@ describe('AWS End User Messaging SMS adapter, through the real SDK, against the 
     await sleep(1100);
     await sweep.sweepOnce();
     expect(await sms.status(sent.providerMessageId)).toEqual({ providerStatus: 'TEXT_DELIVERED', status: 'delivered', engagement: [] });
-    expect(await sms.findSince(number('00'), 0, 'x', 'n1-sms')).toEqual([{ providerMessageId: sent.providerMessageId }]);
+    expect(await sms.findSince(number('00'), 0, 'x', { to: number('00'), body: 'x', idempotencyKey: 'n1-sms' })).toEqual([{ providerMessageId: sent.providerMessageId }]);
   });
 
   it('maps failures, keeps carrier acceptance pending, survives duplicates and reordering', async () => {
@@ -232,7 +232,7 @@ describe('AWS End User Messaging SMS adapter, through the real SDK, against the 
     const flaky = number('04');
     expect(await failure(sms.send({ to: flaky, body: 'x' }))).toMatchObject({ kind: 'server_error', httpStatus: 500 });
     expect(await failure(sms.send({ to: flaky, body: 'x' }))).toMatchObject({ kind: 'rate_limited' });
-    expect((await failure(sms.findSince(flaky, 0, 'x', 'never-sent'))).message).toMatch(/stays in doubt/);
+    expect((await failure(sms.findSince(flaky, 0, 'x', { to: flaky, body: 'x', idempotencyKey: 'never-sent' }))).message).toMatch(/stays in doubt/);
     expect(await sms.verify()).toMatch(/ACCOUNT_TIER=SANDBOX/);
   });
 });

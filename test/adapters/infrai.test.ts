@@ -73,7 +73,7 @@ describe('Infrai email adapter against the emulator', () => {
     const doubt = await failure(provider.send(message(to, 'k-doubt')));
     expect(doubt.kind).toBe('timeout');
     expect(sandbox.emails()).toHaveLength(1);
-    const found = await provider.findByIdempotencyKey('k-doubt', to, message(to, 'k-doubt'));
+    const found = await provider.findByIdempotencyKey('k-doubt', to, undefined, message(to, 'k-doubt'));
     expect(found?.providerMessageId).toBe(sandbox.emails()[0]!.messageId);
     expect(sandbox.emails()).toHaveLength(1);
   });
@@ -84,8 +84,8 @@ describe('Infrai email adapter against the emulator', () => {
     sandbox.injectFault({ operation: 'infrai.email.send', mode: 'hang', match: to });
     expect((await failure(provider.send(message(to, 'k-lost')))).kind).toBe('timeout');
     expect(sandbox.emails()).toHaveLength(0);
-    const found = await provider.findByIdempotencyKey('k-lost', to, message(to, 'k-lost'));
-    const again = await provider.findByIdempotencyKey('k-lost', to, message(to, 'k-lost'));
+    const found = await provider.findByIdempotencyKey('k-lost', to, undefined, message(to, 'k-lost'));
+    const again = await provider.findByIdempotencyKey('k-lost', to, undefined, message(to, 'k-lost'));
     expect(again?.providerMessageId).toBe(found?.providerMessageId);
     expect(sandbox.emails()).toHaveLength(1);
   });
