@@ -189,7 +189,7 @@ export function listQueues(queues: HeraldQueues): ListedQueue[] {
     );
     if (q.earlier) listed.push({ label: q.name, queue: q.earlier, description: 'unpartitioned queue of before: workers run what it still holds' });
   }
-  for (const key of ['reconcile', 'logMirror', 'retentionSweep'] as const) listed.push({ label: queues[key].name, queue: queues[key], description: '' });
+  for (const key of ['reconcile', 'logMirror', 'retentionSweep', 'providerFeed'] as const) listed.push({ label: queues[key].name, queue: queues[key], description: '' });
   return listed;
 }
 
