@@ -26,7 +26,7 @@ export const SuppressionResponse = Type.Object({
   reason: Type.String(),
   source: Type.String({
     description:
-      'manual, postmark_hard_bounce, postmark_inactive, postmark_unsubscribe, twilio_opt_out, sendgrid_hard_bounce, sendgrid_dropped, sendgrid_unsubscribe, ses_hard_bounce, ses_complaint, mailgun_bounce or mailgun_suppressed',
+      'manual, postmark_hard_bounce, postmark_inactive, postmark_unsubscribe, twilio_opt_out, sendgrid_hard_bounce, sendgrid_dropped, sendgrid_unsubscribe, ses_hard_bounce, ses_complaint, mailgun_bounce, mailgun_suppressed, aws_sms_opt_out or infrai_suppressed',
   }),
   noticeId: Type.Optional(Type.String()),
   createdAt: Type.String({ format: 'date-time' }),

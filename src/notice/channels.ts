@@ -16,6 +16,7 @@ export interface ChannelPort {
   readonly states: { readonly ready: NoticeState; readonly sending: NoticeState; readonly sent: NoticeState };
   readonly transitions: { readonly start: TransitionName; readonly accepted: TransitionName; readonly settle: TransitionName };
   /** The suppression a provider's refusal of the address itself records. */
+  /** The suppression source of a refused address when the provider is none of the known ones. */
   readonly refusedAddress: SuppressionSource;
   /** The notice-hash field of this channel's record: `emailAttemptId`, `smsStatus`, ... */
   field(name: keyof ChannelRecord): ChannelField;
@@ -52,3 +53,16 @@ export const SMS: ChannelPort = {
 };
 
 export const CHANNELS: Record<Channel, ChannelPort> = { email: EMAIL, sms: SMS };
+
+/** The suppression source of a send refused because the address is suppressed, by the provider that refused it. */
+const REFUSED_ADDRESS_BY_PROVIDER: Record<string, SuppressionSource> = {
+  postmark: 'postmark_inactive',
+  twilio: 'twilio_opt_out',
+  'aws-sms': 'aws_sms_opt_out',
+  infrai: 'infrai_suppressed',
+};
+
+/** Where a refused address came from, named after the provider that refused it (its sandbox twin too). */
+export function refusedAddressSource(port: ChannelPort, providers: Providers): SuppressionSource {
+  return REFUSED_ADDRESS_BY_PROVIDER[port.providerName(providers).replace(/-sandbox$/, '')] ?? port.refusedAddress;
+}

@@ -16,7 +16,9 @@ export type SuppressionSource =
   | 'ses_hard_bounce'
   | 'ses_complaint'
   | 'mailgun_bounce'
-  | 'mailgun_suppressed';
+  | 'mailgun_suppressed'
+  | 'aws_sms_opt_out'
+  | 'infrai_suppressed';
 
 export interface Suppression {
   channel: Channel;

@@ -42,7 +42,7 @@ describe('with HERALD_SMS_PROVIDER=aws-sms', () => {
     await stack.waitForState(id, ['sms_failed']);
     const events = await stack.events(id);
     expect(ofType(events, 'provider.error').at(-1)).toMatchObject({ channel: 'sms', kind: 'rejected', retryable: false, httpStatus: 400 });
-    expect(ofType(events, 'suppression.added')).toEqual([expect.objectContaining({ channel: 'sms' })]);
+    expect(ofType(events, 'suppression.added')).toEqual([expect.objectContaining({ channel: 'sms', source: 'aws_sms_opt_out' })]);
     expect((await stack.web.call('GET', `/v1/suppressions/sms/${encodeURIComponent(to)}`)).statusCode).toBe(200);
     expect(stack.smsTo(to)).toBe(0);
   });

@@ -2,7 +2,7 @@ import { iso } from '../../clock.js';
 import { ProviderError, type EmailMessage, type SendResult, type SmsMessage } from '../../providers/types.js';
 import { ContentUnreadableError, type NoticeContent, type NoticeFields } from '../../store/notices.js';
 import type { Notice } from '../notice.js';
-import { EMAIL, SMS, type ChannelPort } from '../channels.js';
+import { EMAIL, refusedAddressSource, SMS, type ChannelPort } from '../channels.js';
 import { smsSegments } from '../cost.js';
 import { providerErrorEntry, type Accepted } from '../entries.js';
 import { newAttemptId } from '../ids.js';
@@ -309,8 +309,8 @@ async function providerFailure(
         notice,
         port.channel,
         port.address(notice),
-        port.refusedAddress,
-        `provider code ${error.providerCode ?? 'unknown'}`,
+        refusedAddressSource(port, ctx.deps),
+        error.providerCode !== undefined ? `provider code ${error.providerCode}` : `refused (HTTP ${error.httpStatus ?? 'status unknown'})`,
       );
     }
     const settled = { [port.field('attemptSettled')]: 1, [port.field('attemptInDoubt')]: 0, [port.field('status')]: 'failed' };
