@@ -2,8 +2,7 @@
  * The provider comparison (`npm run compare`): the same scenarios against every provider of
  * `EMAIL_PROVIDERS` / `SMS_PROVIDERS`, each through its adapter and SDK against the sandbox, with
  * a real web process and a real worker process per provider (short deadlines). Providers are
- * driven by name only: HERALD_EMAIL_PROVIDER / HERALD_SMS_PROVIDER and the sandbox. A provider
- * whose adapter is not built in is listed as such. Verdicts come from `judge`
+ * driven by name only: HERALD_EMAIL_PROVIDER / HERALD_SMS_PROVIDER and the sandbox. Verdicts come from `judge`
  * (compare-scenarios.ts), computed from what each run left behind.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -14,9 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../src/config.js';
 import { TERMINAL_STATES } from '../src/notice/states.js';
-import { createEmailProvider, createSmsProvider } from '../src/providers/registry.js';
 import type { Sandbox, SandboxRequest } from '../src/sandbox/index.js';
 import { PRICES } from './compare-prices.js';
 import { judge, SCENARIOS, type Entry, type Row, type RunFacts, type Scenario, type Verdict } from './compare-scenarios.js';
@@ -65,7 +62,7 @@ export interface ScenarioResult {
 export interface ProviderResult {
   provider: string;
   row: Row;
-  /** Why it did not run (an adapter not built in), when it did not. */
+  /** Why it did not run (its web or worker did not start), when it did not. */
   skipped?: string;
   results: ScenarioResult[];
   /** Requests no notice can be credited with (feed reads), per notice of the run. */
@@ -102,11 +99,6 @@ export async function compare(opts: CompareOptions): Promise<ProviderResult[]> {
     const archiveDir = mkdtempSync(join(tmpdir(), 'herald-compare-'));
     try {
       const env = deploymentEnv(opts, prefix, archiveDir, row, provider);
-      const missing = notBuiltIn(env, row, opts.sandbox.url);
-      if (missing) {
-        opts.log?.(`${provider} (${row}): ${missing}`);
-        return { provider, row, skipped: missing, results: [], sharedCallsPerNotice: 0 };
-      }
       let deployment: Deployment;
       try {
         deployment = await Deployment.start(opts.root, env);
@@ -183,20 +175,6 @@ function deploymentEnv(opts: CompareOptions, prefix: string, archiveDir: string,
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
   };
-}
-
-/** Why this provider cannot run here (the registry has no adapter for it yet), or undefined. */
-function notBuiltIn(env: Record<string, string>, row: Row, sandboxUrl: string): string | undefined {
-  try {
-    const config = loadConfig(env);
-    if (row === 'email') createEmailProvider(config, { sandboxUrl });
-    else createSmsProvider(config, { sandboxUrl });
-    return undefined;
-  } catch (error) {
-    const message = (error as Error).message;
-    if (/is not built in/.test(message)) return 'adapter not built in';
-    throw error;
-  }
 }
 
 async function runScenario(

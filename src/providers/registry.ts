@@ -76,8 +76,6 @@ export function emailUrl(config: Config): string | undefined {
       return config.mailgun.apiUrl;
     case 'infrai':
       return config.infrai.apiUrl;
-    default:
-      throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
 }
 
@@ -90,8 +88,6 @@ export function smsUrl(config: Config): string | undefined {
       return config.awsSms.apiUrl;
     case 'infrai':
       return config.infrai.apiUrl;
-    default:
-      throw new Error(`HERALD_SMS_PROVIDER=${config.smsProvider} is not built in`);
   }
 }
 
@@ -120,8 +116,6 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
       return createMailgunProvider({ ...config.mailgun, apiUrl: baseUrl(config.mailgun.apiUrl, deps, 'MAILGUN_API_URL'), timeoutMs });
     case 'infrai':
       return createInfraiEmailProvider({ ...config.infrai, apiUrl: baseUrl(config.infrai.apiUrl, deps, 'INFRAI_API_URL'), timeoutMs });
-    default:
-      throw new Error(`HERALD_EMAIL_PROVIDER=${config.emailProvider} is not built in`);
   }
 }
 
@@ -147,8 +141,6 @@ export function createSmsProvider(config: Config, deps: ProviderDeps): SmsProvid
       });
     case 'infrai':
       return createInfraiSmsProvider({ ...config.infrai, apiUrl: baseUrl(config.infrai.apiUrl, deps, 'INFRAI_API_URL'), timeoutMs });
-    default:
-      throw new Error(`HERALD_SMS_PROVIDER=${config.smsProvider} is not built in`);
   }
 }
 
