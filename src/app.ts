@@ -24,6 +24,7 @@ import { noticeRoutes } from './http/notices.js';
 import { recipientRoutes } from './http/recipients.js';
 import { statsRoutes } from './http/stats.js';
 import { suppressionRoutes } from './http/suppressions.js';
+import { webhookRoutes } from './http/webhooks.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -121,6 +122,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // With HERALD_METRICS_PORT, /metrics is served by the listener of its own only (server.ts).
   if (deps.config.metrics.port === undefined) await app.register(async (scope) => metricsRoutes(scope, deps, failures));
   await app.register(async (scope) => adminRoutes(scope, deps, failures));
+  await app.register(async (scope) => webhookRoutes(scope, deps));
   const verify = apiKeyVerifier(deps.config.apiKeys);
   await app.register(async (v1) => {
     v1.decorateRequest('apiKeyId', '');

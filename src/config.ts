@@ -58,6 +58,20 @@ export interface Config {
     readonly messagingServiceSid: string | undefined;
     readonly apiUrl: string | undefined;
   };
+  /** HERALD_PUBLIC_URL: where providers reach Herald (the Twilio webhook's signed URL, its status callbacks). */
+  readonly publicUrl: string | undefined;
+  /**
+   * The provider webhooks' secrets (SPEC §6, §11); a route whose secret is unset answers 404.
+   * Twilio's route is on when TWILIO_AUTH_TOKEN and HERALD_PUBLIC_URL are set.
+   */
+  readonly webhooks: {
+    /** HERALD_POSTMARK_WEBHOOK_AUTH, `user:password`: the basic-auth credentials in the webhook URL at Postmark. */
+    readonly postmarkAuth: string | undefined;
+    /** SENDGRID_WEBHOOK_PUBLIC_KEY: the Event Webhook's verification key (base64 DER, as SendGrid shows it). */
+    readonly sendgridPublicKey: string | undefined;
+    /** MAILGUN_WEBHOOK_SIGNING_KEY: the HTTP webhook signing key. */
+    readonly mailgunSigningKey: string | undefined;
+  };
   /** The AWS account of the feed providers (`ses`, `aws-sms`): AWS_REGION and static credentials, when set. */
   readonly aws: {
     readonly region: string;
@@ -458,6 +472,12 @@ export function loadConfig(env: Env = process.env): Config {
     sendgrid,
     mailgun,
     twilio,
+    publicUrl: url('HERALD_PUBLIC_URL', undefined, ['http:', 'https:'])?.replace(/\/+$/, ''),
+    webhooks: {
+      postmarkAuth: read('HERALD_POSTMARK_WEBHOOK_AUTH'),
+      sendgridPublicKey: read('SENDGRID_WEBHOOK_PUBLIC_KEY'),
+      mailgunSigningKey: read('MAILGUN_WEBHOOK_SIGNING_KEY'),
+    },
     aws: { region: awsRegion, credentials: awsCredentials },
     ses,
     awsSms,

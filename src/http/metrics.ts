@@ -99,6 +99,21 @@ export function metricSeries(currency: string, providers: { email: string; sms: 
     def('herald_provider_calls_total', 'Provider calls, by provider, operation and outcome (ok or the error kind).', 'counter', (s) =>
       byFields(s, 'call', ['channel', 'operation', 'outcome'], (l) => ({ provider: providerOf(l.channel!), ...l })),
     ),
+    def(
+      'herald_webhook_observations_total',
+      'Statuses recorded from provider webhooks (no provider call), by channel and normalized status.',
+      'counter',
+      (s) => byFields(s, 'webhook', ['channel', 'status']),
+    ),
+    def(
+      'herald_webhook_events_ignored_total',
+      'Verified webhook events that recorded nothing, by provider and outcome (unknown_message, duplicate, not_applicable).',
+      'counter',
+      (s) => byFields(s, 'whevent', ['provider', 'outcome']),
+    ),
+    def('herald_status_checks_saved_total', 'Planned status checks made unnecessary by a webhook, by channel.', 'counter', (s) =>
+      byFields(s, 'saved', ['channel']),
+    ),
     def('herald_provider_errors_total', 'Provider errors, by channel and kind.', 'counter', (s) =>
       byFields(s, 'perr', ['channel', 'kind']),
     ),

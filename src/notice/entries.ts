@@ -78,7 +78,16 @@ export interface EmailObserved {
   late?: true;
   /** The deadline's own read, when there was no message to read. */
   note?: 'email_not_sent' | 'email_send_unconfirmed';
+  /** Where the status came from: a status read Herald made, or the provider's webhook (SPEC §11). */
+  source: ObservationSource;
+  /** A webhook's delivery: the planned checks of the channel it made unnecessary. */
+  checksSaved?: number;
+  /** A webhook's: the provider's identity of the event (the notice records each event once). */
+  event?: string;
 }
+
+/** An observation's origin: Herald's own status read (`poll`) or the provider's push (`webhook`). */
+export type ObservationSource = 'poll' | 'webhook';
 
 export interface SmsObserved {
   type: 'sms.observed';
@@ -90,6 +99,10 @@ export interface SmsObserved {
   plannedAt?: string;
   nextCheckAt: string | null;
   errorCode?: number | string;
+  /** As on `email.observed`. */
+  source: ObservationSource;
+  checksSaved?: number;
+  event?: string;
 }
 
 export interface ProviderErrorEntry {

@@ -17,4 +17,6 @@ export interface Scheduler {
   dropDeadline(noticeId: string): Promise<void>;
   smsSend(noticeId: string, at: number): Promise<void>;
   smsPoll(noticeId: string, at: number): Promise<void>;
+  /** Removes a channel's status-check job (a job already running stays). */
+  dropChecks(noticeId: string, channel: 'email' | 'sms'): Promise<void>;
 }

@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SandboxState } from './state.js';
+import type { WebhookOutbox } from './webhooks.js';
 import type { Operation, SandboxRequest } from './types.js';
 
 /** How to answer a request. */
@@ -25,6 +26,8 @@ export interface SandboxContext {
   closing: AbortSignal;
   indexLagMs: number;
   slowMs: number;
+  /** Pushes the messages' events to Herald when a webhook target is configured (src/sandbox/webhooks.ts). */
+  webhooks: WebhookOutbox;
 }
 
 export interface ExchangeSpec {

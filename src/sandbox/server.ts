@@ -12,6 +12,7 @@ import { registerAwsSms } from './aws-sms-api.js';
 import { registerSes, sesError } from './ses-api.js';
 import { AwsJsonTargets, awsJsonError, isAwsJsonRequest, registerAwsJson, registerSqs, SandboxQueues } from './sqs-api.js';
 import type { Sandbox, SandboxOptions } from './types.js';
+import { WebhookOutbox } from './webhooks.js';
 
 /** The in-process controls, served over HTTP by the control routes too. */
 export type SandboxControls = Omit<Sandbox, 'url' | 'port' | 'close'>;
@@ -39,6 +40,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     closing: closing.signal,
     indexLagMs: opts.indexLagMs ?? DEFAULTS.indexLagMs,
     slowMs: opts.slowMs ?? DEFAULTS.slowMs,
+    webhooks: new WebhookOutbox(closing.signal),
   };
   const app = Fastify({
     logger: (opts.logger ?? false) as FastifyServerOptions['logger'],
@@ -60,9 +62,13 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     injectFault: (fault) => state.faults.add(fault),
     faults: () => state.faults.list(),
     clearFaults: () => state.faults.clear(),
+    configureWebhooks: (target) => ctx.webhooks.configure(target),
+    setWebhookFaults: (rates) => ctx.webhooks.setFaults(rates),
+    webhookDeliveries: () => ctx.webhooks.deliveries(),
     reset: () => {
       state.reset();
       queues.clear();
+      ctx.webhooks.clear();
     },
   };
 

@@ -1,3 +1,5 @@
+import type { WebhookDeliveryRecord, WebhookFaultRates, WebhookTarget } from './webhooks.js';
+
 /** Public shapes of the sandbox: what it records, how it is controlled. */
 
 /** One API operation of the emulated providers, as named in `requests()` and in faults. */
@@ -219,6 +221,12 @@ export interface Sandbox {
   /** Faults still waiting for requests. */
   faults(): ActiveFault[];
   clearFaults(): void;
-  /** Forgets messages, requests, faults and flaky-attempt counters. */
+  /** Starts pushing webhooks to Herald (undefined: stops). */
+  configureWebhooks(target: WebhookTarget | undefined): void;
+  /** Faults for every message's webhooks, as probabilities. */
+  setWebhookFaults(rates: WebhookFaultRates): void;
+  /** Every webhook pushed or dropped so far, oldest first. */
+  webhookDeliveries(): WebhookDeliveryRecord[];
+  /** Forgets messages, requests, faults, planned webhooks and flaky-attempt counters. */
   reset(): void;
 }

@@ -63,7 +63,12 @@ function countsOf(entries: readonly LogEntry[], newState?: NoticeState): Map<str
       }
       case 'email.observed':
       case 'sms.observed':
-        if (entry.providerStatus !== null) {
+        if (entry.source === 'webhook') {
+          // A webhook is no provider call: it is counted as an event, and what it saved as such.
+          const channel = entry.type.split('.')[0]!;
+          add(`webhook|${channel}|${entry.status}`);
+          if (entry.checksSaved) add(`saved|${channel}`, entry.checksSaved);
+        } else if (entry.providerStatus !== null) {
           const channel = entry.type.split('.')[0]!;
           add(`poll|${channel}|${entry.status}`);
           add(`call|${channel}|status|ok`);

@@ -3,7 +3,7 @@ import type { Channel } from '../providers/types.js';
 import type { NoticeState, PolicyOutcome } from '../notice/states.js';
 import { TRANSITIONS, type ReplicatedWrite, type Transition, type TransitionName } from '../notice/transitions.js';
 import type { LogEntry, StoredEntry } from '../notice/entries.js';
-import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
+import { SHARD_COUNT, shardOfKey, shardOfNoticeId } from '../notice/ids.js';
 import type { Keyring } from '../crypto.js';
 import { openContent, type StoredContent } from './content.js';
 import { Keys, shardFor } from './keys.js';
@@ -86,6 +86,8 @@ export type ChannelField = `${Channel}${Capitalize<keyof ChannelRecord>}`;
  * only these, and `parseNotice` reads them. (`statsHour` is the scripts' own: the stats counters.)
  */
 export type NoticeField =
+  /** A provider event the notice has recorded (src/notice/steps/webhook.ts), by its digest. */
+  | `webhook:${string}`
   | 'id'
   | 'state'
   | 'seq'
@@ -318,6 +320,14 @@ export class NoticeStore {
       await this.redis.hincrby(metricsKey, unreplicatedField(write, 'timeout'), 1).catch(() => undefined);
     }
     return reply as unknown[];
+  }
+
+  /**
+   * Counts a provider webhook event that recorded nothing (an unknown message, a duplicate, a
+   * notice that has moved past it) in /metrics. Spread over the shards by the message's ID.
+   */
+  async countWebhookEvent(provider: string, outcome: string, messageId: string): Promise<void> {
+    await this.redis.hincrby(this.keys.metrics(shardOfKey(messageId)), `whevent|${provider}|${outcome}`, 1);
   }
 
   /** The notice as stored; the domain's `readNotice` (src/notice/notice.ts) adds its plans. */

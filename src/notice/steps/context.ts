@@ -120,6 +120,18 @@ export class StepContext {
     }
   }
 
+  /**
+   * Removes a channel's status-check job once a webhook has settled the channel: the checks it
+   * would run are saved. Failing here is harmless, as the job then runs and finds nothing to do.
+   */
+  async dropChecks(id: string, channel: Channel): Promise<void> {
+    try {
+      await this.deps.schedule.dropChecks(id, channel);
+    } catch (error) {
+      this.deps.log.debug({ err: error, noticeId: id, channel }, 'status-check job not removed');
+    }
+  }
+
   /** Adds an address to the suppression list because a provider said so, and logs it (without the address). */
   async suppress(notice: Notice, channel: Channel, address: string, source: SuppressionSource, reason: string): Promise<void> {
     const now = this.now();

@@ -37,6 +37,7 @@ export async function runDeadline(ctx: StepContext, id: string, opts: { sendSms:
           nextCheckAt: null,
           deadline: iso(notice.deadline),
           note: notice.state === 'accepted' ? 'email_not_sent' : 'email_send_unconfirmed',
+          source: 'poll',
         },
       ],
     });

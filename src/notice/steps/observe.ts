@@ -64,14 +64,59 @@ export async function observeEmail(
     };
   }
 
-  const planned = ctx.checkRan('email', plannedAt);
+  return recordEmailObservation(ctx, notice, observation, { final, plannedAt });
+}
+
+/** Where an observation came from, and what it was for. */
+export interface ObservationOrigin {
+  /** The deadline's own read (or the end of quiet hours'), which plans no further check. */
+  final?: boolean;
+  /** When the planned check that made this read was due. */
+  plannedAt?: number;
+  /**
+   * A provider's webhook, by the provider's identity of the event: it is not a check (the
+   * plan is left as it is, and no call is counted), and the notice records each event once.
+   */
+  webhookEvent?: string;
+}
+
+/** The field of the notice hash that records one webhook event (a digest of its identity). */
+export function webhookEventField(event: string): `webhook:${string}` {
+  return `webhook:${event}`;
+}
+
+/** The observation was not recorded: this webhook event had been recorded before. */
+export const DUPLICATE_EVENT = 'duplicate webhook event';
+
+/**
+ * Records an email status, read by a check or pushed by a webhook. A delivery ends the notice
+ * (or, after the fallback was decided but before the SMS left, cancels the SMS); a bounce or a
+ * refusal decides the fallback early; anything else waits for the next check or the deadline,
+ * whose time it returns as `nextCheckAt` when the notice still waits for the email.
+ */
+export async function recordEmailObservation(
+  ctx: StepContext,
+  notice: Notice,
+  observation: StatusObservation,
+  origin: ObservationOrigin,
+): Promise<{ outcome: StepOutcome; nextCheckAt?: number }> {
+  const { store } = ctx;
+  const { final = false, webhookEvent } = origin;
+  const webhook = webhookEvent !== undefined;
+  const nextCheckField = EMAIL.field('nextCheckAt');
+  const record = notice.emailChannel;
+  const planned = webhook ? undefined : ctx.checkRan('email', origin.plannedAt);
   for (let race = 0; race < MAX_RACES; race += 1) {
     const current = race === 0 ? notice : await ctx.notice(notice.id);
     if (!current) return { outcome: done('no such notice') };
     const now = ctx.now();
     const undecided = UNDECIDED_STATES.includes(current.state);
-    const late = !undecided;
-    const next = final || !undecided ? undefined : nextCheckAfter(emailChecksBeforeDeadline(current), now);
+    // Decided before this status came (a webhook after a polled delivery is not late news).
+    const late = !undecided && current.state !== 'email_delivered';
+    const delivers = observation.status === 'delivered' && (undecided || current.state === 'sms_pending');
+    // A webhook leaves the plan as it is, unless its delivery ends it.
+    const next = final || !undecided || webhook ? undefined : nextCheckAfter(emailChecksBeforeDeadline(current), now);
+    const keepsPlan = webhook && !delivers;
     const observed: LogEntry = {
       type: 'email.observed',
       attemptId: record.attemptId,
@@ -79,39 +124,49 @@ export async function observeEmail(
       status: observation.status,
       observedAt: iso(now),
       plannedAt: planned,
-      nextCheckAt: next === undefined ? null : iso(next),
+      nextCheckAt: keepsPlan ? (current.emailChannel.nextCheckAt === undefined ? null : iso(current.emailChannel.nextCheckAt)) : next === undefined ? null : iso(next),
       deadline: iso(current.deadline),
       engagement: observation.engagement.length > 0 ? observation.engagement : undefined,
       bounceType: observation.bounceType,
       late: late ? true : undefined,
+      source: webhook ? 'webhook' : 'poll',
+      checksSaved: webhook && delivers ? current.pollPlan.filter((at) => at > now).length : undefined,
+      event: webhookEvent,
     };
-    const set: NoticeFields = {
-      [EMAIL.field('status')]: observation.status,
-      [EMAIL.field('providerStatus')]: observation.providerStatus,
-      [EMAIL.field('lastObservedAt')]: now,
-      [EMAIL.field('checksDone')]: current.emailChannel.checksDone + 1,
-    };
+    // A webhook arriving after the notice was decided (or out of order) is recorded, but changes no field.
+    const set: NoticeFields =
+      webhook && late && !delivers
+        ? {}
+        : {
+            [EMAIL.field('status')]: observation.status,
+            [EMAIL.field('providerStatus')]: observation.providerStatus,
+            [EMAIL.field('lastObservedAt')]: now,
+          };
+    if (!webhook) set[EMAIL.field('checksDone')] = current.emailChannel.checksDone + 1;
     if (next !== undefined) set[nextCheckField] = next;
+    if (webhook) set[webhookEventField(webhookEvent)] = 1;
     const spec: TransitionSpec = {
       name: 'observeEmail',
       onlyFrom: [current.state],
+      eq: webhook ? { [webhookEventField(webhookEvent)]: '' } : undefined,
       set,
-      unset: next === undefined ? [nextCheckField] : [],
+      unset: keepsPlan || next !== undefined ? [] : [nextCheckField],
       entries: [observed],
     };
-    if (observation.status === 'delivered') {
+    if (delivers) {
       if (undecided) {
         Object.assign(spec, { name: 'confirmEmailDelivered', due: 'remove' });
-        spec.entries.push(ctx.completed(current, 'email_delivered', { emailChecks: 1 }));
-      } else if (current.state === 'sms_pending') {
+        spec.entries.push(ctx.completed(current, 'email_delivered', { emailChecks: webhook ? 0 : 1 }));
+      } else {
         Object.assign(spec, { name: 'cancelSmsForLateDelivery', due: 'remove' });
-        spec.entries.push({ type: 'sms.canceled', reason: 'email_delivered_late' }, ctx.completed(current, 'email_delivered', { emailChecks: 1 }));
+        spec.entries.push({ type: 'sms.canceled', reason: 'email_delivered_late' }, ctx.completed(current, 'email_delivered', { emailChecks: webhook ? 0 : 1 }));
       }
-    } else if (undecided) {
+    } else if (undecided && !keepsPlan) {
       spec.due = next ?? current.deadline;
     }
     const result = await store.transition(current.id, now, iso(now), spec);
     if (!result.ok && result.reason === 'state') continue;
+    if (!result.ok && result.reason === 'guard') return { outcome: done(DUPLICATE_EVENT) };
     if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`) };
     if (observation.suppressed && observation.status !== 'delivered') {
       const source: SuppressionSource =
@@ -122,9 +177,13 @@ export async function observeEmail(
     if (undecided && observation.status === 'failed') {
       return { outcome: await decideFallback(ctx, current.id, observation.suppressed ? 'email_suppressed' : 'email_rejected') };
     }
-    // Delivered before its deadline (a planned check, not the deadline's own): its deadline job has nothing left to do.
-    if (undecided && observation.status === 'delivered' && !final) await ctx.dropDeadline(current.id);
-    return { outcome: done(`email ${observation.status}`), nextCheckAt: result.state === 'email_sent' ? next : undefined };
+    // Delivered before its deadline (a planned check or a webhook, not the deadline's own read):
+    // its deadline job has nothing left to do, nor, for a webhook, its status-check job.
+    if (undecided && delivers && !final) {
+      await ctx.dropDeadline(current.id);
+      if (webhook) await ctx.dropChecks(current.id, 'email');
+    }
+    return { outcome: done(`email ${observation.status}`), nextCheckAt: result.state === 'email_sent' && !webhook ? next : undefined };
   }
   return { outcome: done('the notice kept moving; observation dropped') };
 }
@@ -158,10 +217,32 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
     const pauseMs = error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined;
     return next !== undefined ? retryAt(next, note, pauseMs) : done(note, pauseMs);
   }
-  const planned = ctx.checkRan('sms', record.nextCheckAt);
+  return recordSmsObservation(ctx, notice, observation, { plannedAt: record.nextCheckAt });
+}
+
+/**
+ * Records an SMS status, read by a check or pushed by a webhook: a final status ends the notice;
+ * a check's other status waits for the next check of the SMS plan, and the plan's last one
+ * records `sms.unconfirmed`. A webhook's other status is recorded and leaves the plan as it is.
+ */
+export async function recordSmsObservation(
+  ctx: StepContext,
+  notice: Notice,
+  observation: StatusObservation,
+  origin: ObservationOrigin,
+): Promise<StepOutcome> {
+  const { store } = ctx;
+  const { webhookEvent } = origin;
+  const webhook = webhookEvent !== undefined;
+  const id = notice.id;
+  const record = notice.smsChannel;
+  const nextCheckField = SMS.field('nextCheckAt');
+  const planned = webhook ? undefined : ctx.checkRan('sms', origin.plannedAt);
   const now = ctx.now();
   const terminal: NoticeState | undefined =
     observation.status === 'delivered' ? 'sms_delivered' : observation.status === 'failed' ? 'sms_failed' : undefined;
+  const keepsPlan = webhook && !terminal;
+  const next = webhook ? undefined : nextCheckAfter(notice.smsPlan, now);
   const entries: LogEntry[] = [
     {
       type: 'sms.observed',
@@ -170,25 +251,36 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
       status: observation.status,
       observedAt: iso(now),
       plannedAt: planned,
-      nextCheckAt: terminal || next === undefined ? null : iso(next),
+      nextCheckAt: keepsPlan
+        ? record.nextCheckAt === undefined ? null : iso(record.nextCheckAt)
+        : terminal || next === undefined ? null : iso(next),
       errorCode: observation.errorCode,
+      source: webhook ? 'webhook' : 'poll',
+      checksSaved: webhook && terminal ? notice.smsPlan.filter((at) => at > now).length : undefined,
+      event: webhookEvent,
     },
   ];
-  if (terminal) entries.push(ctx.completed(notice, terminal, { smsChecks: 1 }));
-  else if (next === undefined) entries.push(ctx.smsUnconfirmed(notice, record.checksDone + 1, observation.status));
+  if (terminal) entries.push(ctx.completed(notice, terminal, { smsChecks: webhook ? 0 : 1 }));
+  else if (!webhook && next === undefined) entries.push(ctx.smsUnconfirmed(notice, record.checksDone + 1, observation.status));
+  const set: NoticeFields = {
+    [SMS.field('status')]: observation.status,
+    [SMS.field('providerStatus')]: observation.providerStatus,
+    [SMS.field('lastObservedAt')]: now,
+  };
+  if (!webhook) set[SMS.field('checksDone')] = record.checksDone + 1;
+  if (!keepsPlan && next !== undefined && !terminal) set[nextCheckField] = next;
+  if (webhook) set[webhookEventField(webhookEvent)] = 1;
   const result = await store.transition(id, now, iso(now), {
     name: terminal === 'sms_delivered' ? 'confirmSmsDelivered' : terminal === 'sms_failed' ? 'failSms' : 'observeSms',
-    set: {
-      [SMS.field('status')]: observation.status,
-      [SMS.field('providerStatus')]: observation.providerStatus,
-      [SMS.field('lastObservedAt')]: now,
-      [SMS.field('checksDone')]: record.checksDone + 1,
-      ...(next !== undefined && !terminal ? { [nextCheckField]: next } : {}),
-    },
-    unset: terminal || next === undefined ? [nextCheckField] : [],
+    eq: webhook ? { [webhookEventField(webhookEvent)]: '' } : undefined,
+    set,
+    unset: keepsPlan ? [] : terminal || next === undefined ? [nextCheckField] : [],
     entries,
-    due: terminal || next === undefined ? 'remove' : next,
+    due: keepsPlan ? undefined : terminal || next === undefined ? 'remove' : next,
   });
-  if (result.ok && !terminal && next !== undefined) return retryAt(next, `sms ${observation.status}`);
+  if (!result.ok && result.reason === 'guard') return done(DUPLICATE_EVENT);
+  if (!result.ok) return done(`observation not stored: ${result.reason}`);
+  if (terminal && webhook) await ctx.dropChecks(id, 'sms');
+  if (!terminal && !webhook && next !== undefined) return retryAt(next, `sms ${observation.status}`);
   return done(`sms ${observation.status}`);
 }
