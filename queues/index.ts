@@ -259,6 +259,10 @@ export class QueueScheduler implements Scheduler {
     // Notice jobs have no child jobs (no flows): the removal skips BullMQ's search for them.
     await this.queues.deadline.remove(jobIds.deadline(id), { removeChildren: false });
   }
+  async dropChecks(id: string, channel: 'email' | 'sms'): Promise<void> {
+    if (channel === 'email') await this.queues.emailPoll.remove(jobIds.emailPoll(id), { removeChildren: false });
+    else await this.queues.smsPoll.remove(jobIds.smsPoll(id), { removeChildren: false });
+  }
   async smsSend(id: string, at: number): Promise<void> {
     await this.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
   }
