@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { noticeBody } from '../helpers/herald.js';
-import { sleep, testPrefix } from '../helpers/env.js';
+import { sleep, testPrefix, waitFor } from '../helpers/env.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
 
 let stack: Stack | undefined;
@@ -18,7 +18,10 @@ describe('the status-call limit', () => {
       inProcessWorker: false,
       env: { HERALD_EMAIL_STATUS_PER_SECOND: String(limit), HERALD_MIN_POLL_INTERVAL_MS: '1000', HERALD_MAX_CHECKS_PER_NOTICE: '100' },
     });
-    workers.push(new WorkerProcess(stack.env).start(), new WorkerProcess(stack.env).start());
+    const env = { ...stack.env, LOG_LEVEL: 'info' };
+    workers.push(new WorkerProcess(env).start(), new WorkerProcess(env).start());
+    // The window below is measured from when both run: a loaded machine may take seconds to start them.
+    await waitFor(async () => workers.every((w) => w.ready), 120_000, 'the worker processes to run');
     const started = Date.now();
     const ids: string[] = [];
     // Forty notices that each want a status check every second, for a minute: 40 checks/s wanted,
