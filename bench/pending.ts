@@ -1,8 +1,10 @@
 /**
  * Pending notices: Redis memory per pending notice with 10,000 of them, and deadline precision
- * (`decidedAt − deadline`) when their deadlines all fall within one 10-second window. The
- * baseline is 10,000 raw BullMQ delayed jobs (the notice body as data) due in the same kind
- * of window: the memory of a pending job, and how late BullMQ itself starts a delayed job.
+ * (`decidedAt − deadline`), first under a burst (every deadline within 10 s: more than the
+ * workers clear, so the figure is the burst's clearing rate), then under a steady load at 60 %
+ * of that rate (deadlines evenly spread over 20 s). The baseline is as many raw BullMQ delayed
+ * jobs (the notice body as data) due on the same schedule: the memory of a pending job, and how
+ * late BullMQ itself starts a delayed job.
  */
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { sleep, until } from './processes.js';
@@ -23,9 +25,17 @@ export interface PendingRun {
   lateness: Distribution;
   negative: number;
   windowSeconds: number;
+  /**
+   * How fast the deadlines were cleared: items over the time from the first deadline to the last
+   * decision (Herald: fallback decided; raw: job started), never more than they fell due.
+   */
+  clearingPerSecond: number;
 }
 
-const WINDOW_MS = 10_000;
+/** The burst: every deadline within this window. */
+export const BURST_WINDOW_MS = 10_000;
+/** The steady load: deadlines evenly spread over this window, at a rate the burst showed Herald sustains. */
+export const STEADY_WINDOW_MS = 20_000;
 
 /**
  * Every key name starts with the prefix, so the runs use prefixes as long as the default
@@ -35,7 +45,7 @@ const WINDOW_MS = 10_000;
 const heraldPrefix = (ctx: BenchContext) => `${ctx.runPrefix}p`;
 const rawPrefix = (ctx: BenchContext) => `${ctx.runPrefix}r`;
 
-export async function heraldPending(ctx: BenchContext, notices: number, workers: number): Promise<PendingRun> {
+export async function heraldPending(ctx: BenchContext, notices: number, workers: number, windowMs = BURST_WINDOW_MS): Promise<PendingRun> {
   const herald = new HeraldDeployment(ctx, heraldPrefix(ctx));
   try {
     await herald.startWeb();
@@ -47,7 +57,7 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
     // Far enough ahead that every notice is created and its email sent before the window opens
     // (about 150 notices a second do both on this benchmark's 2-core machine).
     const windowStart = Date.now() + 10_000 + Math.ceil(notices / 125) * 1000;
-    const deadlineOf = (i: number) => windowStart + Math.floor((i * WINDOW_MS) / notices);
+    const deadlineOf = (i: number) => windowStart + Math.floor((i * windowMs) / notices);
     ctx.log(`pending: creating ${notices} notices`);
     const creating = Date.now();
     await createNotices(herald.url, notices, (i) =>
@@ -62,27 +72,31 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
 
     await until(
       async () => (await herald.live()) === 0,
-      WINDOW_MS + 240_000 + Math.max(0, windowStart - Date.now()),
+      windowMs + 240_000 + Math.max(0, windowStart - Date.now()),
       'every pending notice to complete',
       250,
     );
     const lateness: number[] = [];
+    let lastDecided = 0;
     const noticeKeys = await scanKeys(ctx.redis, `${herald.prefix}:*:notice:*`);
     for (let i = 0; i < noticeKeys.length; i += 1000) {
       const pipeline = ctx.redis.pipeline();
       for (const key of noticeKeys.slice(i, i + 1000)) pipeline.hmget(key, 'deadline', 'fallbackDecidedAt');
       for (const [, fields] of (await pipeline.exec()) ?? []) {
         const [deadline, decidedAt] = fields as [string | null, string | null];
-        if (deadline && decidedAt) lateness.push(Number(decidedAt) - Number(deadline));
+        if (deadline && decidedAt) {
+          lateness.push(Number(decidedAt) - Number(deadline));
+          lastDecided = Math.max(lastDecided, Number(decidedAt));
+        }
       }
     }
-    return pendingRun(notices, workers, after - before, own, lateness);
+    return pendingRun(notices, workers, after - before, own, lateness, windowMs, lastDecided - windowStart);
   } finally {
     await herald.close();
   }
 }
 
-export async function rawPending(ctx: BenchContext, jobs: number, workers: number): Promise<PendingRun> {
+export async function rawPending(ctx: BenchContext, jobs: number, workers: number, windowMs = BURST_WINDOW_MS): Promise<PendingRun> {
   const raw = new RawDeployment(ctx, rawPrefix(ctx));
   try {
     await raw.startWorkers(workers);
@@ -95,13 +109,14 @@ export async function rawPending(ctx: BenchContext, jobs: number, workers: numbe
     const ids = await raw.addBulk(
       jobs,
       () => body,
-      (i) => ({ delay: windowStart + Math.floor((i * WINDOW_MS) / jobs) - Date.now(), removeOnComplete: false }),
+      (i) => ({ delay: windowStart + Math.floor((i * windowMs) / jobs) - Date.now(), removeOnComplete: false }),
     );
     const after = await usedMemory(ctx.redis);
     const own = await keysMemory(ctx.redis, raw.prefix);
     await sleep(Math.max(0, windowStart - Date.now()));
-    await until(() => raw.drained(), WINDOW_MS + 120_000, 'every delayed job to run', 250);
+    await until(() => raw.drained(), windowMs + 120_000, 'every delayed job to run', 250);
     const lateness: number[] = [];
+    let lastStarted = 0;
     for (let i = 0; i < ids.length; i += 1000) {
       const pipeline = ctx.redis.pipeline();
       // The hash's own `delay` field is zeroed when BullMQ promotes the job; its options keep it.
@@ -109,10 +124,13 @@ export async function rawPending(ctx: BenchContext, jobs: number, workers: numbe
       for (const [, fields] of (await pipeline.exec()) ?? []) {
         const [timestamp, opts, processedOn] = fields as (string | null)[];
         const delay = (JSON.parse(opts ?? '{}') as { delay?: number }).delay ?? 0;
-        if (processedOn) lateness.push(Number(processedOn) - (Number(timestamp) + delay));
+        if (processedOn) {
+          lateness.push(Number(processedOn) - (Number(timestamp) + delay));
+          lastStarted = Math.max(lastStarted, Number(processedOn));
+        }
       }
     }
-    return pendingRun(jobs, workers, after - before, own, lateness);
+    return pendingRun(jobs, workers, after - before, own, lateness, windowMs, lastStarted - windowStart);
   } finally {
     await raw.close();
   }
@@ -125,6 +143,8 @@ function pendingRun(
   grownBytes: number,
   own: { bytes: number; byKind: Record<string, number> },
   lateness: number[],
+  windowMs: number,
+  clearedInMs: number,
 ): PendingRun {
   return {
     items,
@@ -134,6 +154,7 @@ function pendingRun(
     keyBytesByKind: perItem(own.byKind, items),
     lateness: distribution(lateness),
     negative: lateness.filter((ms) => ms < 0).length,
-    windowSeconds: WINDOW_MS / 1000,
+    windowSeconds: windowMs / 1000,
+    clearingPerSecond: items / (Math.max(windowMs, clearedInMs) / 1000),
   };
 }
