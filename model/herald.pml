@@ -335,14 +335,15 @@ smsRead:      /* sendSms after its notice read (the model without the reduction 
   atomic { sendSmsAfterRead() }
 #endif
 
-release:      /* releaseLease (store/notices.ts): GET, then DEL if it still named this process */
+release:      /* releaseLease (store/notices.ts, releaseLease-1.lua): DEL only if it still names this process, one step */
   atomic {
     if
     CRASH
-    :: ok = (lease == me)
-    fi
+    :: lease == me -> lease = 0
+    :: else -> skip
+    fi;
+    rec = 0; RESET; goto end_idle
   }
-  atomic { if :: ok -> lease = 0 :: else -> skip fi; rec = 0; RESET; goto end_idle }
 }
 
 /* The world: time, the providers, the API client, content loss. Each event one step. */

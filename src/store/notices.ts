@@ -450,9 +450,12 @@ export class NoticeStore {
     return (await this.redis.set(this.keys.lease(id), owner, 'PX', ms, 'NX')) === 'OK';
   }
 
-  async releaseLease(id: string, owner: string): Promise<void> {
-    const key = this.keys.lease(id);
-    if ((await this.redis.get(key)) === owner) await this.redis.del(key);
+  /**
+   * Releases the lease if `owner` still holds it, in one script (releaseLease-1.lua): once it
+   * expired and another worker took it, it is left to that worker. True when it was released.
+   */
+  async releaseLease(id: string, owner: string): Promise<boolean> {
+    return (await this.redis.releaseLease(this.keys.lease(id), owner)) === 1;
   }
 
   /** Finished notices whose time to leave Redis has come (`retire` members scored at or before `now`). */
