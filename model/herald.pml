@@ -128,6 +128,14 @@ inline recordSmsAccepted(a) {
 inline settleSmsAttempt(a, doubt) {
   if :: state == sms_sending && sAtt == a -> sSettled = 1; sInDoubt = doubt; LOG :: else -> skip fi
 }
+/* The search for an SMS in doubt ended unanswered at its bound (a provider that cannot tell, as
+   AWS SMS's feed): nothing sent, nothing searched any more. Not taken in this model, whose
+   Twilio list answers once the settle margin has passed and whose failed searches stop after
+   MAXERR faults: no search is still failing at the bound. It sends nothing, so it cannot break
+   the at-most-one-SMS assertion. */
+inline leaveSmsInDoubt(a) {
+  if :: state == sms_sending && sAtt == a -> sSettled = 1; sInDoubt = 1; LOG :: else -> skip fi
+}
 inline rejectSms(a) {
   if :: state == sms_sending && sAtt == a -> sSettled = 1; sInDoubt = 0; MOVE(sms_failed) :: else -> skip fi
 }

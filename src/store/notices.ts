@@ -66,6 +66,11 @@ export interface StoredNotice {
   smsSendNotBefore: number | undefined;
   /** The regional sender, when the rule names one. */
   smsFrom: string | undefined;
+  /**
+   * When the search for an SMS in doubt ended unanswered at its bound (`sms.unconfirmed`,
+   * `sms_send_unconfirmed`): nothing more is sent or searched for the notice.
+   */
+  smsSearchEndedAt: number | undefined;
   smsSegments: number;
   emailChannel: ChannelRecord;
   smsChannel: ChannelRecord;
@@ -112,6 +117,7 @@ export type NoticeField =
   | 'blockReason'
   | 'smsSendNotBefore'
   | 'smsFrom'
+  | 'smsSearchEndedAt'
   | 'smsSegments'
   | 'smsPlanAt'
   | 'smsPlanFloorMs'
@@ -558,6 +564,7 @@ function parseNotice(hash: Partial<Record<NoticeField, string>>): StoredNotice {
     fallbackDecidedAt: num('fallbackDecidedAt'),
     smsSendNotBefore: num('smsSendNotBefore'),
     smsFrom: hash.smsFrom,
+    smsSearchEndedAt: num('smsSearchEndedAt'),
     smsSegments: num('smsSegments') ?? 0,
     emailChannel: channel('email'),
     smsChannel: channel('sms'),
