@@ -89,7 +89,10 @@ describe('an SMS send in doubt whose provider cannot tell, search after search',
     expect(await web.store.isDue(id)).toBe(true);
 
     clock.set(searchUntil);
-    expect(await engine.sendSms(id)).toMatchObject({ kind: 'done', note: 'sms send unconfirmed: the provider could not tell by the end of the search' });
+    expect(await engine.sendSms(id)).toMatchObject({
+      kind: 'done',
+      note: 'sms send unconfirmed: the provider could not tell by the end of the search',
+    });
     const notice = (await web.store.get(id))!;
     expect(notice).toMatchObject({ state: 'sms_sending', smsSearchEndedAt: searchUntil });
     expect(notice.smsChannel).toMatchObject({ attemptInDoubt: true, attemptSettled: true, attempts: 1, status: 'unknown' });
@@ -106,7 +109,12 @@ describe('an SMS send in doubt whose provider cannot tell, search after search',
     expect(events.filter((e) => e.type === 'sms.requested')).toHaveLength(1);
     expect(events.filter((e) => e.type === 'provider.error' && e.operation === 'search')).toHaveLength(3);
     expect(events.filter((e) => e.type === 'sms.unconfirmed')).toEqual([
-      expect.objectContaining({ reason: 'sms_send_unconfirmed', checks: 0, searchedUntil: new Date(searchUntil).toISOString(), at: new Date(searchUntil).toISOString() }),
+      expect.objectContaining({
+        reason: 'sms_send_unconfirmed',
+        checks: 0,
+        searchedUntil: new Date(searchUntil).toISOString(),
+        at: new Date(searchUntil).toISOString(),
+      }),
     ]);
     expect((await web.call('GET', `/v1/notices/${id}`)).json()).toMatchObject({ state: 'sms_sending', sms: { status: 'unknown' } });
   });

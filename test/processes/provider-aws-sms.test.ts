@@ -164,4 +164,3 @@ describe('with HERALD_SMS_PROVIDER=aws-sms, when the feed never shows an SMS in 
     }
   });
 });
-

@@ -34,7 +34,7 @@ describe("the reconciler's lease on a notice", () => {
   });
 
   describe('when it expired and another worker took it', () => {
-    it("is left to the other worker when the first releases: the first deletes only its own lease", async () => {
+    it('is left to the other worker when the first releases: the first deletes only its own lease', async () => {
       const id = newNoticeId(7, 1_000_000);
       expect(await store.tryLease(id, 'worker-a', 60_000)).toBe(true);
       // worker-a stalls past its lease: the lease expires (removed here rather than waited for).
