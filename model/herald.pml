@@ -128,6 +128,14 @@ inline recordSmsAccepted(a) {
 inline settleSmsAttempt(a, doubt) {
   if :: state == sms_sending && sAtt == a -> sSettled = 1; sInDoubt = doubt; LOG :: else -> skip fi
 }
+/* The search for an SMS in doubt ended unanswered at its bound (a provider that cannot tell, as
+   AWS SMS's feed): nothing sent, nothing searched any more. Not taken in this model, whose
+   Twilio list answers once the settle margin has passed and whose failed searches stop after
+   MAXERR faults: no search is still failing at the bound. It sends nothing, so it cannot break
+   the at-most-one-SMS assertion. */
+inline leaveSmsInDoubt(a) {
+  if :: state == sms_sending && sAtt == a -> sSettled = 1; sInDoubt = 1; LOG :: else -> skip fi
+}
 inline rejectSms(a) {
   if :: state == sms_sending && sAtt == a -> sSettled = 1; sInDoubt = 0; MOVE(sms_failed) :: else -> skip fi
 }
@@ -335,14 +343,15 @@ smsRead:      /* sendSms after its notice read (the model without the reduction 
   atomic { sendSmsAfterRead() }
 #endif
 
-release:      /* releaseLease (store/notices.ts): GET, then DEL if it still named this process */
+release:      /* releaseLease (store/notices.ts, releaseLease-1.lua): DEL only if it still names this process, one step */
   atomic {
     if
     CRASH
-    :: ok = (lease == me)
-    fi
+    :: lease == me -> lease = 0
+    :: else -> skip
+    fi;
+    rec = 0; RESET; goto end_idle
   }
-  atomic { if :: ok -> lease = 0 :: else -> skip fi; rec = 0; RESET; goto end_idle }
 }
 
 /* The world: time, the providers, the API client, content loss. Each event one step. */

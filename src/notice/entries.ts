@@ -5,7 +5,7 @@
  */
 import type { Channel } from '../providers/types.js';
 import type { ProviderError } from '../providers/types.js';
-import type { BlockReason, FailureReason, FallbackReason, NoticeState, PolicyOutcome } from './states.js';
+import type { BlockReason, FailureReason, FallbackReason, NoticeState, PolicyOutcome, UnconfirmedReason } from './states.js';
 
 type Cost = { currency: string; total: number; byChannel: { email: number; sms: number } };
 
@@ -150,9 +150,11 @@ export interface SmsCanceled {
 export interface SmsUnconfirmed {
   type: 'sms.unconfirmed';
   attemptId: string | undefined;
-  reason: 'sms_plan_ended';
+  reason: UnconfirmedReason;
   lastStatus: string | null;
   checks: number;
+  /** `sms_send_unconfirmed`: the bound the search for the SMS in doubt ran to (its attempt's start + the SMS plan's span). */
+  searchedUntil?: string;
 }
 
 export interface SuppressionAdded {

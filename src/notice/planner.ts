@@ -110,6 +110,19 @@ export function planSmsChecks(acceptedAt: number, limits: PlanLimits): number[] 
   return checks;
 }
 
+/**
+ * Until when an SMS in doubt is looked for while the provider cannot tell whether it has it (its
+ * search throws: AWS SMS, whose event feed has not shown Herald's key): the attempt's start plus
+ * the span of the SMS plan. Had the provider accepted the SMS when the attempt started, its last
+ * planned check would come then, and with no final status by then it would end `sms.unconfirmed`
+ * (`sms_plan_ended`). An SMS in doubt gets that same time for its first event to reach the feed
+ * (events lag the send by seconds to minutes), and ends the same way past it. The content the
+ * search needs is kept at least that long (`lastSmsCheckBy`).
+ */
+export function smsSearchEndsAt(attemptStartedAt: number, limits: PlanLimits): number {
+  return attemptStartedAt + (planSmsChecks(0, limits).at(-1) ?? 0);
+}
+
 /** The longest an SMS may wait for the end of quiet hours once the fallback is decided (a window is shorter than a day). */
 const QUIET_HOURS_MAX_WAIT_MS = DAY;
 /** Room for a fallback decided late (a backlog behind the deadline) and for SMS sends retried after provider errors. */

@@ -34,5 +34,13 @@ export type BlockReason = 'no_phone' | 'sms_consent_missing' | 'sms_suppressed' 
 /** Why Herald could not go on with a notice (`notice.failed`): its content is gone or cannot be opened. */
 export type FailureReason = 'content_unavailable';
 
+/**
+ * Why Herald stopped following an SMS without a final status (`sms.unconfirmed`): its checks ran
+ * out (`sms_plan_ended`, the notice stays `sms_sent`), or a send in doubt that the provider could
+ * not tell about was not found before the search's bound (`sms_send_unconfirmed`, the notice
+ * stays `sms_sending`).
+ */
+export type UnconfirmedReason = 'sms_plan_ended' | 'sms_send_unconfirmed';
+
 /** Outcome of a policy check (`policy.checked`). */
 export type PolicyOutcome = 'allowed' | 'no_consent' | 'suppressed' | 'region_blocked' | 'no_address';

@@ -58,6 +58,13 @@ export const TRANSITIONS = {
   recordSmsAccepted: { from: ['sms_sending'], to: 'sms_sent', marks: 'sms.accepted' },
   /** An SMS attempt ended without acceptance and may be tried again. */
   settleSmsAttempt: { from: ['sms_sending'] },
+  /**
+   * The search for an SMS in doubt reached its bound and the provider still could not tell
+   * whether it has the message (AWS SMS's feed never showed it): Herald stops searching and
+   * never sends again. The notice stays `sms_sending`, out of the due index, with
+   * `sms.unconfirmed` (`sms_send_unconfirmed`) saying so, and retires as a settled one.
+   */
+  leaveSmsInDoubt: { from: ['sms_sending'] },
   /** Twilio refused the SMS itself (an opted-out number, an invalid one): the notice ends. */
   rejectSms: { from: ['sms_sending'], to: 'sms_failed', marks: 'notice.completed' },
   /** An SMS status read is recorded. */

@@ -6,7 +6,9 @@
  * queue through SNS, the feed sweep stores each message's latest observation, and `status`
  * reads it. Herald's SMS key travels in `Context` and comes back in every event's `context`:
  * that is how an SMS in doubt is found. When the feed has not shown it, the search throws
- * rather than answering "none", so a second SMS is never sent blindly.
+ * rather than answering "none", so a second SMS is never sent blindly; the engine searches again
+ * until the SMS plan's span has passed since the attempt (`smsSearchEndsAt`), then records the SMS
+ * unconfirmed.
  */
 import { DescribeAccountAttributesCommand, PinpointSMSVoiceV2Client, SendTextMessageCommand } from '@aws-sdk/client-pinpoint-sms-voice-v2';
 import type { ProviderFeedStore } from '../store/provider-feed.js';

@@ -146,13 +146,19 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
 }
 
 /**
- * Herald has nothing more to do for the notice: it is in a terminal state, or it is `sms_sent`
- * with its SMS checks run out (`sms.unconfirmed`): out of the due index, so that no job or
- * repair moves it on.
+ * The states a notice ends in with `sms.unconfirmed`: `sms_sent` once its SMS checks ran out
+ * without a final status, `sms_sending` once the search for its SMS in doubt ended unanswered.
+ */
+const UNCONFIRMED_STATES: readonly NoticeState[] = ['sms_sent', 'sms_sending'];
+
+/**
+ * Herald has nothing more to do for the notice: it is in a terminal state, or it ended with
+ * `sms.unconfirmed` (`sms_sent` or `sms_sending`, out of the due index, so that no job or repair
+ * moves it on; a live notice in these states is always due).
  */
 async function isSettled(store: NoticeStore, notice: { id: string; state: NoticeState }): Promise<boolean> {
   if (isTerminal(notice.state)) return true;
-  return notice.state === 'sms_sent' && !(await store.isDue(notice.id));
+  return UNCONFIRMED_STATES.includes(notice.state) && !(await store.isDue(notice.id));
 }
 
 function retiredStats(notice: Notice): RetiredStats {

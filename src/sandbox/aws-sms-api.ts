@@ -9,7 +9,8 @@
  * (`TEXT_QUEUED`, `TEXT_PENDING`, `TEXT_SUCCESSFUL`, `TEXT_DELIVERED`, `TEXT_UNREACHABLE`,
  * `TEXT_INVALID`) published through SNS into the sandbox's SMS events queue, when the send
  * names a configuration set. Feed faults, SMS only: `08` delivered with every event published
- * twice, `09` delivered with its events arriving in reverse order.
+ * twice, `09` delivered with its events arriving in reverse order, `10` delivered with no event
+ * ever published (events lost on their way to the queue: the feed never shows the message).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
@@ -24,7 +25,7 @@ const BODY_LIMIT = 1600;
 const ACCOUNT = 'aws-sandbox';
 
 /** The SMS-only feed faults, by the number's last two digits. */
-const FEED_FAULTS: Record<string, 'duplicate' | 'reorder'> = { '08': 'duplicate', '09': 'reorder' };
+const FEED_FAULTS: Record<string, 'duplicate' | 'reorder' | 'lost'> = { '08': 'duplicate', '09': 'reorder', '10': 'lost' };
 
 const EVENT_OF_STATUS: Record<string, { type: string; final: boolean; description: string } | undefined> = {
   queued: { type: 'TEXT_QUEUED', final: false, description: 'Message is queued for sending' },
@@ -106,7 +107,8 @@ export function registerAwsSms(targets: AwsJsonTargets, ctx: SandboxContext, que
       sendAt: null,
       steps: plannedSteps(behaviour, { createdAt: now, viaService: false }),
     });
-    if (configurationSet !== undefined) publishEvents(queues, record, context, FEED_FAULTS[to.slice(-2)]);
+    const feedFault = FEED_FAULTS[to.slice(-2)];
+    if (configurationSet !== undefined && feedFault !== 'lost') publishEvents(queues, record, context, feedFault);
     return {
       status: 200,
       headers: { 'content-type': 'application/x-amz-json-1.0' },

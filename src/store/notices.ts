@@ -66,6 +66,11 @@ export interface StoredNotice {
   smsSendNotBefore: number | undefined;
   /** The regional sender, when the rule names one. */
   smsFrom: string | undefined;
+  /**
+   * When the search for an SMS in doubt ended unanswered at its bound (`sms.unconfirmed`,
+   * `sms_send_unconfirmed`): nothing more is sent or searched for the notice.
+   */
+  smsSearchEndedAt: number | undefined;
   smsSegments: number;
   emailChannel: ChannelRecord;
   smsChannel: ChannelRecord;
@@ -112,6 +117,7 @@ export type NoticeField =
   | 'blockReason'
   | 'smsSendNotBefore'
   | 'smsFrom'
+  | 'smsSearchEndedAt'
   | 'smsSegments'
   | 'smsPlanAt'
   | 'smsPlanFloorMs'
@@ -450,9 +456,12 @@ export class NoticeStore {
     return (await this.redis.set(this.keys.lease(id), owner, 'PX', ms, 'NX')) === 'OK';
   }
 
-  async releaseLease(id: string, owner: string): Promise<void> {
-    const key = this.keys.lease(id);
-    if ((await this.redis.get(key)) === owner) await this.redis.del(key);
+  /**
+   * Releases the lease if `owner` still holds it, in one script (releaseLease-1.lua): once it
+   * expired and another worker took it, it is left to that worker. True when it was released.
+   */
+  async releaseLease(id: string, owner: string): Promise<boolean> {
+    return (await this.redis.releaseLease(this.keys.lease(id), owner)) === 1;
   }
 
   /** Finished notices whose time to leave Redis has come (`retire` members scored at or before `now`). */
@@ -555,6 +564,7 @@ function parseNotice(hash: Partial<Record<NoticeField, string>>): StoredNotice {
     fallbackDecidedAt: num('fallbackDecidedAt'),
     smsSendNotBefore: num('smsSendNotBefore'),
     smsFrom: hash.smsFrom,
+    smsSearchEndedAt: num('smsSearchEndedAt'),
     smsSegments: num('smsSegments') ?? 0,
     emailChannel: channel('email'),
     smsChannel: channel('sms'),

@@ -23,6 +23,7 @@ export const SCRIPTS = [
   'trimMirroredLog-1',
   'mirrorBacklog-1',
   'recordFeedEvent-1',
+  'releaseLease-1',
 ] as const;
 
 export interface HeraldScripts {
@@ -37,6 +38,7 @@ export interface HeraldScripts {
   trimMirroredLog(...args: (string | number)[]): Promise<[number, string]>;
   mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;
   recordFeedEvent(...args: (string | number)[]): Promise<number>;
+  releaseLease(...args: (string | number)[]): Promise<number>;
 }
 
 /** A pipeline of a connection with Herald's scripts: each script is a command of it too. */

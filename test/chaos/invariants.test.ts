@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SandboxEmail, SandboxSms } from '../../src/sandbox/index.js';
 import type { StoredEntry } from '../../src/store/notices.js';
-import { checkNotice, checkRun, type NoticeOutcome } from './invariants.js';
+import { checkNotice, checkRun, settled, type NoticeOutcome } from './invariants.js';
 import type { NoticePlan } from './plan.js';
 
 /**
@@ -167,6 +167,13 @@ describe('the chaos invariants', () => {
     const unconfirmed = { ...outcome, events, hash: { ...outcome.hash!, state: 'sms_sent', seq: String(events.length) } };
     expect(rules({ ...unconfirmed, plan: { ...plan, smsBehaviour: '05' } })).toEqual([]);
     expect(rules(unconfirmed)).toEqual(['wrong-end']);
+  });
+
+  it('accept sms_sending only once the search for its SMS in doubt ended (sms.unconfirmed, sms_send_unconfirmed)', () => {
+    expect(settled('sms_sending', log({ type: 'sms.unconfirmed', reason: 'sms_send_unconfirmed' }))).toBe(true);
+    expect(settled('sms_sending', log({ type: 'sms.requested' }))).toBe(false);
+    expect(settled('sms_sending', log({ type: 'sms.unconfirmed', reason: 'sms_plan_ended' }))).toBe(false);
+    expect(settled('sms_pending', log({ type: 'sms.unconfirmed', reason: 'sms_send_unconfirmed' }))).toBe(false);
   });
 
   it('catch a retired notice whose content was not purged first', () => {

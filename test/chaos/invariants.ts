@@ -61,11 +61,13 @@ function effect(entry: StoredEntry): { to: string; from: readonly string[] } | u
 }
 
 /**
- * Herald has nothing more to do for the notice: a terminal state, or `sms_sent` once its SMS
- * checks ran out without a final status (`sms.unconfirmed`).
+ * Herald has nothing more to do for the notice: a terminal state, or `sms.unconfirmed`: `sms_sent`
+ * once its SMS checks ran out without a final status, `sms_sending` once the search for its SMS
+ * in doubt ended with the provider unable to tell.
  */
 export function settled(state: string, events: readonly StoredEntry[]): boolean {
-  return TERMINAL.includes(state) || (state === 'sms_sent' && events.some((e) => e.type === 'sms.unconfirmed'));
+  const unconfirmed = events.some((e) => e.type === 'sms.unconfirmed' && (state === 'sms_sent' || e.reason === 'sms_send_unconfirmed'));
+  return TERMINAL.includes(state) || ((state === 'sms_sent' || state === 'sms_sending') && unconfirmed);
 }
 
 /** Checks one notice; returns every rule it breaks. */

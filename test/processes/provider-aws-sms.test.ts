@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { noticeBody } from '../helpers/herald.js';
-import { sleep, testPrefix } from '../helpers/env.js';
+import { plainRedis, sleep, testPrefix, waitFor } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 // HERALD_SMS_PROVIDER=aws-sms end to end: the fallback SMS through the End User Messaging SMS SDK
@@ -75,7 +75,7 @@ describe('with HERALD_SMS_PROVIDER=aws-sms', () => {
     expect(ofType(events, 'sms.accepted')).toEqual([expect.objectContaining({ resolvedBy: 'provider_search' })]);
   });
 
-  it('an SMS in doubt the feed never shows stays in doubt: searched again and again, never sent twice', async () => {
+  it('an SMS in doubt the feed never shows stays in doubt: searched again until its bound, never sent twice', async () => {
     const to = phone();
     stack.sandbox.injectFault({ operation: 'aws-sms.send', mode: 'hang', match: to });
     const id = await stack.createNotice(notice(to));
@@ -90,5 +90,77 @@ describe('with HERALD_SMS_PROVIDER=aws-sms', () => {
     const searches = ofType(events, 'provider.error').filter((e) => e.operation === 'search');
     expect(searches.length).toBeGreaterThanOrEqual(1);
     expect(searches.every((e) => e.kind === 'server_error' && e.retryable === true)).toBe(true);
+  });
+});
+
+describe('with HERALD_SMS_PROVIDER=aws-sms, when the feed never shows an SMS in doubt', () => {
+  // A short SMS plan: five checks, 0.2 to 6.2 s after an SMS is accepted, so the search for an SMS
+  // in doubt ends 6.2 s after its attempt started; finished notices leave Redis a second later.
+  let short: Stack;
+  const redis = plainRedis();
+  beforeAll(async () => {
+    short = await startStack({
+      prefix: testPrefix('awssms-bound'),
+      env: {
+        HERALD_SMS_PROVIDER: 'aws-sms',
+        HERALD_MAX_CHECKS_PER_NOTICE: '5',
+        HERALD_NOTICE_KEEP_HOT: '1s',
+        HERALD_CONTENT_PURGE_INTERVAL_MS: '200',
+        HERALD_MIRROR_INTERVAL_MS: '200',
+      },
+    });
+  });
+  afterAll(async () => {
+    await short.close();
+    await redis.quit();
+  });
+
+  it('records sms.unconfirmed (sms_send_unconfirmed) once the SMS plan has run out, stops searching, sends no second SMS, and leaves Redis', async () => {
+    // `10`: the emulator publishes no event for the number. accept_then_drop: the message is
+    // created (one SMS) and the connection dropped (Herald cannot know); hang: nothing is created.
+    const dropped = `+1${301 + (phones++ % 600)}5550110`;
+    const hung = `+1${301 + (phones++ % 600)}5550110`;
+    short.sandbox.injectFault({ operation: 'aws-sms.send', mode: 'accept_then_drop', match: dropped });
+    short.sandbox.injectFault({ operation: 'aws-sms.send', mode: 'hang', match: hung });
+    const body = (to: string) =>
+      noticeBody({
+        recipient: { id: `player-aws-bound-${to.slice(2, 5)}`, email: 'never@example.com', phone: to },
+        deadlineInSeconds: 2,
+        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 1 },
+      });
+    const [droppedId, hungId] = await Promise.all([short.createNotice(body(dropped)), short.createNotice(body(hung))]);
+
+    for (const [id, to, delivered] of [
+      [droppedId, dropped, 1],
+      [hungId, hung, 0],
+    ] as const) {
+      const noticeKey = short.web.store.keys.notice(id);
+      await waitFor(async () => (await redis.exists(noticeKey)) === 0, 45_000, `the unconfirmed notice ${id} to leave Redis`);
+      const view = await short.view(id);
+      expect(view).toMatchObject({ id, state: 'sms_sending', fallback: { reason: 'email_deadline_elapsed' }, sms: { status: 'unknown' } });
+      expect(short.sandbox.requests().filter((r) => r.operation === 'aws-sms.send' && r.recipient === to)).toHaveLength(1);
+      expect(short.smsTo(to)).toBe(delivered);
+
+      const events = await short.events(id);
+      const types = events.map((e) => e.type);
+      expect(ofType(events, 'sms.requested')).toHaveLength(1);
+      expect(types).not.toContain('sms.accepted');
+      expect(types).not.toContain('notice.completed');
+      const requested = ofType(events, 'sms.requested')[0]!;
+      const [unconfirmed, ...more] = ofType(events, 'sms.unconfirmed');
+      expect(more).toEqual([]);
+      expect(unconfirmed).toMatchObject({ attemptId: requested.attemptId, reason: 'sms_send_unconfirmed', checks: 0 });
+      // The bound: the attempt's start plus the SMS plan's span (6.2 s), and never before it.
+      const searchedUntil = Date.parse(String(unconfirmed!.searchedUntil));
+      expect(searchedUntil - Date.parse(requested.at)).toBeGreaterThanOrEqual(6_100);
+      expect(searchedUntil - Date.parse(requested.at)).toBeLessThanOrEqual(6_300);
+      expect(Date.parse(unconfirmed!.at)).toBeGreaterThanOrEqual(searchedUntil);
+      // Searched until then (each search a retryable provider.error), and not once after.
+      const searches = ofType(events, 'provider.error').filter((e) => e.operation === 'search');
+      expect(searches.length).toBeGreaterThanOrEqual(2);
+      expect(searches.every((e) => e.kind === 'server_error' && e.retryable === true)).toBe(true);
+      const after = events.filter((e) => e.seq > unconfirmed!.seq && e.type !== 'notice.reconciled').map((e) => e.type);
+      expect(after).toEqual(['content.purged']);
+    }
   });
 });

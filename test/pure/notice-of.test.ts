@@ -49,6 +49,7 @@ function stored(overrides: Partial<StoredNotice> = {}): StoredNotice {
     fallbackDecidedAt: undefined,
     smsSendNotBefore: undefined,
     smsFrom: undefined,
+    smsSearchEndedAt: undefined,
     smsSegments: 0,
     emailChannel: channel(),
     smsChannel: channel(),

@@ -4,10 +4,10 @@ import { ContentUnreadableError, type NoticeContent, type NoticeFields } from '.
 import type { Notice } from '../notice.js';
 import { EMAIL, refusedAddressSource, SMS, type ChannelPort } from '../channels.js';
 import { smsSegments } from '../cost.js';
-import { providerErrorEntry, type Accepted } from '../entries.js';
+import { providerErrorEntry, type Accepted, type SmsUnconfirmed } from '../entries.js';
 import { newAttemptId } from '../ids.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
-import { nextCheckAfter, planSmsChecks } from '../planner.js';
+import { nextCheckAfter, planSmsChecks, smsSearchEndsAt } from '../planner.js';
 import { UNDECIDED_STATES, type FailureReason, type FallbackReason } from '../states.js';
 import { emailChecksBeforeDeadline, type StepContext } from './context.js';
 import { decideFallback } from './decide.js';
@@ -62,6 +62,8 @@ async function send(ctx: StepContext, port: ChannelPort, notice: Notice): Promis
   const timeout = notice.providerTimeoutMs;
 
   if (notice.state !== states.ready && notice.state !== states.sending) return done(`state is ${notice.state}`);
+  // The search for this SMS in doubt ended unanswered (smsSearchEnded): a duplicate job must not send it now.
+  if (port === SMS && notice.smsSearchEndedAt !== undefined) return done('the search for the sms in doubt has ended');
 
   let retryOf: string | undefined;
   if (notice.state === states.sending) {
@@ -82,6 +84,10 @@ async function send(ctx: StepContext, port: ChannelPort, notice: Notice): Promis
       try {
         found = await searchInDoubt(ctx, port, notice, content);
       } catch (error) {
+        if (port === SMS && error instanceof ProviderError) {
+          const searchUntil = smsSearchEndsAt(record.attemptStartedAt ?? notice.createdAt, ctx.limits());
+          if (ctx.now() >= searchUntil) return smsSearchEnded(ctx, notice, error, searchUntil);
+        }
         return providerFailure(ctx, port, notice, record.attemptId!, 'search', error, {});
       }
       if (found) return accepted(ctx, port, notice, record.attemptId!, found, 'provider_search', smsBody);
@@ -222,6 +228,40 @@ async function contentUnavailable(ctx: StepContext, notice: Notice, content: 'go
   ctx.deps.log.warn({ noticeId: notice.id, stateBefore: notice.state, content }, 'notice failed: content unavailable');
   if (UNDECIDED_STATES.includes(notice.state)) await ctx.dropDeadline(notice.id);
   return done(`failed: content_unavailable (${content})`);
+}
+
+/**
+ * Ends the search for an SMS in doubt at its bound (`smsSearchEndsAt`): the provider still cannot
+ * tell whether it has the message, and Herald never sends blindly, so it stops here, with no
+ * second SMS and no more searches, and records why: the search's last error, then
+ * `sms.unconfirmed` (`sms_send_unconfirmed`). The notice stays `sms_sending` with its attempt in
+ * doubt and its SMS status `unknown`, out of the due index: like an `sms_sent` notice whose checks
+ * ran out, it has nothing more to do, and the entry lets it retire.
+ */
+async function smsSearchEnded(ctx: StepContext, notice: Notice, thrown: ProviderError, searchedUntil: number): Promise<StepOutcome> {
+  const error = ctx.bounded(thrown);
+  const now = ctx.now();
+  const record = notice.smsChannel;
+  const unconfirmed: SmsUnconfirmed = {
+    ...ctx.smsUnconfirmed(notice, record.checksDone),
+    reason: 'sms_send_unconfirmed',
+    searchedUntil: iso(searchedUntil),
+  };
+  const result = await ctx.store.transition(notice.id, now, iso(now), {
+    name: 'leaveSmsInDoubt',
+    onlyFrom: ['sms_sending'],
+    // No other attempt started, and no other worker ended this search meanwhile.
+    eq: { [SMS.field('attemptId')]: record.attemptId ?? '', smsSearchEndedAt: '' },
+    set: { [SMS.field('attemptSettled')]: 1, [SMS.field('attemptInDoubt')]: 1, [SMS.field('status')]: 'unknown', smsSearchEndedAt: now },
+    entries: [providerErrorEntry('sms', record.attemptId, 'search', error, notice.providerTimeoutMs), unconfirmed],
+    due: 'remove',
+  });
+  if (!result.ok) return done('the notice moved on before its search ended');
+  ctx.deps.log.warn(
+    { noticeId: notice.id, attemptId: record.attemptId, searchedUntil: unconfirmed.searchedUntil, kind: error.kind },
+    'sms in doubt not found by the end of its search: recorded unconfirmed, never sent again',
+  );
+  return done('sms send unconfirmed: the provider could not tell by the end of the search');
 }
 
 /** Stores a provider's acceptance of an attempt and plans the first status check. */
