@@ -12,7 +12,15 @@ import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
 import { within } from './time-limit.js';
-import { closeQueues, KEEP_JOBS, listQueues, pausedUnderBullmq5, QUEUE_NAMES, type NoticeJob, type PartitionedQueue } from '../queues/index.js';
+import {
+  closeQueues,
+  KEEP_JOBS,
+  listQueues,
+  pausedUnderBullmq5,
+  QUEUE_NAMES,
+  type NoticeJob,
+  type PartitionedQueue,
+} from '../queues/index.js';
 import { sendEmailProcessor } from '../queues/email-send.js';
 import { pollEmailProcessor } from '../queues/email-poll.js';
 import { runDeadlineProcessor } from '../queues/deadline.js';
@@ -167,7 +175,10 @@ export async function startWorker(
   const paused = pausedUnderBullmq5(redis, listQueues(queues)).then(
     (found) => {
       for (const { label, jobs } of found)
-        log.warn({ queue: label, jobs }, 'queue paused under BullMQ 5: its waiting jobs run once it is resumed (Bull Board), and are not counted until then');
+        log.warn(
+          { queue: label, jobs },
+          'queue paused under BullMQ 5: its waiting jobs run once it is resumed (Bull Board), and are not counted until then',
+        );
     },
     (error: unknown) => log.warn({ err: error }, 'could not look for queues paused under BullMQ 5'),
   );

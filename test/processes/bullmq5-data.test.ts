@@ -55,7 +55,11 @@ describe('queues written by BullMQ 5', () => {
     const emailSendOfV5 = asOfV5(emailSend);
     await emailSendOfV5.pause();
     await emailSendOfV5.add('email-send', { noticeId: id }, { jobId: jobIds.emailSend(id) });
-    await asOfV5(deadline).add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: Date.parse(created.deadline) - Date.now() });
+    await asOfV5(deadline).add(
+      'deadline',
+      { noticeId: id },
+      { jobId: jobIds.deadline(id), delay: Date.parse(created.deadline) - Date.now() },
+    );
     // BullMQ 5's layout: the paused queue's job in its `paused` list, not in `wait`.
     expect(await redis.lrange(emailSend.toKey('paused'), 0, -1)).toEqual([jobIds.emailSend(id)]);
     expect(await redis.llen(emailSend.toKey('wait'))).toBe(0);
