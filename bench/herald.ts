@@ -130,7 +130,7 @@ export class HeraldDeployment {
   /** True when no notice job waits, runs, or is delayed. */
   async drained(): Promise<boolean> {
     const counts = await Promise.all(
-      NOTICE_QUEUES.map((name) => this.queue(name).getJobCounts('wait', 'active', 'delayed', 'paused', 'prioritized')),
+      NOTICE_QUEUES.map((name) => this.queue(name).getJobCounts('wait', 'active', 'delayed', 'prioritized')),
     );
     return counts.every((c) => Object.values(c).every((n) => n === 0));
   }

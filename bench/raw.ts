@@ -42,7 +42,7 @@ export class RawDeployment {
   }
 
   async drained(): Promise<boolean> {
-    const counts = await this.queue.getJobCounts('wait', 'active', 'delayed', 'paused', 'prioritized');
+    const counts = await this.queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
     return Object.values(counts).every((n) => n === 0);
   }
 

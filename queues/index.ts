@@ -4,6 +4,7 @@ import type { Clock } from '../src/clock.js';
 import { shardOfNoticeId } from '../src/notice/ids.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
 import { partitionOfNotice, type Keys } from '../src/store/keys.js';
+import type { RedisClient } from '../src/store/redis.js';
 
 /** Herald's queues; one processor module per queue in this folder. */
 export const QUEUE_NAMES = {
@@ -194,6 +195,21 @@ export function listQueues(queues: HeraldQueues): ListedQueue[] {
 }
 
 const NOTICE_QUEUE_KEYS: readonly NoticeQueueKey[] = ['emailSend', 'emailPoll', 'deadline', 'smsSend', 'smsPoll'];
+
+/**
+ * The queues that BullMQ 5 paused with jobs waiting: it moved them to the queue's `paused` list,
+ * which BullMQ 6 no longer writes, counts or shows. They run once the queue is resumed (BullMQ 6's
+ * resume moves them back to `wait`, oldest first). Every other key BullMQ 5 wrote, delayed jobs
+ * included, BullMQ 6 reads as it is.
+ */
+export async function pausedUnderBullmq5(redis: RedisClient, listed: readonly ListedQueue[]): Promise<{ label: string; jobs: number }[]> {
+  const found: { label: string; jobs: number }[] = [];
+  for (const { label, queue } of listed) {
+    const jobs = await redis.llen(queue.toKey('paused'));
+    if (jobs > 0) found.push({ label, jobs });
+  }
+  return found;
+}
 
 /**
  * Opens every Herald queue on one connection: each notice queue in `partitions` partitions

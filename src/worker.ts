@@ -12,7 +12,15 @@ import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
 import { within } from './time-limit.js';
-import { closeQueues, KEEP_JOBS, QUEUE_NAMES, type NoticeJob, type PartitionedQueue } from '../queues/index.js';
+import {
+  closeQueues,
+  KEEP_JOBS,
+  listQueues,
+  pausedUnderBullmq5,
+  QUEUE_NAMES,
+  type NoticeJob,
+  type PartitionedQueue,
+} from '../queues/index.js';
 import { sendEmailProcessor } from '../queues/email-send.js';
 import { pollEmailProcessor } from '../queues/email-poll.js';
 import { runDeadlineProcessor } from '../queues/deadline.js';
@@ -84,23 +92,23 @@ export async function startWorker(
 
   const prefix = store.keys.queuePrefix;
   // Status calls are limited per provider for all workers together (BullMQ's limiter is global
-  // per queue, so each partition gets its share); a 429 pauses every partition for its Retry-After.
-  const pausers = new Map<string, Worker<NoticeJob>[]>();
-  const pause = (queue: string) => async (ms: number) => {
-    await Promise.all((pausers.get(queue) ?? []).map((worker) => worker.rateLimit(ms)));
+  // per queue, so each partition gets its share); a 429 pauses every partition for its Retry-After
+  // (the queue's rateLimit, which BullMQ keeps where it deprecates the worker's).
+  const pause = (queue: PartitionedQueue) => async (ms: number) => {
+    await Promise.all(queue.all.map((partition) => partition.rateLimit(ms)));
   };
   const processors: [PartitionedQueue, Processor<NoticeJob>, { max: number; duration: number } | undefined][] = [
     [queues.emailSend, sendEmailProcessor(engine, { clock, log }), undefined],
     [
       queues.emailPoll,
-      pollEmailProcessor(engine, { clock, log, pause: pause(QUEUE_NAMES.emailPoll) }),
+      pollEmailProcessor(engine, { clock, log, pause: pause(queues.emailPoll) }),
       { max: config.statusChecksPerSecond.email, duration: 1000 },
     ],
     [queues.deadline, runDeadlineProcessor(engine, { clock, log }), undefined],
     [queues.smsSend, sendSmsProcessor(engine, { clock, log }), undefined],
     [
       queues.smsPoll,
-      pollSmsProcessor(engine, { clock, log, pause: pause(QUEUE_NAMES.smsPoll) }),
+      pollSmsProcessor(engine, { clock, log, pause: pause(queues.smsPoll) }),
       { max: config.statusChecksPerSecond.sms, duration: 1000 },
     ],
   ];
@@ -109,7 +117,7 @@ export async function startWorker(
   const workers: Worker[] = processors.flatMap(([partitioned, processor, limiter]) => {
     const each = partitioned.all;
     const shares = limiter ? shareLimit(limiter, each.length) : [];
-    const started = each.map(
+    return each.map(
       (queue, i) =>
         new Worker<NoticeJob>(queue.name, processor, {
           connection: redis,
@@ -124,8 +132,6 @@ export async function startWorker(
           stalledInterval: STALLED_AFTER_MS / 2,
         }),
     );
-    pausers.set(partitioned.name, started);
-    return started;
   });
   workers.push(new Worker(QUEUE_NAMES.reconcile, reconcileProcessor(reconciler), { connection: redis, prefix, concurrency: 1 }));
   workers.push(new Worker(QUEUE_NAMES.logMirror, logMirrorProcessor(mirror), { connection: redis, prefix, concurrency: 1 }));
@@ -165,6 +171,18 @@ export async function startWorker(
     (error: unknown) => log.warn({ err: error }, 'notices list index backfill failed; it runs again at the next start'),
   );
 
+  // Jobs a queue paused under BullMQ 5 holds where BullMQ 6 does not count them: said once at start.
+  const paused = pausedUnderBullmq5(redis, listQueues(queues)).then(
+    (found) => {
+      for (const { label, jobs } of found)
+        log.warn(
+          { queue: label, jobs },
+          'queue paused under BullMQ 5: its waiting jobs run once it is resumed (Bull Board), and are not counted until then',
+        );
+    },
+    (error: unknown) => log.warn({ err: error }, 'could not look for queues paused under BullMQ 5'),
+  );
+
   const close = once(async () => {
     // Stop fetching jobs and wait for the running ones, within the shutdown bound.
     mirror.stop();
@@ -172,7 +190,7 @@ export async function startWorker(
     // BullMQ's close can wait forever once Redis went away during it, even after Redis is back
     // (bullmq #2430, #4656): every later step is bounded too, and the connections are cut below.
     await within(2_000, Promise.allSettled(workers.map((w) => w.close(true))));
-    await within(1_000, Promise.all([backfill, indexed]));
+    await within(1_000, Promise.all([backfill, indexed, paused]));
     await within(2_000, closeQueues(queues));
     await Promise.all(
       [redis, stepRedis].map(async (connection) => {

@@ -490,9 +490,7 @@ class ChaosRun {
       .filter(([name]) => name !== 'reconcile')
       .map(([, q]) => q);
     while (Date.now() < until) {
-      const counts = await Promise.all(queues.map((q) => q.getJobCounts('wait', 'delayed', 'prioritized', 'paused', 'active'))).catch(
-        () => null,
-      );
+      const counts = await Promise.all(queues.map((q) => q.getJobCounts('wait', 'delayed', 'prioritized', 'active'))).catch(() => null);
       if (counts && counts.every((c) => Object.values(c).every((n) => n === 0))) break;
       await sleep(250);
     }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { configProblems, testConfig, testEnv, testPrefix } from '../helpers/env.js';
+import { configProblems, testConfig, testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -33,5 +33,37 @@ describe('a 429 asking for a week, through the worker', () => {
     await stack.waitForState(id, ['email_sent', 'email_delivered']);
     const error = (await stack.events(id)).find((e) => e.type === 'provider.error');
     expect(error).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2_000, retryAfterClampedFromMs: WEEK_S * 1000 });
+  });
+});
+
+describe('a 429 on a status read, through the worker', () => {
+  let stack: Stack | undefined;
+  afterEach(async () => {
+    await stack?.close();
+    stack = undefined;
+  });
+
+  it("holds every worker's status checks of that kind for the Retry-After (the queue's rate limit)", async () => {
+    stack = await startStack({ prefix: testPrefix('status-429'), env: { HERALD_MAX_RETRY_AFTER: '10m' } });
+    stack.sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 300, match: 'never+held', count: 1 });
+    const id = await stack.createNotice(
+      noticeBody({
+        recipient: { id: 'p-held', email: 'never+held@example.com' },
+        deadlineInSeconds: 30,
+        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 2 },
+      }),
+    );
+    await waitFor(
+      async () => (await stack!.events(id)).some((e) => e.type === 'provider.error' && e.operation === 'status'),
+      20_000,
+      'the status read refused with a 429',
+    );
+    // Every partition of the status-check queue is held (its limiter key lives for the Retry-After).
+    await waitFor(
+      async () => (await Promise.all(stack!.web.queues.emailPoll.all.map((q) => q.getRateLimitTtl()))).every((ttl) => ttl > 60_000),
+      5_000,
+      'the status-check queue to be held',
+    );
+    expect(await stack.web.queues.emailSend.of(id).getRateLimitTtl()).toBeLessThanOrEqual(0);
   });
 });
