@@ -65,6 +65,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     configureWebhooks: (target) => ctx.webhooks.configure(target),
     setWebhookFaults: (rates) => ctx.webhooks.setFaults(rates),
     webhookDeliveries: () => ctx.webhooks.deliveries(),
+    webhookTarget: () => ctx.webhooks.configured,
+    webhookFaults: () => ctx.webhooks.faults(),
     reset: () => {
       state.reset();
       queues.clear();

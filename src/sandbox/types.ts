@@ -227,6 +227,10 @@ export interface Sandbox {
   setWebhookFaults(rates: WebhookFaultRates): void;
   /** Every webhook pushed or dropped so far, oldest first. */
   webhookDeliveries(): WebhookDeliveryRecord[];
+  /** Where webhooks are pushed, with the secrets; undefined when they are not. */
+  webhookTarget(): WebhookTarget | undefined;
+  /** The fault rates set by `setWebhookFaults`. */
+  webhookFaults(): WebhookFaultRates;
   /** Forgets messages, requests, faults, planned webhooks and flaky-attempt counters. */
   reset(): void;
 }
