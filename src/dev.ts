@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { ConfigError, loadConfig, newDevApiKey } from './config.js';
 import { createLogger } from './logger.js';
 import { startSandbox, urlHost, type Sandbox } from './sandbox/index.js';
-import { sandboxWebhookSecrets } from './sandbox/webhook-keys.js';
+import { mailgunWebhookSigningKey, sendgridWebhookKeys } from './sandbox/webhook-keys.js';
 import type { WebhookTarget } from './sandbox/webhooks.js';
 import { startWeb } from './server.js';
 import { exitOnSignals } from './signals.js';
@@ -77,20 +78,20 @@ function webhooksWanted(env: Env): boolean {
 async function sandboxWebhooks(env: Env): Promise<{ target: Omit<WebhookTarget, 'url'>; providers: string[] }> {
   if (env.PORT?.trim() === '0') env.PORT = String(await freePort(env.HOST!));
   env.HERALD_PUBLIC_URL = env.HERALD_PUBLIC_URL?.trim() || `http://${urlHost(env.HOST!)}:${env.PORT?.trim() || '3000'}`;
-  const secrets = sandboxWebhookSecrets();
   const email = env.HERALD_EMAIL_PROVIDER?.trim() || 'postmark';
   const target: Omit<WebhookTarget, 'url'> = {};
   const providers: string[] = [];
   if (email === 'postmark') {
-    target.postmarkAuth = env.HERALD_POSTMARK_WEBHOOK_AUTH = env.HERALD_POSTMARK_WEBHOOK_AUTH?.trim() || secrets.postmarkAuth;
+    target.postmarkAuth = env.HERALD_POSTMARK_WEBHOOK_AUTH = env.HERALD_POSTMARK_WEBHOOK_AUTH?.trim() || `postmark:${randomBytes(18).toString('base64url')}`;
     providers.push('postmark');
   } else if (email === 'sendgrid' && !env.SENDGRID_WEBHOOK_PUBLIC_KEY?.trim()) {
     // Only a key pair made here can sign: a verification key given from outside leaves SendGrid to polling.
-    env.SENDGRID_WEBHOOK_PUBLIC_KEY = secrets.sendgrid.publicKeyBase64;
-    target.sendgridPrivateKey = secrets.sendgrid.privateKeyPem;
+    const keys = sendgridWebhookKeys();
+    env.SENDGRID_WEBHOOK_PUBLIC_KEY = keys.publicKey;
+    target.sendgridPrivateKey = keys.privateKey;
     providers.push('sendgrid');
   } else if (email === 'mailgun') {
-    target.mailgunSigningKey = env.MAILGUN_WEBHOOK_SIGNING_KEY = env.MAILGUN_WEBHOOK_SIGNING_KEY?.trim() || secrets.mailgunSigningKey;
+    target.mailgunSigningKey = env.MAILGUN_WEBHOOK_SIGNING_KEY = env.MAILGUN_WEBHOOK_SIGNING_KEY?.trim() || mailgunWebhookSigningKey();
     providers.push('mailgun');
   }
   // Twilio signs with the account's auth token (the sandbox's, unless TWILIO_AUTH_TOKEN is set).

@@ -1,41 +1,38 @@
 /**
- * Secrets for the sandbox's webhooks: what `npm start` and the tests give both Herald (its
- * webhook variables) and the sandbox's outbox (which signs or sends with them), so that the
- * emulators' webhooks verify as the real providers' do. Fresh on every call, never published.
+ * Development secrets for the sandbox's webhooks, and the signatures made with them, as SendGrid
+ * and Mailgun make theirs. Herald is configured with the verifying half (SENDGRID_WEBHOOK_PUBLIC_KEY,
+ * MAILGUN_WEBHOOK_SIGNING_KEY); the sandbox's outbox signs with the other (`WebhookTarget`).
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 
-/** An ECDSA P-256 key pair as SendGrid's Event Webhook uses one. */
-export interface SendgridKeyPair {
-  /** The signing key (PKCS#8 PEM): the sandbox's outbox signs with it. */
-  privateKeyPem: string;
-  /** The verification key as SendGrid shows it: base64 of the DER public key (SENDGRID_WEBHOOK_PUBLIC_KEY). */
-  publicKeyBase64: string;
+/** An ECDSA P-256 key pair like the one SendGrid makes for the Signed Event Webhook. */
+export interface SendgridWebhookKeys {
+  /** PEM (PKCS#8): what the sandbox signs with (`WebhookTarget.sendgridPrivateKey`). */
+  privateKey: string;
+  /** Base64 of the DER public key, the form SendGrid shows and SENDGRID_WEBHOOK_PUBLIC_KEY takes. */
+  publicKey: string;
 }
 
-/** A fresh ECDSA P-256 key pair for the SendGrid Event Webhook. */
-export function sendgridKeyPair(): SendgridKeyPair {
+/** A fresh key pair for the SendGrid Event Webhook. */
+export function sendgridWebhookKeys(): SendgridWebhookKeys {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   return {
-    privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-    publicKeyBase64: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+    privateKey: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+    publicKey: publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
   };
 }
 
-/** The webhook secrets of one sandbox run, in the shape of Herald's variables and the outbox's target. */
-export interface SandboxWebhookSecrets {
-  /** HERALD_POSTMARK_WEBHOOK_AUTH: `user:password`. */
-  postmarkAuth: string;
-  sendgrid: SendgridKeyPair;
-  /** MAILGUN_WEBHOOK_SIGNING_KEY. */
-  mailgunSigningKey: string;
+/** SendGrid's signature of one request: ECDSA/SHA-256 over the timestamp header followed by the body, DER in base64. */
+export function signSendgridWebhook(privateKey: string, timestamp: string, body: string): string {
+  return sign('sha256', Buffer.from(timestamp + body, 'utf8'), { key: privateKey, dsaEncoding: 'der' }).toString('base64');
 }
 
-/** Fresh secrets for every provider's webhook (Twilio signs with the account's auth token instead). */
-export function sandboxWebhookSecrets(): SandboxWebhookSecrets {
-  return {
-    postmarkAuth: `postmark:${randomBytes(18).toString('base64url')}`,
-    sendgrid: sendgridKeyPair(),
-    mailgunSigningKey: `key-${randomBytes(16).toString('hex')}`,
-  };
+/** A fresh Mailgun HTTP webhook signing key (hex, as Mailgun shows one). */
+export function mailgunWebhookSigningKey(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** Mailgun's `signature` object of one request: a 50-character token and the hex HMAC-SHA256 of timestamp + token. */
+export function signMailgunWebhook(signingKey: string, timestamp: string, token: string = randomBytes(25).toString('hex')) {
+  return { timestamp, token, signature: createHmac('sha256', signingKey).update(timestamp + token).digest('hex') };
 }

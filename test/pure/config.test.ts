@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { configProblems } from '../helpers/env.js';
 import { formatDuration, parseDuration } from '../../src/durations.js';
-import { sendgridKeyPair } from '../../src/sandbox/webhook-keys.js';
+import { sendgridWebhookKeys } from '../../src/sandbox/webhook-keys.js';
 
 const problemsOf = configProblems;
 
@@ -111,7 +111,7 @@ describe('configuration', () => {
     });
 
     it('takes SENDGRID_WEBHOOK_PUBLIC_KEY only as an EC P-256 public key in base64 DER, as SendGrid shows it', () => {
-      const { publicKeyBase64 } = sendgridKeyPair();
+      const { publicKey: publicKeyBase64 } = sendgridWebhookKeys();
       expect(loadConfig({ SENDGRID_WEBHOOK_PUBLIC_KEY: publicKeyBase64 }).webhooks.sendgridPublicKey).toBe(publicKeyBase64);
       const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
       const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
