@@ -82,7 +82,8 @@ async function sandboxWebhooks(env: Env): Promise<{ target: Omit<WebhookTarget, 
   const target: Omit<WebhookTarget, 'url'> = {};
   const providers: string[] = [];
   if (email === 'postmark') {
-    target.postmarkAuth = env.HERALD_POSTMARK_WEBHOOK_AUTH = env.HERALD_POSTMARK_WEBHOOK_AUTH?.trim() || `postmark:${randomBytes(18).toString('base64url')}`;
+    target.postmarkAuth = env.HERALD_POSTMARK_WEBHOOK_AUTH =
+      env.HERALD_POSTMARK_WEBHOOK_AUTH?.trim() || `postmark:${randomBytes(18).toString('base64url')}`;
     providers.push('postmark');
   } else if (email === 'sendgrid' && !env.SENDGRID_WEBHOOK_PUBLIC_KEY?.trim()) {
     // Only a key pair made here can sign: a verification key given from outside leaves SendGrid to polling.
