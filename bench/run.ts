@@ -349,6 +349,22 @@ try {
         unit: '',
       },
       {
+        figure: 'Email status reads per delivered notice, webhooks on',
+        herald: webhooks.deliveredOn.providerCallsPerItem['postmark.details'] ?? 0,
+        baseline: webhooks.deliveredOff.providerCallsPerItem['postmark.details'] ?? 0,
+        baselineIs: 'webhooks off: polling only',
+        unit: '',
+      },
+      // The email of a fallback notice is never delivered, so no webhook saves its checks; how many of those
+      // a loaded machine skips (a late check skips those it overtook) varies from run to run. The SMS reads are the point.
+      {
+        figure: 'SMS status reads per fallback notice, webhooks on',
+        herald: webhooks.fallbackOn.providerCallsPerItem['twilio.fetch'] ?? 0,
+        baseline: webhooks.fallbackOff.providerCallsPerItem['twilio.fetch'] ?? 0,
+        baselineIs: 'webhooks off: polling only',
+        unit: '',
+      },
+      {
         figure: 'Provider calls per fallback notice, webhooks on',
         herald: webhooks.fallbackOn.providerCallsPerItem.total ?? Number.NaN,
         baseline: webhooks.fallbackOff.providerCallsPerItem.total ?? Number.NaN,
