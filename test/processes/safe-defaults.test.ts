@@ -197,6 +197,44 @@ describe('npm start', () => {
       }
     });
 
+    it.each(['sendgrid', 'mailgun'])(
+      "signs %s's webhooks with the secrets it made, and records the delivery from them",
+      async (provider) => {
+        const { prefix, run } = startHerald({ HERALD_EMAIL_PROVIDER: provider });
+        const redis = plainRedis();
+        try {
+          const { text, url, headers } = await banner(run);
+          expect(text).toMatch(new RegExp(`Webhooks on: the emulators push ${provider}, twilio events`));
+          const created = await fetch(`${url}/v1/notices`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify(noticeBody({ recipient: { id: 'p3', email: 'delivered+300ms@example.com' }, deadlineInSeconds: 60 })),
+          });
+          const { id } = (await created.json()) as { id: string };
+          const log = await waitFor(
+            async () => {
+              const answer = (await (await fetch(`${url}/v1/notices/${id}/events`, { headers })).json()) as {
+                events: Record<string, any>[];
+              };
+              return answer.events.some((e) => e.type === 'notice.completed') && answer.events;
+            },
+            30_000,
+            `the ${provider} delivery`,
+          );
+          expect(log.find((e) => e.type === 'email.requested')?.provider).toBe(`${provider}-sandbox`);
+          expect(log.filter((e) => e.type === 'email.observed' && e.status === 'delivered')).toEqual([
+            expect.objectContaining({ source: 'webhook', checksSaved: expect.any(Number) }),
+          ]);
+          expect(log.at(-1)).toMatchObject({ type: 'notice.completed', state: 'email_delivered' });
+        } finally {
+          run.child.kill('SIGTERM');
+          await run.exited;
+          await deleteKeys(redis, prefix);
+          await redis.quit();
+        }
+      },
+    );
+
     it('leaves them off with HERALD_SANDBOX_WEBHOOKS=0: no webhook route answers', async () => {
       const { prefix, run } = startHerald({ HERALD_SANDBOX_WEBHOOKS: '0' });
       const redis = plainRedis();
