@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     sandbox
       ? `  Sandbox emulators (${config.emailProvider}, ${config.smsProvider}) at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)`
       : '',
-    sandbox && webhooks
+    sandbox && webhooks && webhooks.providers.length > 0
       ? `  Webhooks on: the emulators push ${webhooks.providers.join(', ')} events to ${web.url}/webhooks/… (HERALD_SANDBOX_WEBHOOKS=0: polling only)`
       : '',
     devApiKey ? `  Dev API key: ${devApiKey}` : '',
