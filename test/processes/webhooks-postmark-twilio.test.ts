@@ -117,6 +117,34 @@ describe('Postmark webhooks', () => {
     expect(fromWebhook(await stack.events(id), 'email.observed')).toEqual([expect.objectContaining({ status: 'delivered' })]);
   });
 
+  it('an Open after the delivery is recorded as engagement and changes nothing of the delivered notice', async () => {
+    const email = address('delivered+1s');
+    const id = await stack.createNotice(emailNotice(email));
+    await stack.waitForState(id, ['email_delivered']);
+    const messageId = ofType(await stack.events(id), 'email.accepted')[0]!.providerMessageId as string;
+    const open = JSON.stringify({
+      RecordType: 'Open',
+      MessageStream: 'outbound',
+      Metadata: { herald_key: `${id}-email` },
+      FirstOpen: true,
+      Recipient: email,
+      MessageID: messageId,
+      ReceivedAt: new Date().toISOString(),
+      Platform: 'WebMail',
+      ReadSeconds: 5,
+      Tag: '',
+      UserAgent: 'Mozilla/5.0',
+    });
+    const res = await stack.post('/webhooks/postmark', { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) }, open);
+    expect(res.status).toBe(200);
+    const events = await stack.events(id);
+    expect(ofType(events, 'email.observed').at(-1)).toMatchObject({ source: 'webhook', status: 'pending', engagement: ['opened'] });
+    expect(ofType(events, 'notice.completed')).toHaveLength(1);
+    const view = await stack.view(id);
+    expect(view.state).toBe('email_delivered');
+    expect(view.email.status).toBe('delivered');
+  });
+
   it('a duplicated webhook is harmless: one observation, and the duplicate counted', async () => {
     const email = address('delivered+1s+wh-dup');
     const duplicatesBefore = await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="duplicate"');
