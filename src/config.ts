@@ -553,6 +553,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.metrics.port !== undefined && config.metrics.port !== 0 && config.metrics.port === config.port) {
     problems.push(`HERALD_METRICS_PORT=${config.metrics.port} must differ from PORT: it is a listener of its own`);
   }
+  const postmarkAuth = config.webhooks.postmarkAuth;
+  if (postmarkAuth !== undefined && !/^[^:]+:.+$/.test(postmarkAuth)) {
+    problems.push('HERALD_POSTMARK_WEBHOOK_AUTH must be user:password (the credentials put in the Postmark webhook URL)');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
 }

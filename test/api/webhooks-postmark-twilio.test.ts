@@ -10,7 +10,7 @@ import { postmarkReceiver } from '../../src/webhooks/postmark.js';
 import { twilioReceiver, twilioStatusCallbackUrl } from '../../src/webhooks/twilio.js';
 import type { WebhookRequest } from '../../src/webhooks/types.js';
 import { WebhookPayloadError } from '../../src/webhooks/types.js';
-import { plainRedis, testConfig, testPrefix } from '../helpers/env.js';
+import { configProblems, plainRedis, testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 
 const AUTH = 'herald-hooks:s3cret-pass';
@@ -126,6 +126,13 @@ describe('postmarkReceiver', () => {
     expect(receiver.verify(postmarkRequest(delivery, null))).toBe(false);
     expect(receiver.verify(postmarkRequest(delivery, `Bearer ${AUTH}`))).toBe(false);
     expect(receiver.verify(postmarkRequest(delivery, 'Basic'))).toBe(false);
+  });
+
+  it('takes its credentials as user:password, and the configuration names a malformed value', () => {
+    expect(configProblems({ HERALD_POSTMARK_WEBHOOK_AUTH: AUTH })).toEqual([]);
+    for (const bad of ['no-colon', ':password', 'user:']) {
+      expect(configProblems({ HERALD_POSTMARK_WEBHOOK_AUTH: bad })).toEqual([expect.stringContaining('HERALD_POSTMARK_WEBHOOK_AUTH must be user:password')]);
+    }
   });
 
   it('maps a Delivery to delivered, with the notice from Herald’s metadata key', () => {
