@@ -166,6 +166,24 @@ describe('Postmark webhooks', () => {
     expect(await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="duplicate"')).toBeGreaterThan(duplicatesBefore);
   });
 
+  it('webhooks in reverse order (Delivery before Transient) change no outcome: delivered, and the delay recorded late', async () => {
+    const email = address('deferred-delivered+1s+wh-reorder');
+    const id = await stack.createNotice(emailNotice(email));
+    await stack.waitForState(id, ['email_delivered']);
+    const messageId = ofType(await stack.events(id), 'email.accepted')[0]!.providerMessageId as string;
+    await waitFor(
+      async () => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === messageId && d.status === 200).length === 2,
+      20_000,
+      'both reordered webhooks to be answered',
+    );
+    const events = await stack.events(id);
+    expect(fromWebhook(events, 'email.observed').map((e) => e.status)).toEqual(['delivered', 'deferred']);
+    expect(ofType(events, 'notice.completed')).toEqual([expect.objectContaining({ state: 'email_delivered' })]);
+    const view = await stack.view(id);
+    expect(view.state).toBe('email_delivered');
+    expect(view.email.status).toBe('delivered');
+  });
+
   it('a notice whose webhook was dropped still ends delivered, through its planned check', async () => {
     const email = address('delivered+1s+wh-drop');
     const id = await stack.createNotice(emailNotice(email));
