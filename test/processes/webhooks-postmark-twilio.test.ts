@@ -12,7 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
-import { POSTMARK_WEBHOOK_AUTH, startWebhookStack, TWILIO_WEBHOOK_TOKEN, WEBHOOK_PUBLIC_URL, type WebhookStack } from '../helpers/webhook-stack.js';
+import {
+  POSTMARK_WEBHOOK_AUTH,
+  startWebhookStack,
+  TWILIO_WEBHOOK_TOKEN,
+  WEBHOOK_PUBLIC_URL,
+  type WebhookStack,
+} from '../helpers/webhook-stack.js';
 
 let stack: WebhookStack;
 let labels = 0;
@@ -31,7 +37,8 @@ afterAll(async () => {
 
 const ofType = (events: StoredEntry[], type: string) => events.filter((e) => e.type === type);
 const fromWebhook = (events: StoredEntry[], type: string) => ofType(events, type).filter((e) => e.source === 'webhook');
-const requestsFor = (recipient: string, operation: string) => stack.sandbox.requests().filter((r) => r.recipient === recipient && r.operation === operation);
+const requestsFor = (recipient: string, operation: string) =>
+  stack.sandbox.requests().filter((r) => r.recipient === recipient && r.operation === operation);
 const basic = (credentials: string) => `Basic ${Buffer.from(credentials).toString('base64')}`;
 /** The value of one sample of /metrics, 0 when absent. */
 async function metric(name: string, labels: string): Promise<number> {
@@ -41,7 +48,11 @@ async function metric(name: string, labels: string): Promise<number> {
 
 /** An email notice whose first planned check comes long after its webhooks. */
 function emailNotice(email: string, to = phone()) {
-  return noticeBody({ recipient: { id: `player-wh-${++labels}`, email, phone: to }, deadlineInSeconds: 30, policy: { firstCheckAfterSeconds: 12 } });
+  return noticeBody({
+    recipient: { id: `player-wh-${++labels}`, email, phone: to },
+    deadlineInSeconds: 30,
+    policy: { firstCheckAfterSeconds: 12 },
+  });
 }
 
 /** A notice that falls back to SMS at once: its email is never delivered and its deadline is near. */
@@ -67,7 +78,14 @@ function deliveryWebhook(messageId: string, noticeId: string, email: string): st
 /** A Twilio status callback signed with `token` over the public URL and the path. */
 function statusCallback(noticeId: string, sid: string, status: string, token = TWILIO_WEBHOOK_TOKEN) {
   const path = `/webhooks/twilio?notice=${noticeId}`;
-  const params = { AccountSid: 'AC00000000000000000000000000000000', ApiVersion: '2010-04-01', MessageSid: sid, MessageStatus: status, SmsSid: sid, SmsStatus: status };
+  const params = {
+    AccountSid: 'AC00000000000000000000000000000000',
+    ApiVersion: '2010-04-01',
+    MessageSid: sid,
+    MessageStatus: status,
+    SmsSid: sid,
+    SmsStatus: status,
+  };
   const headers = {
     'content-type': 'application/x-www-form-urlencoded',
     'x-twilio-signature': twilio.getExpectedTwilioSignature(token, WEBHOOK_PUBLIC_URL + path, params),
@@ -88,7 +106,9 @@ describe('Postmark webhooks', () => {
     expect(observed[0]).toMatchObject({ source: 'webhook', status: 'delivered', providerStatus: 'Sent+Delivered' });
     expect(observed[0]!.checksSaved).toBeGreaterThan(0);
     expect(ofType(events, 'notice.completed')).toEqual([expect.objectContaining({ state: 'email_delivered' })]);
-    expect(await metric('herald_status_checks_saved_total', 'channel="email"')).toBeGreaterThanOrEqual(savedBefore + (observed[0]!.checksSaved as number));
+    expect(await metric('herald_status_checks_saved_total', 'channel="email"')).toBeGreaterThanOrEqual(
+      savedBefore + (observed[0]!.checksSaved as number),
+    );
     // The first planned check came and went: its job was dropped, so Postmark was never asked.
     const plan = (await stack.view(id)).plannedChecks as string[];
     await waitFor(async () => Date.now() > Date.parse(plan[0]!) + 1500, 30_000, 'the first planned check to pass');
@@ -104,14 +124,22 @@ describe('Postmark webhooks', () => {
     const messageId = ofType(before, 'email.accepted')[0]!.providerMessageId as string;
     const body = deliveryWebhook(messageId, id, email);
     for (const authorization of [basic('herald-hooks:guessed'), '']) {
-      const refused = await stack.post('/webhooks/postmark', { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body);
+      const refused = await stack.post(
+        '/webhooks/postmark',
+        { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+        body,
+      );
       expect(refused.status).toBe(401);
       expect(JSON.parse(refused.text).error.code).toBe('unauthorized');
     }
     expect(await stack.events(id)).toEqual(before);
     expect((await stack.view(id)).state).toBe('email_sent');
 
-    const accepted = await stack.post('/webhooks/postmark', { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) }, body);
+    const accepted = await stack.post(
+      '/webhooks/postmark',
+      { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) },
+      body,
+    );
     expect(accepted.status).toBe(200);
     await stack.waitForState(id, ['email_delivered']);
     expect(fromWebhook(await stack.events(id), 'email.observed')).toEqual([expect.objectContaining({ status: 'delivered' })]);
@@ -135,7 +163,11 @@ describe('Postmark webhooks', () => {
       Tag: '',
       UserAgent: 'Mozilla/5.0',
     });
-    const res = await stack.post('/webhooks/postmark', { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) }, open);
+    const res = await stack.post(
+      '/webhooks/postmark',
+      { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) },
+      open,
+    );
     expect(res.status).toBe(200);
     const events = await stack.events(id);
     expect(ofType(events, 'email.observed').at(-1)).toMatchObject({ source: 'webhook', status: 'pending', engagement: ['opened'] });
@@ -163,7 +195,9 @@ describe('Postmark webhooks', () => {
     const events = await stack.events(id);
     expect(ofType(events, 'email.observed')).toHaveLength(1);
     expect(ofType(events, 'notice.completed')).toHaveLength(1);
-    expect(await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="duplicate"')).toBeGreaterThan(duplicatesBefore);
+    expect(await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="duplicate"')).toBeGreaterThan(
+      duplicatesBefore,
+    );
   });
 
   it('webhooks in reverse order (Delivery before Transient) change no outcome: delivered, and the delay recorded late', async () => {
@@ -217,7 +251,11 @@ describe('Postmark webhooks', () => {
   it('an event about a message Herald does not know gets 200, and counts in /metrics', async () => {
     const before = await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="unknown_message"');
     const body = deliveryWebhook('00000000-0000-4000-8000-000000000000', 'ntc_0000000000000000000000000000', 'someone@example.com');
-    const res = await stack.post('/webhooks/postmark', { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) }, body);
+    const res = await stack.post(
+      '/webhooks/postmark',
+      { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) },
+      body,
+    );
     expect(res.status).toBe(200);
     expect(await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="unknown_message"')).toBe(before + 1);
   });
@@ -240,7 +278,11 @@ describe('Twilio status callbacks', () => {
     expect(callbacks.length).toBeGreaterThan(0);
     expect(callbacks.every((d) => d.path === `/webhooks/twilio?notice=${id}`)).toBe(true);
     // The first SMS check (one poll floor after the send) came and went without a read.
-    await waitFor(async () => Date.now() > Date.parse(ofType(events, 'sms.accepted')[0]!.at as string) + 4500, 30_000, 'the first SMS check to pass');
+    await waitFor(
+      async () => Date.now() > Date.parse(ofType(events, 'sms.accepted')[0]!.at as string) + 4500,
+      30_000,
+      'the first SMS check to pass',
+    );
     expect(requestsFor(to, 'twilio.fetch')).toHaveLength(0);
   });
 
@@ -250,7 +292,11 @@ describe('Twilio status callbacks', () => {
     await stack.waitForState(id, ['sms_sent']);
     const sid = ofType(await stack.events(id), 'sms.accepted')[0]!.providerMessageId as string;
     // The emulator's own callbacks (queued, sending, sent) are in before the forgery.
-    await waitFor(async () => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === sid && d.status === 200).length >= 3, 20_000, 'the sent callback');
+    await waitFor(
+      async () => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === sid && d.status === 200).length >= 3,
+      20_000,
+      'the sent callback',
+    );
     const before = await stack.events(id);
     const forged = statusCallback(id, sid, 'delivered', 'not-the-token');
     const unsigned = { ...statusCallback(id, sid, 'delivered'), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
