@@ -244,6 +244,11 @@ describe('Postmark webhooks', () => {
     expect(ofType(events, 'email.observed').filter((e) => e.source === 'poll')).toHaveLength(0);
     expect(ofType(events, 'suppression.added')).toEqual([expect.objectContaining({ channel: 'email', source: 'postmark_hard_bounce' })]);
     expect(ofType(events, 'fallback.decided')).toHaveLength(1);
+    // The web recorded it and answered at once (no provider call of its own, nothing to retry).
+    const messageId = ofType(events, 'email.accepted')[0]!.providerMessageId as string;
+    expect(stack.sandbox.webhookDeliveries().filter((d) => d.messageId === messageId)).toEqual([
+      expect.objectContaining({ status: 200, tries: 1 }),
+    ]);
     await stack.waitForState(id, ['sms_delivered']);
     expect(stack.smsTo(to)).toBe(1);
   });
