@@ -465,7 +465,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
   // Postmark sends the credentials as basic auth from the webhook URL's user info.
   if (webhooks.postmarkAuth !== undefined && !/^[^:\s]+:\S+$/.test(webhooks.postmarkAuth)) {
-    problems.push('HERALD_POSTMARK_WEBHOOK_AUTH must be `user:password` (a user without ":", a password, no spaces), as put in the webhook URL at Postmark');
+    problems.push('HERALD_POSTMARK_WEBHOOK_AUTH must be user:password (a user without ":", a password, no spaces: the credentials put in the Postmark webhook URL)');
   }
   if (webhooks.sendgridPublicKey !== undefined) {
     const problem = sendgridPublicKeyProblem(webhooks.sendgridPublicKey);

@@ -87,7 +87,10 @@ function readEvent(recordType: string, body: Json): ReadEvent | undefined {
       };
     }
     case 'Open':
-      return { event: { Type: 'Opened', ReceivedAt: text(body['ReceivedAt']) }, identity: [text(body['Recipient']), text(body['ReceivedAt'])] };
+      return {
+        event: { Type: 'Opened', ReceivedAt: text(body['ReceivedAt']) },
+        identity: [text(body['Recipient']), text(body['ReceivedAt'])],
+      };
     case 'Click':
       return {
         event: { Type: 'LinkClicked', ReceivedAt: text(body['ReceivedAt']) },

@@ -10,7 +10,7 @@ import { postmarkReceiver } from '../../src/webhooks/postmark.js';
 import { twilioReceiver, twilioStatusCallbackUrl } from '../../src/webhooks/twilio.js';
 import type { WebhookRequest } from '../../src/webhooks/types.js';
 import { WebhookPayloadError } from '../../src/webhooks/types.js';
-import { plainRedis, testConfig, testPrefix } from '../helpers/env.js';
+import { configProblems, plainRedis, testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 
 const AUTH = 'herald-hooks:s3cret-pass';
@@ -29,7 +29,12 @@ function postmarkRequest(body: unknown, authorization: string | null = basic(AUT
 }
 
 /** A status callback signed as Twilio signs it: over the URL it calls and the form's parameters. */
-function twilioRequest(params: Record<string, string>, url = `/webhooks/twilio?notice=${NOTICE}`, token = TOKEN, signedBase = PUBLIC_URL): WebhookRequest {
+function twilioRequest(
+  params: Record<string, string>,
+  url = `/webhooks/twilio?notice=${NOTICE}`,
+  token = TOKEN,
+  signedBase = PUBLIC_URL,
+): WebhookRequest {
   return {
     rawBody: Buffer.from(new URLSearchParams(params).toString()),
     headers: { 'x-twilio-signature': twilio.getExpectedTwilioSignature(token, signedBase + url, params) },
@@ -128,6 +133,15 @@ describe('postmarkReceiver', () => {
     expect(receiver.verify(postmarkRequest(delivery, 'Basic'))).toBe(false);
   });
 
+  it('takes its credentials as user:password, and the configuration names a malformed value', () => {
+    expect(configProblems({ HERALD_POSTMARK_WEBHOOK_AUTH: AUTH })).toEqual([]);
+    for (const bad of ['no-colon', ':password', 'user:']) {
+      expect(configProblems({ HERALD_POSTMARK_WEBHOOK_AUTH: bad })).toEqual([
+        expect.stringContaining('HERALD_POSTMARK_WEBHOOK_AUTH must be user:password'),
+      ]);
+    }
+  });
+
   it('maps a Delivery to delivered, with the notice from Herald’s metadata key', () => {
     const [event] = receiver.events(postmarkRequest(delivery));
     expect(event).toMatchObject({
@@ -147,17 +161,26 @@ describe('postmarkReceiver', () => {
       bounceType: 'HardBounce',
       suppressed: true,
     });
-    for (const [Type, TypeCode] of [['Transient', 2], ['SoftBounce', 4096]] as const) {
+    for (const [Type, TypeCode] of [
+      ['Transient', 2],
+      ['SoftBounce', 4096],
+    ] as const) {
       const observation = receiver.events(postmarkRequest({ ...hardBounce, Type, TypeCode, Inactive: false }))[0]!.observation;
       expect(observation).toMatchObject({ status: 'deferred', bounceType: Type });
       expect(observation.suppressed).toBeUndefined();
     }
-    const complaint = receiver.events(postmarkRequest({ ...hardBounce, RecordType: 'SpamComplaint', Type: 'SpamComplaint', TypeCode: 512 }));
+    const complaint = receiver.events(
+      postmarkRequest({ ...hardBounce, RecordType: 'SpamComplaint', Type: 'SpamComplaint', TypeCode: 512 }),
+    );
     expect(complaint[0]!.observation).toMatchObject({ status: 'bounced', bounceType: 'SpamComplaint', suppressed: true });
   });
 
   it('maps an Open and a Click to engagement only, never to delivery', () => {
-    expect(receiver.events(postmarkRequest(open))[0]!.observation).toEqual({ providerStatus: 'Sent+Opened', status: 'pending', engagement: ['opened'] });
+    expect(receiver.events(postmarkRequest(open))[0]!.observation).toEqual({
+      providerStatus: 'Sent+Opened',
+      status: 'pending',
+      engagement: ['opened'],
+    });
     expect(receiver.events(postmarkRequest(click))[0]!.observation).toEqual({
       providerStatus: 'Sent+LinkClicked',
       status: 'pending',
@@ -194,14 +217,25 @@ describe('postmarkReceiver', () => {
 
 describe('twilioReceiver', () => {
   const receiver = twilioReceiver(TOKEN, PUBLIC_URL);
-  const callback = { AccountSid: 'AC0123', ApiVersion: '2010-04-01', From: '+15005550006', MessageSid: 'SM0123', MessageStatus: 'delivered', SmsSid: 'SM0123', SmsStatus: 'delivered', To: '+12025550100' };
+  const callback = {
+    AccountSid: 'AC0123',
+    ApiVersion: '2010-04-01',
+    From: '+15005550006',
+    MessageSid: 'SM0123',
+    MessageStatus: 'delivered',
+    SmsSid: 'SM0123',
+    SmsStatus: 'delivered',
+    To: '+12025550100',
+  };
 
   it('checks X-Twilio-Signature over HERALD_PUBLIC_URL + the path and query, with the form', () => {
     expect(receiver.verify(twilioRequest(callback))).toBe(true);
     expect(receiver.verify(twilioRequest(callback, undefined, 'another-token'))).toBe(false);
     expect(receiver.verify(twilioRequest(callback, undefined, TOKEN, 'https://elsewhere.example'))).toBe(false);
     const tampered = twilioRequest(callback);
-    expect(receiver.verify({ ...tampered, rawBody: Buffer.from(new URLSearchParams({ ...callback, MessageStatus: 'failed' }).toString()) })).toBe(false);
+    expect(
+      receiver.verify({ ...tampered, rawBody: Buffer.from(new URLSearchParams({ ...callback, MessageStatus: 'failed' }).toString()) }),
+    ).toBe(false);
     expect(receiver.verify({ ...tampered, url: `/webhooks/twilio?notice=ntc_0b01jd4yq3k2m5n6p7r8s9t0v1ab` })).toBe(false);
     expect(receiver.verify({ ...tampered, headers: {} })).toBe(false);
   });
@@ -218,7 +252,9 @@ describe('twilioReceiver', () => {
     ]);
     const undelivered = receiver.events(twilioRequest({ ...callback, MessageStatus: 'undelivered', ErrorCode: '30003' }))[0]!;
     expect(undelivered.observation).toEqual({ providerStatus: 'undelivered', status: 'failed', engagement: [], errorCode: 30003 });
-    expect(receiver.events(twilioRequest({ ...callback, MessageStatus: 'failed', ErrorCode: '21610' }))[0]!.observation.suppressed).toBe(true);
+    expect(receiver.events(twilioRequest({ ...callback, MessageStatus: 'failed', ErrorCode: '21610' }))[0]!.observation.suppressed).toBe(
+      true,
+    );
     expect(receiver.events(twilioRequest({ ...callback, MessageStatus: 'sent' }))[0]!.observation.status).toBe('pending');
     expect(receiver.events(twilioRequest(callback, '/webhooks/twilio'))[0]!.noticeId).toBeUndefined();
   });
@@ -253,7 +289,15 @@ describe('the webhook routes', () => {
   });
 
   const post = (path: string, request: WebhookRequest) =>
-    web.app.inject({ method: 'POST', url: path, payload: request.rawBody, headers: { 'content-type': path.includes('twilio') ? 'application/x-www-form-urlencoded' : 'application/json', ...(request.headers as Record<string, string>) } });
+    web.app.inject({
+      method: 'POST',
+      url: path,
+      payload: request.rawBody,
+      headers: {
+        'content-type': path.includes('twilio') ? 'application/x-www-form-urlencoded' : 'application/json',
+        ...(request.headers as Record<string, string>),
+      },
+    });
   const keys = async () => {
     const redis = plainRedis();
     const found = await redis.keys(`${prefix}:*`);
@@ -267,7 +311,10 @@ describe('the webhook routes', () => {
     const refused = [
       await post('/webhooks/postmark', postmarkRequest(delivery, basic('herald-hooks:guess'))),
       await post('/webhooks/postmark', postmarkRequest(delivery, null)),
-      await post(`/webhooks/twilio?notice=${NOTICE}`, twilioRequest({ MessageSid: 'SM1', MessageStatus: 'delivered' }, undefined, 'forged')),
+      await post(
+        `/webhooks/twilio?notice=${NOTICE}`,
+        twilioRequest({ MessageSid: 'SM1', MessageStatus: 'delivered' }, undefined, 'forged'),
+      ),
       await post(`/webhooks/twilio?notice=${NOTICE}`, { ...twilioRequest({ MessageSid: 'SM1', MessageStatus: 'delivered' }), headers: {} }),
     ];
     for (const res of refused) {

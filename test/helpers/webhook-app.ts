@@ -49,7 +49,11 @@ export async function startWebhookStack(label: string, env: Record<string, strin
   });
   const workerProcess = new WorkerProcess({ ...stack.env, LOG_LEVEL: 'info' }).start();
   try {
-    await waitFor(async () => workerProcess.ready || (workerProcess.exitCode !== null ? Promise.reject(new Error(workerProcess.output)) : false), 60_000, 'the worker process to run');
+    await waitFor(
+      async () => workerProcess.ready || (workerProcess.exitCode !== null ? Promise.reject(new Error(workerProcess.output)) : false),
+      60_000,
+      'the worker process to run',
+    );
   } catch (error) {
     await workerProcess.stop();
     await stack.close();

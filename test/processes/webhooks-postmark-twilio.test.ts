@@ -12,7 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
-import { POSTMARK_WEBHOOK_AUTH, startWebhookStack, TWILIO_WEBHOOK_TOKEN, WEBHOOK_PUBLIC_URL, type WebhookStack } from '../helpers/webhook-app.js';
+import {
+  POSTMARK_WEBHOOK_AUTH,
+  startWebhookStack,
+  TWILIO_WEBHOOK_TOKEN,
+  WEBHOOK_PUBLIC_URL,
+  type WebhookStack,
+} from '../helpers/webhook-app.js';
 
 let stack: WebhookStack;
 let labels = 0;
@@ -31,7 +37,8 @@ afterAll(async () => {
 
 const ofType = (events: StoredEntry[], type: string) => events.filter((e) => e.type === type);
 const fromWebhook = (events: StoredEntry[], type: string) => ofType(events, type).filter((e) => e.source === 'webhook');
-const requestsFor = (recipient: string, operation: string) => stack.sandbox.requests().filter((r) => r.recipient === recipient && r.operation === operation);
+const requestsFor = (recipient: string, operation: string) =>
+  stack.sandbox.requests().filter((r) => r.recipient === recipient && r.operation === operation);
 const basic = (credentials: string) => `Basic ${Buffer.from(credentials).toString('base64')}`;
 /** The value of one sample of /metrics, 0 when absent. */
 async function metric(name: string, labels: string): Promise<number> {
@@ -41,7 +48,11 @@ async function metric(name: string, labels: string): Promise<number> {
 
 /** An email notice whose first planned check comes long after its webhooks. */
 function emailNotice(email: string, to = phone()) {
-  return noticeBody({ recipient: { id: `player-wh-${++labels}`, email, phone: to }, deadlineInSeconds: 30, policy: { firstCheckAfterSeconds: 12 } });
+  return noticeBody({
+    recipient: { id: `player-wh-${++labels}`, email, phone: to },
+    deadlineInSeconds: 30,
+    policy: { firstCheckAfterSeconds: 12 },
+  });
 }
 
 /** A notice that falls back to SMS at once: its email is never delivered and its deadline is near. */
@@ -67,7 +78,14 @@ function deliveryWebhook(messageId: string, noticeId: string, email: string): st
 /** A Twilio status callback signed with `token` over the public URL and the path. */
 function statusCallback(noticeId: string, sid: string, status: string, token = TWILIO_WEBHOOK_TOKEN) {
   const path = `/webhooks/twilio?notice=${noticeId}`;
-  const params = { AccountSid: 'AC00000000000000000000000000000000', ApiVersion: '2010-04-01', MessageSid: sid, MessageStatus: status, SmsSid: sid, SmsStatus: status };
+  const params = {
+    AccountSid: 'AC00000000000000000000000000000000',
+    ApiVersion: '2010-04-01',
+    MessageSid: sid,
+    MessageStatus: status,
+    SmsSid: sid,
+    SmsStatus: status,
+  };
   const headers = {
     'content-type': 'application/x-www-form-urlencoded',
     'x-twilio-signature': twilio.getExpectedTwilioSignature(token, WEBHOOK_PUBLIC_URL + path, params),
@@ -88,7 +106,9 @@ describe('Postmark webhooks', () => {
     expect(observed[0]).toMatchObject({ source: 'webhook', status: 'delivered', providerStatus: 'Sent+Delivered' });
     expect(observed[0]!.checksSaved).toBeGreaterThan(0);
     expect(ofType(events, 'notice.completed')).toEqual([expect.objectContaining({ state: 'email_delivered' })]);
-    expect(await metric('herald_status_checks_saved_total', 'channel="email"')).toBeGreaterThanOrEqual(savedBefore + (observed[0]!.checksSaved as number));
+    expect(await metric('herald_status_checks_saved_total', 'channel="email"')).toBeGreaterThanOrEqual(
+      savedBefore + (observed[0]!.checksSaved as number),
+    );
     // The first planned check came and went: its job was dropped, so Postmark was never asked.
     const plan = (await stack.view(id)).plannedChecks as string[];
     await waitFor(async () => Date.now() > Date.parse(plan[0]!) + 1500, 30_000, 'the first planned check to pass');
@@ -104,17 +124,57 @@ describe('Postmark webhooks', () => {
     const messageId = ofType(before, 'email.accepted')[0]!.providerMessageId as string;
     const body = deliveryWebhook(messageId, id, email);
     for (const authorization of [basic('herald-hooks:guessed'), '']) {
-      const refused = await stack.post('/webhooks/postmark', { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body);
+      const refused = await stack.post(
+        '/webhooks/postmark',
+        { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+        body,
+      );
       expect(refused.status).toBe(401);
       expect(JSON.parse(refused.text).error.code).toBe('unauthorized');
     }
     expect(await stack.events(id)).toEqual(before);
     expect((await stack.view(id)).state).toBe('email_sent');
 
-    const accepted = await stack.post('/webhooks/postmark', { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) }, body);
+    const accepted = await stack.post(
+      '/webhooks/postmark',
+      { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) },
+      body,
+    );
     expect(accepted.status).toBe(200);
     await stack.waitForState(id, ['email_delivered']);
     expect(fromWebhook(await stack.events(id), 'email.observed')).toEqual([expect.objectContaining({ status: 'delivered' })]);
+  });
+
+  it('an Open after the delivery is recorded as engagement and changes nothing of the delivered notice', async () => {
+    const email = address('delivered+1s');
+    const id = await stack.createNotice(emailNotice(email));
+    await stack.waitForState(id, ['email_delivered']);
+    const messageId = ofType(await stack.events(id), 'email.accepted')[0]!.providerMessageId as string;
+    const open = JSON.stringify({
+      RecordType: 'Open',
+      MessageStream: 'outbound',
+      Metadata: { herald_key: `${id}-email` },
+      FirstOpen: true,
+      Recipient: email,
+      MessageID: messageId,
+      ReceivedAt: new Date().toISOString(),
+      Platform: 'WebMail',
+      ReadSeconds: 5,
+      Tag: '',
+      UserAgent: 'Mozilla/5.0',
+    });
+    const res = await stack.post(
+      '/webhooks/postmark',
+      { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) },
+      open,
+    );
+    expect(res.status).toBe(200);
+    const events = await stack.events(id);
+    expect(ofType(events, 'email.observed').at(-1)).toMatchObject({ source: 'webhook', status: 'pending', engagement: ['opened'] });
+    expect(ofType(events, 'notice.completed')).toHaveLength(1);
+    const view = await stack.view(id);
+    expect(view.state).toBe('email_delivered');
+    expect(view.email.status).toBe('delivered');
   });
 
   it('a duplicated webhook is harmless: one observation, and the duplicate counted', async () => {
@@ -135,7 +195,27 @@ describe('Postmark webhooks', () => {
     const events = await stack.events(id);
     expect(ofType(events, 'email.observed')).toHaveLength(1);
     expect(ofType(events, 'notice.completed')).toHaveLength(1);
-    expect(await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="duplicate"')).toBeGreaterThan(duplicatesBefore);
+    expect(await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="duplicate"')).toBeGreaterThan(
+      duplicatesBefore,
+    );
+  });
+
+  it('webhooks in reverse order (Delivery before Transient) change no outcome: delivered, and the delay recorded late', async () => {
+    const email = address('deferred-delivered+1s+wh-reorder');
+    const id = await stack.createNotice(emailNotice(email));
+    await stack.waitForState(id, ['email_delivered']);
+    const messageId = ofType(await stack.events(id), 'email.accepted')[0]!.providerMessageId as string;
+    await waitFor(
+      async () => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === messageId && d.status === 200).length === 2,
+      20_000,
+      'both reordered webhooks to be answered',
+    );
+    const events = await stack.events(id);
+    expect(fromWebhook(events, 'email.observed').map((e) => e.status)).toEqual(['delivered', 'deferred']);
+    expect(ofType(events, 'notice.completed')).toEqual([expect.objectContaining({ state: 'email_delivered' })]);
+    const view = await stack.view(id);
+    expect(view.state).toBe('email_delivered');
+    expect(view.email.status).toBe('delivered');
   });
 
   it('a notice whose webhook was dropped still ends delivered, through its planned check', async () => {
@@ -164,6 +244,11 @@ describe('Postmark webhooks', () => {
     expect(ofType(events, 'email.observed').filter((e) => e.source === 'poll')).toHaveLength(0);
     expect(ofType(events, 'suppression.added')).toEqual([expect.objectContaining({ channel: 'email', source: 'postmark_hard_bounce' })]);
     expect(ofType(events, 'fallback.decided')).toHaveLength(1);
+    // The web recorded it and answered at once (no provider call of its own, nothing to retry).
+    const messageId = ofType(events, 'email.accepted')[0]!.providerMessageId as string;
+    expect(stack.sandbox.webhookDeliveries().filter((d) => d.messageId === messageId)).toEqual([
+      expect.objectContaining({ status: 200, tries: 1 }),
+    ]);
     await stack.waitForState(id, ['sms_delivered']);
     expect(stack.smsTo(to)).toBe(1);
   });
@@ -171,7 +256,11 @@ describe('Postmark webhooks', () => {
   it('an event about a message Herald does not know gets 200, and counts in /metrics', async () => {
     const before = await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="unknown_message"');
     const body = deliveryWebhook('00000000-0000-4000-8000-000000000000', 'ntc_0000000000000000000000000000', 'someone@example.com');
-    const res = await stack.post('/webhooks/postmark', { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) }, body);
+    const res = await stack.post(
+      '/webhooks/postmark',
+      { 'content-type': 'application/json', authorization: basic(POSTMARK_WEBHOOK_AUTH) },
+      body,
+    );
     expect(res.status).toBe(200);
     expect(await metric('herald_webhook_events_ignored_total', 'provider="postmark",outcome="unknown_message"')).toBe(before + 1);
   });
@@ -194,7 +283,11 @@ describe('Twilio status callbacks', () => {
     expect(callbacks.length).toBeGreaterThan(0);
     expect(callbacks.every((d) => d.path === `/webhooks/twilio?notice=${id}`)).toBe(true);
     // The first SMS check (one poll floor after the send) came and went without a read.
-    await waitFor(async () => Date.now() > Date.parse(ofType(events, 'sms.accepted')[0]!.at as string) + 4500, 30_000, 'the first SMS check to pass');
+    await waitFor(
+      async () => Date.now() > Date.parse(ofType(events, 'sms.accepted')[0]!.at as string) + 4500,
+      30_000,
+      'the first SMS check to pass',
+    );
     expect(requestsFor(to, 'twilio.fetch')).toHaveLength(0);
   });
 
@@ -204,7 +297,11 @@ describe('Twilio status callbacks', () => {
     await stack.waitForState(id, ['sms_sent']);
     const sid = ofType(await stack.events(id), 'sms.accepted')[0]!.providerMessageId as string;
     // The emulator's own callbacks (queued, sending, sent) are in before the forgery.
-    await waitFor(async () => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === sid && d.status === 200).length >= 3, 20_000, 'the sent callback');
+    await waitFor(
+      async () => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === sid && d.status === 200).length >= 3,
+      20_000,
+      'the sent callback',
+    );
     const before = await stack.events(id);
     const forged = statusCallback(id, sid, 'delivered', 'not-the-token');
     const unsigned = { ...statusCallback(id, sid, 'delivered'), headers: { 'content-type': 'application/x-www-form-urlencoded' } };

@@ -106,7 +106,7 @@ describe('configuration', () => {
     it('takes HERALD_POSTMARK_WEBHOOK_AUTH only as `user:password`', () => {
       expect(loadConfig({ HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:s3cret-Pw' }).webhooks.postmarkAuth).toBe('hooks:s3cret-Pw');
       for (const bad of ['nocolon', ':password-only', 'user:', 'us er:pw', 'user:pass word']) {
-        expect(problemsOf({ HERALD_POSTMARK_WEBHOOK_AUTH: bad }).join('\n'), bad).toMatch(/HERALD_POSTMARK_WEBHOOK_AUTH must be `user:password`/);
+        expect(problemsOf({ HERALD_POSTMARK_WEBHOOK_AUTH: bad }).join('\n'), bad).toMatch(/HERALD_POSTMARK_WEBHOOK_AUTH must be user:password/);
       }
     });
 

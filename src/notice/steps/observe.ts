@@ -133,9 +133,10 @@ export async function recordEmailObservation(
       checksSaved: webhook && delivers ? current.pollPlan.filter((at) => at > now).length : undefined,
       event: webhookEvent,
     };
-    // A webhook arriving after the notice was decided (or out of order) is recorded, but changes no field.
+    // A webhook arriving after the notice was decided (its delivery included: an open after the
+    // delivery), or saying nothing of delivery (an open, a click), is recorded but changes no field.
     const set: NoticeFields =
-      webhook && late && !delivers
+      webhook && !delivers && (!undecided || observation.status === 'pending')
         ? {}
         : {
             [EMAIL.field('status')]: observation.status,
