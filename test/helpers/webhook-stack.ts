@@ -42,6 +42,8 @@ export async function startWebhookStack(opts: { prefix: string; env?: Record<str
     SENDGRID_WEBHOOK_PUBLIC_KEY: sendgridKeys.publicKey,
     MAILGUN_WEBHOOK_SIGNING_KEY: mailgunSigningKey,
     LOG_LEVEL: 'warn',
+    // The tests read /metrics before and after what they count.
+    HERALD_METRICS_CACHE_MS: '0',
     ...opts.env,
   });
   let web: WebProcess | undefined;

@@ -30,8 +30,9 @@ const notice = (email: string, to: string, deadlineInSeconds: number) =>
   noticeBody({ recipient: { id: `player-sgwh-${labels}`, email, phone: to }, deadlineInSeconds });
 /** The status reads the emulator answered about one address (Email Logs searches and reads). */
 const statusCalls = (email: string) =>
-  stack.sandbox.requests().filter((r) => r.recipient === email && (r.operation === 'sendgrid.logs_search' || r.operation === 'sendgrid.logs_message'))
-    .length;
+  stack.sandbox
+    .requests()
+    .filter((r) => r.recipient === email && (r.operation === 'sendgrid.logs_search' || r.operation === 'sendgrid.logs_message')).length;
 const sentTo = (email: string) => stack.sandbox.emails().filter((m) => m.to === email);
 const deliveriesOf = (messageId: string | undefined) => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === messageId);
 const metric = async (line: RegExp): Promise<number> => {
@@ -90,7 +91,11 @@ describe('SendGrid Event Webhook', () => {
     const id = await stack.createNotice(notice(email, phone(), 20));
     await stack.waitForState(id, ['email_delivered']);
     const [sent] = sentTo(email);
-    await waitFor(async () => deliveriesOf(sent?.messageId).filter((d) => d.status === 200).length >= 4, 10_000, 'both copies of each event');
+    await waitFor(
+      async () => deliveriesOf(sent?.messageId).filter((d) => d.status === 200).length >= 4,
+      10_000,
+      'both copies of each event',
+    );
     const fromWebhooks = ofType(await stack.events(id), 'email.observed').filter((e) => e.source === 'webhook');
     expect(fromWebhooks).toHaveLength(1);
     expect(fromWebhooks[0]).toMatchObject({ status: 'delivered' });
@@ -151,7 +156,10 @@ describe('SendGrid Event Webhook', () => {
           'x-twilio-email-event-webhook-signature': signed,
           'x-twilio-email-event-webhook-timestamp': timestamp,
         }),
-        await post(body, { 'x-twilio-email-event-webhook-signature': signed, 'x-twilio-email-event-webhook-timestamp': String(Number(timestamp) + 1) }),
+        await post(body, {
+          'x-twilio-email-event-webhook-signature': signed,
+          'x-twilio-email-event-webhook-timestamp': String(Number(timestamp) + 1),
+        }),
       ];
       for (const response of refusals) {
         expect(response.status).toBe(401);
@@ -161,7 +169,10 @@ describe('SendGrid Event Webhook', () => {
       expect(ofType(events, 'email.observed').some((e) => e.source === 'webhook')).toBe(false);
       expect((await stack.view(id)).state).toBe('email_sent');
       // The same post, signed with the run's key, is taken: it was the signature that was refused.
-      const taken = await post(body, { 'x-twilio-email-event-webhook-signature': signed, 'x-twilio-email-event-webhook-timestamp': timestamp });
+      const taken = await post(body, {
+        'x-twilio-email-event-webhook-signature': signed,
+        'x-twilio-email-event-webhook-timestamp': timestamp,
+      });
       expect(taken.status).toBe(200);
       expect((await stack.waitForState(id, ['email_delivered'])).state).toBe('email_delivered');
     });
