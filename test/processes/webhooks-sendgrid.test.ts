@@ -120,6 +120,21 @@ describe('SendGrid Event Webhook', () => {
     expect(statusCalls(email)).toBeGreaterThan(0);
   });
 
+  it('reordered webhooks change no outcome: a deferral that arrives after the delivery it preceded leaves the notice delivered', async () => {
+    const email = address('deferred-delivered', '1s', 'wh-reorder');
+    const id = await stack.createNotice(notice(email, phone(), 20));
+    await stack.waitForState(id, ['email_delivered', 'sms_pending', 'sms_sent', 'sms_delivered']);
+    const [sent] = sentTo(email);
+    // processed, deferred and delivered, pushed newest first.
+    await waitFor(async () => deliveriesOf(sent?.messageId).filter((d) => d.status === 200).length >= 3, 10_000, 'every event');
+    const view = await stack.view(id);
+    expect(view.state).toBe('email_delivered');
+    expect(view.email.status).toBe('delivered');
+    const fromWebhooks = ofType(await stack.events(id), 'email.observed').filter((e) => e.source === 'webhook');
+    expect(fromWebhooks.map((e) => e.status)).toEqual(['delivered', 'deferred']);
+    expect(ofType(await stack.events(id), 'notice.completed')).toHaveLength(1);
+  });
+
   describe('when a request does not verify', () => {
     /** A signed-looking Event Webhook post about a real notice's message. */
     async function target() {

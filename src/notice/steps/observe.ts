@@ -133,9 +133,10 @@ export async function recordEmailObservation(
       checksSaved: webhook && delivers ? current.pollPlan.filter((at) => at > now).length : undefined,
       event: webhookEvent,
     };
-    // A webhook arriving after the notice was decided (or out of order) is recorded, but changes no field.
+    // A webhook arriving after the notice was decided (or out of order, after the delivery it
+    // preceded) is recorded, but changes no field.
     const set: NoticeFields =
-      webhook && late && !delivers
+      webhook && !undecided && !delivers
         ? {}
         : {
             [EMAIL.field('status')]: observation.status,
