@@ -120,6 +120,20 @@ describe('SendGrid Event Webhook', () => {
     expect(statusCalls(email)).toBeGreaterThan(0);
   });
 
+  it('a send found in doubt records the full sg_message_id: its webhook still finds the notice and ends it', async () => {
+    const email = address('delivered', '5s');
+    stack.sandbox.injectFault({ operation: 'sendgrid.send', mode: 'accept_then_hang', match: email });
+    const id = await stack.createNotice(notice(email, phone(), 40));
+    await stack.waitForState(id, ['email_delivered', 'sms_pending', 'sms_sent', 'sms_delivered']);
+    const events = await stack.events(id);
+    const [sent] = sentTo(email);
+    expect(ofType(events, 'email.accepted')).toEqual([
+      expect.objectContaining({ resolvedBy: 'provider_search', providerMessageId: sent?.messageId }),
+    ]);
+    expect(sent?.messageId).toContain('.');
+    expect(ofType(events, 'email.observed').find((e) => e.status === 'delivered')).toMatchObject({ source: 'webhook' });
+  });
+
   it('reordered webhooks change no outcome: a deferral that arrives after the delivery it preceded leaves the notice delivered', async () => {
     const email = address('deferred-delivered', '1s', 'wh-reorder');
     const id = await stack.createNotice(notice(email, phone(), 20));
