@@ -673,12 +673,18 @@ function deepFreeze<T>(value: T): T {
 
 /**
  * Why a SENDGRID_WEBHOOK_PUBLIC_KEY value is not the Event Webhook's verification key as SendGrid
- * shows it (base64 of an ECDSA P-256 public key in DER form), or undefined when it is.
+ * shows it (base64 of an ECDSA P-256 public key in DER form; the same in PEM is taken too, as the
+ * receiver takes it), or undefined when it is.
  */
 export function sendgridPublicKeyProblem(value: string): string | undefined {
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) return 'must be the base64 verification key SendGrid shows (no PEM header, no spaces)';
+  const body = value
+    .split('\n')
+    .filter((line) => !line.startsWith('-----'))
+    .join('')
+    .replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) return 'must be the base64 verification key SendGrid shows';
   try {
-    const key = createPublicKey({ key: Buffer.from(value, 'base64'), format: 'der', type: 'spki' });
+    const key = createPublicKey({ key: Buffer.from(body, 'base64'), format: 'der', type: 'spki' });
     if (key.asymmetricKeyType !== 'ec') return `must be an EC public key (it is ${key.asymmetricKeyType ?? 'another kind of'} key)`;
     if (key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') return 'must be an EC key on the P-256 curve, which SendGrid signs with';
     return undefined;

@@ -34,5 +34,11 @@ export function mailgunWebhookSigningKey(): string {
 
 /** Mailgun's `signature` object of one request: a 50-character token and the hex HMAC-SHA256 of timestamp + token. */
 export function signMailgunWebhook(signingKey: string, timestamp: string, token: string = randomBytes(25).toString('hex')) {
-  return { timestamp, token, signature: createHmac('sha256', signingKey).update(timestamp + token).digest('hex') };
+  return {
+    timestamp,
+    token,
+    signature: createHmac('sha256', signingKey)
+      .update(timestamp + token)
+      .digest('hex'),
+  };
 }

@@ -27,7 +27,17 @@ export const SENDGRID_TIMESTAMP_HEADER = 'x-twilio-email-event-webhook-timestamp
  * The events that tell Herald something about a message: `processed` says only that SendGrid took
  * it (the send's answer said so), and account events name no message.
  */
-const RECORDED_EVENTS = new Set(['delivered', 'deferred', 'bounce', 'dropped', 'open', 'click', 'spamreport', 'unsubscribe', 'group_unsubscribe']);
+const RECORDED_EVENTS = new Set([
+  'delivered',
+  'deferred',
+  'bounce',
+  'dropped',
+  'open',
+  'click',
+  'spamreport',
+  'unsubscribe',
+  'group_unsubscribe',
+]);
 
 /** SendGrid's Event Webhook, checked by its ECDSA signature. */
 export function sendgridReceiver(publicKey: string): WebhookReceiver {
@@ -53,10 +63,14 @@ export function sendgridVerificationKey(publicKey: string): KeyObject {
   try {
     key = createPublicKey({ key: Buffer.from(body, 'base64'), format: 'der', type: 'spki' });
   } catch {
-    throw new ConfigError(['SENDGRID_WEBHOOK_PUBLIC_KEY must be the Event Webhook verification key SendGrid shows (base64 DER of an EC public key)']);
+    throw new ConfigError([
+      'SENDGRID_WEBHOOK_PUBLIC_KEY must be the Event Webhook verification key SendGrid shows (base64 DER of an EC public key)',
+    ]);
   }
   if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
-    throw new ConfigError(['SENDGRID_WEBHOOK_PUBLIC_KEY must be an ECDSA P-256 public key, as SendGrid generates for the Signed Event Webhook']);
+    throw new ConfigError([
+      'SENDGRID_WEBHOOK_PUBLIC_KEY must be an ECDSA P-256 public key, as SendGrid generates for the Signed Event Webhook',
+    ]);
   }
   return key;
 }

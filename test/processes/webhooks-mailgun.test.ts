@@ -29,7 +29,8 @@ const ofType = (events: StoredEntry[], type: string) => events.filter((e) => e.t
 const notice = (email: string, to: string, deadlineInSeconds: number) =>
   noticeBody({ recipient: { id: `player-mgwh-${labels}`, email, phone: to }, deadlineInSeconds });
 /** The status reads the emulator answered about one address (events reads). */
-const statusCalls = (email: string) => stack.sandbox.requests().filter((r) => r.recipient === email && r.operation === 'mailgun.events').length;
+const statusCalls = (email: string) =>
+  stack.sandbox.requests().filter((r) => r.recipient === email && r.operation === 'mailgun.events').length;
 const sentTo = (email: string) => stack.sandbox.emails().filter((m) => m.to === email);
 const deliveriesOf = (messageId: string | undefined) => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === messageId);
 const metric = async (line: RegExp): Promise<number> => {
@@ -88,7 +89,11 @@ describe('Mailgun webhooks', () => {
     const id = await stack.createNotice(notice(email, phone(), 20));
     await stack.waitForState(id, ['email_delivered']);
     const [sent] = sentTo(email);
-    await waitFor(async () => deliveriesOf(sent?.messageId).filter((d) => d.status === 200).length >= 2, 10_000, 'both copies of the event');
+    await waitFor(
+      async () => deliveriesOf(sent?.messageId).filter((d) => d.status === 200).length >= 2,
+      10_000,
+      'both copies of the event',
+    );
     const fromWebhooks = ofType(await stack.events(id), 'email.observed').filter((e) => e.source === 'webhook');
     expect(fromWebhooks).toHaveLength(1);
     expect(fromWebhooks[0]).toMatchObject({ status: 'delivered' });
@@ -144,8 +149,14 @@ describe('Mailgun webhooks', () => {
       const refusals = [
         await post({ 'event-data': eventData }),
         await post({ signature: signMailgunWebhook(mailgunWebhookSigningKey(), now()), 'event-data': eventData }),
-        await post({ signature: { ...signMailgunWebhook(stack.mailgunSigningKey, now()), token: 'another-token' }, 'event-data': eventData }),
-        await post({ signature: signMailgunWebhook(stack.mailgunSigningKey, String(Math.floor(Date.now() / 1000) - 2 * 3600)), 'event-data': eventData }),
+        await post({
+          signature: { ...signMailgunWebhook(stack.mailgunSigningKey, now()), token: 'another-token' },
+          'event-data': eventData,
+        }),
+        await post({
+          signature: signMailgunWebhook(stack.mailgunSigningKey, String(Math.floor(Date.now() / 1000) - 2 * 3600)),
+          'event-data': eventData,
+        }),
         await post('timestamp=1&token=x&signature=y&event=delivered'),
       ];
       for (const response of refusals) {

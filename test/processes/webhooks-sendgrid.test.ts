@@ -30,8 +30,9 @@ const notice = (email: string, to: string, deadlineInSeconds: number) =>
   noticeBody({ recipient: { id: `player-sgwh-${labels}`, email, phone: to }, deadlineInSeconds });
 /** The status reads the emulator answered about one address (Email Logs searches and reads). */
 const statusCalls = (email: string) =>
-  stack.sandbox.requests().filter((r) => r.recipient === email && (r.operation === 'sendgrid.logs_search' || r.operation === 'sendgrid.logs_message'))
-    .length;
+  stack.sandbox
+    .requests()
+    .filter((r) => r.recipient === email && (r.operation === 'sendgrid.logs_search' || r.operation === 'sendgrid.logs_message')).length;
 const sentTo = (email: string) => stack.sandbox.emails().filter((m) => m.to === email);
 const deliveriesOf = (messageId: string | undefined) => stack.sandbox.webhookDeliveries().filter((d) => d.messageId === messageId);
 const metric = async (line: RegExp): Promise<number> => {
@@ -90,7 +91,11 @@ describe('SendGrid Event Webhook', () => {
     const id = await stack.createNotice(notice(email, phone(), 20));
     await stack.waitForState(id, ['email_delivered']);
     const [sent] = sentTo(email);
-    await waitFor(async () => deliveriesOf(sent?.messageId).filter((d) => d.status === 200).length >= 4, 10_000, 'both copies of each event');
+    await waitFor(
+      async () => deliveriesOf(sent?.messageId).filter((d) => d.status === 200).length >= 4,
+      10_000,
+      'both copies of each event',
+    );
     const fromWebhooks = ofType(await stack.events(id), 'email.observed').filter((e) => e.source === 'webhook');
     expect(fromWebhooks).toHaveLength(1);
     expect(fromWebhooks[0]).toMatchObject({ status: 'delivered' });
@@ -113,6 +118,35 @@ describe('SendGrid Event Webhook', () => {
     expect(dropped.length).toBeGreaterThan(0);
     expect(dropped.every((d) => d.faults.includes('drop') && d.status === undefined)).toBe(true);
     expect(statusCalls(email)).toBeGreaterThan(0);
+  });
+
+  it('a send found in doubt records the full sg_message_id: its webhook still finds the notice and ends it', async () => {
+    const email = address('delivered', '5s');
+    stack.sandbox.injectFault({ operation: 'sendgrid.send', mode: 'accept_then_hang', match: email });
+    const id = await stack.createNotice(notice(email, phone(), 40));
+    await stack.waitForState(id, ['email_delivered', 'sms_pending', 'sms_sent', 'sms_delivered']);
+    const events = await stack.events(id);
+    const [sent] = sentTo(email);
+    expect(ofType(events, 'email.accepted')).toEqual([
+      expect.objectContaining({ resolvedBy: 'provider_search', providerMessageId: sent?.messageId }),
+    ]);
+    expect(sent?.messageId).toContain('.');
+    expect(ofType(events, 'email.observed').find((e) => e.status === 'delivered')).toMatchObject({ source: 'webhook' });
+  });
+
+  it('reordered webhooks change no outcome: a deferral that arrives after the delivery it preceded leaves the notice delivered', async () => {
+    const email = address('deferred-delivered', '1s', 'wh-reorder');
+    const id = await stack.createNotice(notice(email, phone(), 20));
+    await stack.waitForState(id, ['email_delivered', 'sms_pending', 'sms_sent', 'sms_delivered']);
+    const [sent] = sentTo(email);
+    // processed, deferred and delivered, pushed newest first.
+    await waitFor(async () => deliveriesOf(sent?.messageId).filter((d) => d.status === 200).length >= 3, 10_000, 'every event');
+    const view = await stack.view(id);
+    expect(view.state).toBe('email_delivered');
+    expect(view.email.status).toBe('delivered');
+    const fromWebhooks = ofType(await stack.events(id), 'email.observed').filter((e) => e.source === 'webhook');
+    expect(fromWebhooks.map((e) => e.status)).toEqual(['delivered', 'deferred']);
+    expect(ofType(await stack.events(id), 'notice.completed')).toHaveLength(1);
   });
 
   describe('when a request does not verify', () => {
@@ -151,7 +185,10 @@ describe('SendGrid Event Webhook', () => {
           'x-twilio-email-event-webhook-signature': signed,
           'x-twilio-email-event-webhook-timestamp': timestamp,
         }),
-        await post(body, { 'x-twilio-email-event-webhook-signature': signed, 'x-twilio-email-event-webhook-timestamp': String(Number(timestamp) + 1) }),
+        await post(body, {
+          'x-twilio-email-event-webhook-signature': signed,
+          'x-twilio-email-event-webhook-timestamp': String(Number(timestamp) + 1),
+        }),
       ];
       for (const response of refusals) {
         expect(response.status).toBe(401);
@@ -161,7 +198,10 @@ describe('SendGrid Event Webhook', () => {
       expect(ofType(events, 'email.observed').some((e) => e.source === 'webhook')).toBe(false);
       expect((await stack.view(id)).state).toBe('email_sent');
       // The same post, signed with the run's key, is taken: it was the signature that was refused.
-      const taken = await post(body, { 'x-twilio-email-event-webhook-signature': signed, 'x-twilio-email-event-webhook-timestamp': timestamp });
+      const taken = await post(body, {
+        'x-twilio-email-event-webhook-signature': signed,
+        'x-twilio-email-event-webhook-timestamp': timestamp,
+      });
       expect(taken.status).toBe(200);
       expect((await stack.waitForState(id, ['email_delivered'])).state).toBe('email_delivered');
     });

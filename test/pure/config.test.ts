@@ -110,16 +110,18 @@ describe('configuration', () => {
       }
     });
 
-    it('takes SENDGRID_WEBHOOK_PUBLIC_KEY only as an EC P-256 public key in base64 DER, as SendGrid shows it', () => {
+    it('takes SENDGRID_WEBHOOK_PUBLIC_KEY only as an EC P-256 public key in base64 DER, as SendGrid shows it (or PEM)', () => {
       const { publicKey: publicKeyBase64 } = sendgridWebhookKeys();
       expect(loadConfig({ SENDGRID_WEBHOOK_PUBLIC_KEY: publicKeyBase64 }).webhooks.sendgridPublicKey).toBe(publicKeyBase64);
       const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
       const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+      // The same key in PEM is taken too.
       const pem = `-----BEGIN PUBLIC KEY-----\n${publicKeyBase64}\n-----END PUBLIC KEY-----`;
+      expect(problemsOf({ SENDGRID_WEBHOOK_PUBLIC_KEY: pem })).toEqual([]);
       const cases: [string, RegExp][] = [
         [rsa, /must be an EC public key \(it is rsa key\)/],
         [p384, /P-256/],
-        [pem, /base64 verification key/],
+        ['not base64!', /must be the base64 verification key SendGrid shows/],
         ['bm90IGEga2V5', /does not parse as a public key/],
       ];
       for (const [value, message] of cases) {
