@@ -134,9 +134,11 @@ export async function recordEmailObservation(
       event: webhookEvent,
     };
     // A webhook arriving after the notice was decided (its delivery included: an open after the
-    // delivery), or saying nothing of delivery (an open, a click), is recorded but changes no field.
+    // delivery), or saying nothing of delivery (an open, a click), is recorded but changes no field;
+    // so is a check whose read was on its way while a webhook delivered the email (its call is counted).
     const set: NoticeFields =
-      webhook && !delivers && (!undecided || observation.status === 'pending')
+      (webhook && !delivers && (!undecided || observation.status === 'pending')) ||
+      (!webhook && current.state === 'email_delivered')
         ? {}
         : {
             [EMAIL.field('status')]: observation.status,
