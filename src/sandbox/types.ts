@@ -199,6 +199,8 @@ export interface SandboxOptions {
   maxMessages?: number;
   /** Requests kept in the request log (default 100,000). */
   maxRequests?: number;
+  /** Where the webhook outbox's fault rates draw from (default `Math.random`): a seeded run draws the same. */
+  webhookRandom?: () => number;
 }
 
 /** A running sandbox serving both emulated APIs on one port. */

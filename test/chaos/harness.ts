@@ -27,6 +27,7 @@ import { statsOfHash, tally } from '../helpers/stats.js';
 import { WorkerProcess } from '../helpers/stack.js';
 import { checkRun, TERMINAL, type NoticeOutcome, type Violation } from './invariants.js';
 import type { ChaosEvent, ChaosPlan, NoticePlan } from './plan.js';
+import { Random } from './random.js';
 
 export interface ChaosOptions {
   /** How long after the faults stop every notice must have reached a terminal state. */
@@ -216,7 +217,9 @@ class ChaosRun {
 
   async execute(): Promise<ChaosReport> {
     this.redis = await ChaosRedis.start();
-    this.sandbox = await startSandbox({ port: 0 });
+    // The webhook faults draw from the run's seed too, so that a seed replays them.
+    const webhookRandom = new Random(this.plan.seed ^ 0x5eed);
+    this.sandbox = await startSandbox({ port: 0, webhookRandom: () => webhookRandom.next() });
     const prefix = testPrefix('chaos');
     const env = {
       ...this.redis.env,
