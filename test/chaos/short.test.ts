@@ -18,7 +18,9 @@ describe.each(['postmark', 'ses', 'postmark-webhooks'] as const)('under fault in
   // Postmark is read by polling; SES only through its event feed (SQS), which the faults must not confuse either.
   it('loses no accepted notice, decides and sends at most once, and logs every change', async () => {
     const seed = chaosSeed();
-    console.log(`chaos seed ${seed}, ${variant} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos/short.test.ts -t "through ${variant} loses")`);
+    console.log(
+      `chaos seed ${seed}, ${variant} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos/short.test.ts -t "through ${variant} loses")`,
+    );
     const plan = makePlan(seed, {
       notices: 36,
       creationWindowMs: 7_000,
