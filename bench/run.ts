@@ -7,7 +7,8 @@
  * nothing: figures are reported, targets marked met or missed. For a quick look, BENCH_SCALE
  * (default 1) scales the item counts of the throughput and cost runs and BENCH_PENDING (default
  * 10000) sets the number of pending notices; BENCH_PENDING_WORKERS (default 1) their workers;
- * BENCH_ONLY (a comma-separated list of accept, lifecycle, cost, pending, cluster) runs only those parts.
+ * BENCH_ONLY (a comma-separated list of accept, lifecycle, cost, pending, cluster, webhooks) runs only those parts.
+ * `webhooks` counts provider calls per notice with the providers' webhooks on and off.
  * `cluster` starts redis-servers of its own: one node and a 3-master Redis Cluster.
  */
 import { execFileSync } from 'node:child_process';
@@ -26,6 +27,7 @@ import { heraldPending, rawPending, STEADY_WINDOW_MS, type PendingRun } from './
 import { deleteKeys } from './redis-stats.js';
 import { ratioOf, table, type Row } from './report.js';
 import { startBenchSandbox } from './sandbox.js';
+import { webhookCalls } from './webhooks.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const scale = Number(process.env.BENCH_SCALE ?? 1);
@@ -38,7 +40,7 @@ const RESULTS_FILE = 'docs/BENCHMARKS.md';
 const PENDING_WORKERS = Number(process.env.BENCH_PENDING_WORKERS ?? 1);
 /** The steady load's share of the rate Herald cleared the burst at. */
 const STEADY_SHARE = 0.6;
-const PARTS = ['accept', 'lifecycle', 'cost', 'pending', 'cluster'] as const;
+const PARTS = ['accept', 'lifecycle', 'cost', 'pending', 'cluster', 'webhooks'] as const;
 const only = (process.env.BENCH_ONLY ?? PARTS.join(',')).split(',').map((part) => part.trim());
 const unknownParts = only.filter((part) => !(PARTS as readonly string[]).includes(part));
 if (unknownParts.length > 0)
@@ -135,6 +137,21 @@ try {
   if (pending) ctx.log(`pending: the burst cleared at ${pending.herald.clearingPerSecond.toFixed(0)}/s; steady load ${steadyRate.toFixed(0)}/s`);
 
   const scaleOut = runs('cluster') ? await clusterScale(ctx, n(2_000)) : undefined;
+
+  // The same notices read by polling alone, then with the providers' webhooks pushed to the web.
+  const webhooks = runs('webhooks')
+    ? {
+        deliveredOff: await webhookCalls(ctx, 'delivered', false, n(300)),
+        deliveredOn: await webhookCalls(ctx, 'delivered', true, n(300)),
+        fallbackOff: await webhookCalls(ctx, 'fallback', false, n(300)),
+        fallbackOn: await webhookCalls(ctx, 'fallback', true, n(300)),
+      }
+    : undefined;
+  for (const [name, run] of Object.entries(webhooks ?? {})) {
+    ctx.log(
+      `webhooks ${name}: provider calls per notice ${JSON.stringify(run.providerCallsPerItem)}, webhook requests ${run.webhookRequestsPerItem}, checks saved ${run.checksSavedPerItem}`,
+    );
+  }
 
   // What the plans of the cost runs ask of the providers: the floor a notice cannot go under.
   const plan = planChecks(0, 8_000, undefined, { minPollIntervalMs: 1_000, maxChecks: 40 });
@@ -335,6 +352,41 @@ try {
     );
   }
 
+  if (webhooks) {
+    rows.push(
+      {
+        figure: 'Provider calls per delivered notice, webhooks on',
+        herald: webhooks.deliveredOn.providerCallsPerItem.total ?? Number.NaN,
+        baseline: webhooks.deliveredOff.providerCallsPerItem.total ?? Number.NaN,
+        baselineIs: 'webhooks off: polling only',
+        unit: '',
+      },
+      {
+        figure: 'Email status reads per delivered notice, webhooks on',
+        herald: webhooks.deliveredOn.providerCallsPerItem['postmark.details'] ?? 0,
+        baseline: webhooks.deliveredOff.providerCallsPerItem['postmark.details'] ?? 0,
+        baselineIs: 'webhooks off: polling only',
+        unit: '',
+      },
+      // The email of a fallback notice is never delivered, so no webhook saves its checks; how many of those
+      // a loaded machine skips (a late check skips those it overtook) varies from run to run. The SMS reads are the point.
+      {
+        figure: 'SMS status reads per fallback notice, webhooks on',
+        herald: webhooks.fallbackOn.providerCallsPerItem['twilio.fetch'] ?? 0,
+        baseline: webhooks.fallbackOff.providerCallsPerItem['twilio.fetch'] ?? 0,
+        baselineIs: 'webhooks off: polling only',
+        unit: '',
+      },
+      {
+        figure: 'Provider calls per fallback notice, webhooks on',
+        herald: webhooks.fallbackOn.providerCallsPerItem.total ?? Number.NaN,
+        baseline: webhooks.fallbackOff.providerCallsPerItem.total ?? Number.NaN,
+        baselineIs: 'webhooks off: polling only',
+        unit: '',
+      },
+    );
+  }
+
   // Other work on the machine shows in every figure: the load averages say how much there was.
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const report = [
@@ -377,6 +429,7 @@ try {
     pending,
     steadyPending,
     cluster: scaleOut,
+    webhooks,
     durationSeconds: (Date.now() - started) / 1000,
   };
   writeFileSync(`${ROOT}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);

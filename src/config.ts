@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createPublicKey, randomBytes } from 'node:crypto';
 import { parseEncryptionKeys, type EncryptionKey } from './crypto.js';
 import { formatDuration, parseDuration } from './durations.js';
 import { SHARD_COUNT } from './notice/ids.js';
@@ -453,6 +453,25 @@ export function loadConfig(env: Env = process.env): Config {
     for (const problem of encryption.problems) problems.push(`HERALD_ENCRYPTION_KEY: ${problem}`);
   }
 
+  // Where providers reach Herald: their webhooks carry delivery news, so production wants TLS as for provider URLs.
+  const publicUrl = url('HERALD_PUBLIC_URL', undefined, ['http:', 'https:'])?.replace(/\/+$/, '');
+  if (production && !allowInsecureProviderUrls && publicUrl?.startsWith('http:')) {
+    problems.push('HERALD_PUBLIC_URL must be an https:// URL when NODE_ENV=production (set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1 behind a proxy on the same host)');
+  }
+  const webhooks = {
+    postmarkAuth: read('HERALD_POSTMARK_WEBHOOK_AUTH'),
+    sendgridPublicKey: read('SENDGRID_WEBHOOK_PUBLIC_KEY'),
+    mailgunSigningKey: read('MAILGUN_WEBHOOK_SIGNING_KEY'),
+  };
+  // Postmark sends the credentials as basic auth from the webhook URL's user info.
+  if (webhooks.postmarkAuth !== undefined && !/^[^:\s]+:\S+$/.test(webhooks.postmarkAuth)) {
+    problems.push('HERALD_POSTMARK_WEBHOOK_AUTH must be user:password (a user without ":", a password, no spaces: the credentials put in the Postmark webhook URL)');
+  }
+  if (webhooks.sendgridPublicKey !== undefined) {
+    const problem = sendgridPublicKeyProblem(webhooks.sendgridPublicKey);
+    if (problem) problems.push(`SENDGRID_WEBHOOK_PUBLIC_KEY ${problem}`);
+  }
+
   const redisUrl = url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!;
   const config: Config = {
     nodeEnv,
@@ -472,12 +491,8 @@ export function loadConfig(env: Env = process.env): Config {
     sendgrid,
     mailgun,
     twilio,
-    publicUrl: url('HERALD_PUBLIC_URL', undefined, ['http:', 'https:'])?.replace(/\/+$/, ''),
-    webhooks: {
-      postmarkAuth: read('HERALD_POSTMARK_WEBHOOK_AUTH'),
-      sendgridPublicKey: read('SENDGRID_WEBHOOK_PUBLIC_KEY'),
-      mailgunSigningKey: read('MAILGUN_WEBHOOK_SIGNING_KEY'),
-    },
+    publicUrl,
+    webhooks,
     aws: { region: awsRegion, credentials: awsCredentials },
     ses,
     awsSms,
@@ -654,4 +669,26 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/**
+ * Why a SENDGRID_WEBHOOK_PUBLIC_KEY value is not the Event Webhook's verification key as SendGrid
+ * shows it (base64 of an ECDSA P-256 public key in DER form; the same in PEM is taken too, as the
+ * receiver takes it), or undefined when it is.
+ */
+export function sendgridPublicKeyProblem(value: string): string | undefined {
+  const body = value
+    .split('\n')
+    .filter((line) => !line.startsWith('-----'))
+    .join('')
+    .replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) return 'must be the base64 verification key SendGrid shows';
+  try {
+    const key = createPublicKey({ key: Buffer.from(body, 'base64'), format: 'der', type: 'spki' });
+    if (key.asymmetricKeyType !== 'ec') return `must be an EC public key (it is ${key.asymmetricKeyType ?? 'another kind of'} key)`;
+    if (key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') return 'must be an EC key on the P-256 curve, which SendGrid signs with';
+    return undefined;
+  } catch {
+    return 'does not parse as a public key (base64 of its DER form)';
+  }
 }

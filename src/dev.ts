@@ -1,18 +1,25 @@
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import { ConfigError, loadConfig, newDevApiKey } from './config.js';
 import { createLogger } from './logger.js';
-import { startSandbox, type Sandbox } from './sandbox/index.js';
+import { startSandbox, urlHost, type Sandbox } from './sandbox/index.js';
+import { mailgunWebhookSigningKey, sendgridWebhookKeys } from './sandbox/webhook-keys.js';
+import type { WebhookTarget } from './sandbox/webhooks.js';
 import { startWeb } from './server.js';
 import { exitOnSignals } from './signals.js';
 import { startWorker } from './worker.js';
 
+type Env = Record<string, string | undefined>;
+
 /**
  * `npm start`: web and worker in one process, on 127.0.0.1 unless HOST says otherwise. In
- * sandbox mode (the default) the provider emulators run here too, and without
- * HERALD_API_KEYS a dev API key is made and printed to the terminal (never to the log).
+ * sandbox mode (the default) the provider emulators run here too, push their webhooks to the
+ * web (unless HERALD_SANDBOX_WEBHOOKS=0), and without HERALD_API_KEYS a dev API key is made and
+ * printed to the terminal (never to the log).
  */
 async function main(): Promise<void> {
   const log = createLogger('herald');
-  const env: Record<string, string | undefined> = { ...process.env, HOST: process.env.HOST ?? '127.0.0.1' };
+  const env: Env = { ...process.env, HOST: process.env.HOST ?? '127.0.0.1' };
   const sandboxMode = (env.HERALD_PROVIDERS ?? 'sandbox') === 'sandbox';
   let sandbox: Sandbox | undefined;
   if (sandboxMode && !env.POSTMARK_API_URL && !env.TWILIO_API_URL) {
@@ -27,17 +34,24 @@ async function main(): Promise<void> {
     env.MAILGUN_API_URL ??= sandbox.url;
     env.INFRAI_API_URL ??= sandbox.url;
   }
+  const webhooks = sandbox && webhooksWanted(env) ? await sandboxWebhooks(env) : undefined;
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;
   const config = loadConfig(env);
   const worker = await startWorker(config, { logger: log });
   // One archive for the process: the web reads through the worker's.
   const web = await startWeb(config, { archive: worker.archive });
+  if (sandbox && webhooks) {
+    sandbox.configureWebhooks({ ...webhooks.target, url: web.url, publicUrl: config.publicUrl, twilioAuthToken: config.twilio.authToken });
+  }
   const lines = [
     '',
     `  Herald is running (${config.providers} providers) at ${web.url}`,
     sandbox
       ? `  Sandbox emulators (${config.emailProvider}, ${config.smsProvider}) at ${sandbox.url} (see ${sandbox.url}/__sandbox/sms)`
+      : '',
+    sandbox && webhooks && webhooks.providers.length > 0
+      ? `  Webhooks on: the emulators push ${webhooks.providers.join(', ')} events to ${web.url}/webhooks/… (HERALD_SANDBOX_WEBHOOKS=0: polling only)`
       : '',
     devApiKey ? `  Dev API key: ${devApiKey}` : '',
     devApiKey ? `  export HERALD_KEY=${devApiKey}` : '',
@@ -49,6 +63,51 @@ async function main(): Promise<void> {
     await worker.close();
     await sandbox?.close();
   }, log);
+}
+
+/** HERALD_SANDBOX_WEBHOOKS: on unless `0`, `false`, `no` or `off`. */
+function webhooksWanted(env: Env): boolean {
+  return !['0', 'false', 'no', 'off'].includes((env.HERALD_SANDBOX_WEBHOOKS ?? '').trim().toLowerCase());
+}
+
+/**
+ * Turns the webhooks of the chosen providers on in `env`: fresh secrets (unless the variable is
+ * set) and HERALD_PUBLIC_URL at the web's own address, which is fixed before the web listens
+ * (Twilio signs the URL, and the worker puts it in each SMS's status callback).
+ */
+async function sandboxWebhooks(env: Env): Promise<{ target: Omit<WebhookTarget, 'url'>; providers: string[] }> {
+  if (env.PORT?.trim() === '0') env.PORT = String(await freePort(env.HOST!));
+  env.HERALD_PUBLIC_URL = env.HERALD_PUBLIC_URL?.trim() || `http://${urlHost(env.HOST!)}:${env.PORT?.trim() || '3000'}`;
+  const email = env.HERALD_EMAIL_PROVIDER?.trim() || 'postmark';
+  const target: Omit<WebhookTarget, 'url'> = {};
+  const providers: string[] = [];
+  if (email === 'postmark') {
+    target.postmarkAuth = env.HERALD_POSTMARK_WEBHOOK_AUTH =
+      env.HERALD_POSTMARK_WEBHOOK_AUTH?.trim() || `postmark:${randomBytes(18).toString('base64url')}`;
+    providers.push('postmark');
+  } else if (email === 'sendgrid' && !env.SENDGRID_WEBHOOK_PUBLIC_KEY?.trim()) {
+    // Only a key pair made here can sign: a verification key given from outside leaves SendGrid to polling.
+    const keys = sendgridWebhookKeys();
+    env.SENDGRID_WEBHOOK_PUBLIC_KEY = keys.publicKey;
+    target.sendgridPrivateKey = keys.privateKey;
+    providers.push('sendgrid');
+  } else if (email === 'mailgun') {
+    target.mailgunSigningKey = env.MAILGUN_WEBHOOK_SIGNING_KEY = env.MAILGUN_WEBHOOK_SIGNING_KEY?.trim() || mailgunWebhookSigningKey();
+    providers.push('mailgun');
+  }
+  // Twilio signs with the account's auth token (the sandbox's, unless TWILIO_AUTH_TOKEN is set).
+  if ((env.HERALD_SMS_PROVIDER?.trim() || 'twilio') === 'twilio') providers.push('twilio');
+  return { target, providers };
+}
+
+/** A port free on `host` now: the web's address must be known before it listens. */
+async function freePort(host: string): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, host, resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error(`no free port on ${host}`);
+  return address.port;
 }
 
 main().catch((error: unknown) => {

@@ -63,7 +63,7 @@ export async function createProviders(
 ): Promise<{ email: EmailProvider; sms: SmsProvider; sandbox: Sandbox | undefined; feed: ProviderFeed | undefined }> {
   const sandbox = needsSandbox(config) ? await startSandbox({ port: 0 }) : undefined;
   const feed = openProviderFeed(config, sandbox?.url, log);
-  const deps = { sandboxUrl: sandbox?.url, feed: feed?.store };
+  const deps = { sandboxUrl: sandbox?.url, feed: feed?.store, publicUrl: config.publicUrl };
   const email = createEmailProvider(config, deps);
   const sms = createSmsProvider(config, deps);
   if (config.providers === 'live') return { email, sms, sandbox, feed };

@@ -51,9 +51,12 @@ dl.timescales{gap:6px 12px} dl.timescales dt{font-weight:600;color:#1f2328;white
 .requested{fill:#fff;stroke:#0969da;stroke-width:2} .accepted{fill:#0969da}
 .decision{fill:#cf222e} .reason{fill:#cf222e;font-weight:600;font-size:13px} .error{fill:#bc4c00;font-size:11px}
 .done{fill:#1a7f37;font-size:11px} .cross{fill:#cf222e;font-size:14px}
+.webhook-ring{fill:none;stroke:#0969da;stroke-width:2}
+.badge{font-size:11px;font-weight:600;border-radius:9px;padding:0 7px;border:1px solid;white-space:nowrap}
+.badge-poll{color:#57606a;border-color:#d0d7de;background:#f6f8fa} .badge-webhook{color:#0550ae;border-color:#54aeff;background:#ddf4ff} .badge-saved{color:#1a7f37;border-color:#4ac26b;background:#dafbe1}
 svg a:focus{outline:none} svg a:focus-visible>*:first-child{stroke:#1f2328;stroke-width:3} svg a:focus-visible{outline:2px solid #1f2328}
 .legend{display:flex;flex-wrap:wrap;gap:4px 16px;padding:0;list-style:none;font-size:12px;color:#57606a}
-.colour-timeout{color:#afb8c1} .colour-planned{color:#8250df} .colour-deadline{color:#cf222e}
+.colour-timeout{color:#afb8c1} .colour-planned{color:#8250df} .colour-deadline{color:#cf222e} .colour-webhook{color:#0969da}
 ol.log{list-style:none;padding:0;margin:0}
 ol.log>li{border-top:1px solid #d0d7de;padding:8px 4px;display:grid;grid-template-columns:minmax(0,14em) minmax(0,1fr);gap:4px 16px;align-items:start}
 ol.log>li:target{background:#fff8c5}
@@ -119,8 +122,12 @@ export function renderTimeline(view: View, events: StoredEntry[]): Html {
       const y = laneY(channel === 'email' ? 'Email' : 'SMS');
       if (e.type === 'email.observed' || e.type === 'sms.observed') {
         const colour = STATUS_COLOURS[e.status] ?? '#57606a';
+        const source = sourceOf(e);
+        // A webhook's observation wears a ring: the provider told Herald, no status read was made.
+        const ring = source === 'webhook' ? markup`<circle cx="${x(t)}" cy="${y}" r="10" class="webhook-ring"/>` : '';
+        const sourced = markup`<title>${label}, from a ${source}${e.checksSaved ? `, ${e.checksSaved} planned checks saved` : ''}</title>`;
         push(
-          markup`<g data-marker="${channel}-observed" data-status="${e.status}"><circle cx="${x(t)}" cy="${y}" r="6" fill="${colour}"/>${title}</g>`,
+          markup`<g data-marker="${channel}-observed" data-status="${e.status}" data-source="${source}">${ring}<circle cx="${x(t)}" cy="${y}" r="6" fill="${colour}"/>${sourced}</g>`,
         );
       } else if (what === 'requested' || what === 'accepted') {
         // The provider timeout: how long this attempt may take, to scale.
@@ -155,9 +162,12 @@ export function renderTimeline(view: View, events: StoredEntry[]): Html {
   const entries = events.map((e) => {
     const { id, seq, type, at, noticeId, ...fields } = e;
     void noticeId;
-    return markup`<li id="entry-${seq}"><div class="entry-head"><span>#${seq}</span><code class="type">${type}</code><span class="when"><time datetime="${at}">${at}</time> (${offset(Date.parse(at) - created)})</span><span class="when">entry ${id}</span></div>
+    return markup`<li id="entry-${seq}"><div class="entry-head"><span>#${seq}</span><code class="type">${type}</code>${sourceBadges(e)}<span class="when"><time datetime="${at}">${at}</time> (${offset(Date.parse(at) - created)})</span><span class="when">entry ${id}</span></div>
 ${fieldList(fields as Record<string, unknown>, created)}</li>\n`;
   });
+  const observations = events.filter((e) => e.type === 'email.observed' || e.type === 'sms.observed');
+  const byWebhook = observations.filter((e) => sourceOf(e) === 'webhook').length;
+  const saved = observations.reduce((sum, e) => sum + (Number(e.checksSaved) || 0), 0);
   const plan = view.plannedChecks.map((p) => offset(Date.parse(p) - created)).join(', ');
 
   return markup`<!doctype html>
@@ -175,6 +185,7 @@ ${adminNav('timeline')}
 <dt>Recipient</dt><dd>${view.recipientId}</dd>
 <dt>Fallback</dt><dd id="fallback-reason">${view.fallback ? markup`${view.fallback.reason} at ${view.fallback.decidedAt}` : 'none'}</dd>
 <dt>Policy version</dt><dd>${view.policyVersion}</dd>
+<dt>Observations</dt><dd id="observations" data-poll="${observations.length - byWebhook}" data-webhook="${byWebhook}" data-checks-saved="${saved}">${observations.length - byWebhook} from status checks (poll), ${byWebhook} from provider webhooks; ${saved} planned checks saved</dd>
 </dl>
 <h2 id="timescales-h">Three timescales</h2>
 <dl class="timescales" id="timescales" aria-labelledby="timescales-h">
@@ -185,13 +196,26 @@ ${adminNav('timeline')}
 <div class="chart" tabindex="0" role="region" aria-label="Timeline chart; each event links to its entry in the decision log">
 <svg viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Timeline of notice ${view.id}">
 ${svg.map((part) => markup`${part}\n`)}</svg></div>
-<ul class="legend" aria-label="Legend"><li><b class="colour-timeout">▬</b> provider timeout</li><li><b class="colour-planned">|</b> planned check</li><li><b class="colour-deadline">┆</b> channel deadline</li><li>□ requested, ■ accepted by the provider</li><li>● observed status (green delivered, amber pending, red bounced or failed)</li><li>◆ fallback decision</li></ul>
+<ul class="legend" aria-label="Legend"><li><b class="colour-timeout">▬</b> provider timeout</li><li><b class="colour-planned">|</b> planned check</li><li><b class="colour-deadline">┆</b> channel deadline</li><li>□ requested, ■ accepted by the provider</li><li>● observed status (green delivered, amber pending, red bounced or failed)</li><li><b class="colour-webhook">◎</b> ringed: observed from a provider webhook, not a status check</li><li>◆ fallback decision</li></ul>
 <h2 id="log">Decision log</h2>
 <p class="meta">${events.length} entries, oldest first; the same as <code>GET /v1/notices/${view.id}/events</code>.</p>
 <ol class="log">
 ${entries}</ol>
 </main>
 </body></html>`;
+}
+
+/** Where an observation came from; entries written before webhooks existed were all polls. */
+function sourceOf(e: StoredEntry): 'poll' | 'webhook' {
+  return (e as { source?: unknown }).source === 'webhook' ? 'webhook' : 'poll';
+}
+
+/** An observation's badges: `webhook` or `poll`, and the planned checks a webhook's delivery saved. */
+function sourceBadges(e: StoredEntry): Html | '' {
+  if (e.type !== 'email.observed' && e.type !== 'sms.observed') return '';
+  const source = sourceOf(e);
+  const saved = Number(e.checksSaved) || 0;
+  return markup`<span class="badge badge-${source}" data-source="${source}">${source}</span>${saved ? markup`<span class="badge badge-saved" data-checks-saved="${saved}">${saved} checks saved</span>` : ''}`;
 }
 
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;

@@ -193,13 +193,27 @@ export function sendgridNotIndexedObservation(): StatusObservation {
  * a bounce carrying its type, e.g. `delivered+processed+open` or `bounced+processed+bounce(bounce)`.
  */
 export function sendgridObservation(message: SendgridLogMessage): StatusObservation {
+  return sendgridEventsObservation(message.events ?? [], message.status ?? 'unknown');
+}
+
+/**
+ * Maps one Event Webhook event as the Email Logs read maps the same event (the webhook's events
+ * have the Logs' names and fields); `providerStatus` is the event's name, a bounce with its type
+ * (`delivered`, `bounce(blocked)`).
+ */
+export function sendgridEventObservation(event: SendgridLogEvent): StatusObservation {
+  return sendgridEventsObservation([event], undefined);
+}
+
+/** The mapping of `sendgridObservation`; `summary` (the Logs' status) opens `providerStatus` when given. */
+function sendgridEventsObservation(events: readonly SendgridLogEvent[], summary: string | undefined): StatusObservation {
   let status: NormalizedStatus = 'pending';
   let suppressed: SuppressionSource | undefined;
   let bounceType: string | undefined;
   const engagement = new Set<string>();
   const seen: string[] = [];
 
-  for (const event of message.events ?? []) {
+  for (const event of events) {
     let label = event.event;
     switch (event.event) {
       case 'delivered':
@@ -244,7 +258,7 @@ export function sendgridObservation(message: SendgridLogMessage): StatusObservat
   }
 
   const observation: StatusObservation = {
-    providerStatus: [message.status ?? 'unknown', ...seen].join('+'),
+    providerStatus: (summary === undefined ? seen : [summary, ...seen]).join('+'),
     status,
     engagement: [...engagement],
   };

@@ -49,6 +49,8 @@ export interface ProviderDeps {
   sandboxUrl: string | undefined;
   /** What the feed sweep stored, for the feed providers (SES, AWS SMS); absent where nothing reads status (`herald doctor`). */
   feed?: ProviderFeedStore;
+  /** HERALD_PUBLIC_URL, where the sends ask the providers to push their status callbacks; absent: no callbacks. */
+  publicUrl?: string;
 }
 
 /** The base URL an adapter talks to: the configured one, or the sandbox's. */
@@ -131,6 +133,8 @@ export function createSmsProvider(config: Config, deps: ProviderDeps): SmsProvid
         messagingServiceSid: config.twilio.messagingServiceSid,
         apiUrl: baseUrl(config.twilio.apiUrl, deps, 'TWILIO_API_URL'),
         timeoutMs,
+        // Twilio's status callbacks come to the web's route when it is on (SPEC §11).
+        publicUrl: deps.publicUrl,
       });
     case 'aws-sms':
       return createAwsSmsProvider({

@@ -18,6 +18,7 @@ import type TwilioHttp from 'twilio/lib/http/response.js';
 import type { MessageInstance } from 'twilio/lib/rest/api/v2010/account/message.js';
 import { classifyTwilioError } from './classify.js';
 import { recordResponse, traced } from './http-trace.js';
+import { twilioStatusCallbackUrl } from '../webhooks/twilio.js';
 import { twilioObservation } from './normalize.js';
 import type { SendResult, SmsMessage, SmsProvider, StatusObservation } from './types.js';
 
@@ -33,7 +34,15 @@ export interface TwilioProviderOptions {
   timeoutMs: number;
   /** Page size when listing messages in `findSince` (Twilio allows up to 1000). */
   pageSize?: number;
+  /**
+   * HERALD_PUBLIC_URL, when Herald takes Twilio's status callbacks (SPEC §11): each send then
+   * carries `StatusCallback: <publicUrl>/webhooks/twilio?notice=<noticeId>`.
+   */
+  publicUrl?: string;
 }
+
+/** The suffix of Herald's idempotency key of an SMS (`<noticeId>-sms`). */
+const SMS_KEY_SUFFIX = '-sms';
 
 const DEFAULT_PAGE_SIZE = 100;
 
@@ -81,12 +90,14 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
 
     async send(message: SmsMessage): Promise<SendResult> {
       const from = message.from ?? opts.from;
+      const statusCallback = statusCallbackUrl(opts.publicUrl, message.idempotencyKey);
       const created = await call(() =>
         client.messages.create({
           to: message.to,
           body: message.body,
           ...(from ? { from } : {}),
           ...(opts.messagingServiceSid ? { messagingServiceSid: opts.messagingServiceSid } : {}),
+          ...(statusCallback ? { statusCallback } : {}),
         }),
       );
       return { providerMessageId: created.sid, providerStatus: created.status };
@@ -122,6 +133,12 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
       await call(() => client.messages(providerMessageId).update({ status: 'canceled' }));
     },
   };
+}
+
+/** The StatusCallback URL of an SMS whose key names its notice, when Herald takes the callbacks. */
+function statusCallbackUrl(publicUrl: string | undefined, idempotencyKey: string | undefined): string | undefined {
+  if (publicUrl === undefined || idempotencyKey === undefined || !idempotencyKey.endsWith(SMS_KEY_SUFFIX)) return undefined;
+  return twilioStatusCallbackUrl(publicUrl, idempotencyKey.slice(0, -SMS_KEY_SUFFIX.length));
 }
 
 /** The SDK parses `date_created` into a Date, or leaves the string when it cannot. */

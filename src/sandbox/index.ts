@@ -43,7 +43,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
 }
 
 /** A host for URLs: wildcard listeners are reached on loopback, IPv6 literals take brackets. */
-function urlHost(host: string): string {
+export function urlHost(host: string): string {
   if (host === '0.0.0.0' || host === '') return '127.0.0.1';
   if (host === '::') return '[::1]';
   return host.includes(':') ? `[${host}]` : host;

@@ -16,6 +16,8 @@ import { emailAddress, planEmail, statusHangs, type EmailBehaviour } from './ema
 import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import { BAD_TOKEN } from './postmark-api.js';
 import type { EmailEvent, EmailRecord } from './state.js';
+import { signMailgunWebhook } from './webhook-keys.js';
+import type { PlannedWebhook, RenderedWebhook, WebhookTarget } from './webhooks.js';
 
 /** A sending domain the emulator does not know, to exercise Mailgun's 404 "Domain not found". */
 export const UNKNOWN_MAILGUN_DOMAIN = 'unknown.mailgun.invalid';
@@ -163,6 +165,7 @@ export function registerMailgun(app: FastifyInstance, ctx: SandboxContext): void
     const tag = one('o:tag');
     if (tag !== undefined) fields.tag = tag;
     const record = state.addEmail(fields);
+    if (ctx.webhooks.configured) ctx.webhooks.plan(mailgunWebhooks(record));
     return { status: 200, body: { id: `<${record.messageId}>`, message: 'Queued. Thank you.' }, delayMs: slowDelay(plan.behaviour) };
   }
 
@@ -321,6 +324,31 @@ class PageTokens {
 /** `YYYYMMDDhhmmss` of a time, as Mailgun's message ids begin. */
 function stamp(ms: number): string {
   return new Date(ms).toISOString().replace(/[-:T]/g, '').slice(0, 14);
+}
+
+/**
+ * The webhook posts of a message's events, each when it happens (Mailgun has no webhook for
+ * `accepted`): JSON with the event as the events API lists it in `event-data`, and a `signature`
+ * made with the target's signing key when the post leaves.
+ */
+function mailgunWebhooks(record: EmailRecord): PlannedWebhook[] {
+  return mailgunEvents(record, Infinity)
+    .filter((event) => event['event'] !== 'accepted')
+    .map((event) => ({
+      provider: 'mailgun',
+      messageId: record.messageId,
+      address: record.recipients[0] ?? '',
+      at: (event['timestamp'] as number) * 1000,
+      render: (target: WebhookTarget): RenderedWebhook | undefined => {
+        if (!target.mailgunSigningKey) return undefined;
+        const signature = signMailgunWebhook(target.mailgunSigningKey, String(Math.floor(Date.now() / 1000)));
+        return {
+          path: '/webhooks/mailgun',
+          headers: { 'content-type': 'application/json', 'user-agent': 'mailgun/treq-16.12.0' },
+          body: JSON.stringify({ signature, 'event-data': event }),
+        };
+      },
+    }));
 }
 
 /** A message's events visible at `now`, as Mailgun lists them. */

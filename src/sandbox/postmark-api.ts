@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { emailAddress, planEmail, statusHangs, type EmailBehaviour } from './email-behaviour.js';
 import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import type { BounceRecord, EmailEvent, EmailRecord } from './state.js';
+import type { PlannedWebhook, RenderedWebhook, WebhookTarget } from './webhooks.js';
 
 /** The token that the emulator refuses, to exercise 401 handling. */
 export const BAD_TOKEN = 'bad-token';
@@ -135,6 +136,7 @@ export function registerPostmark(app: FastifyInstance, ctx: SandboxContext): voi
     const tag = optionalString(body['Tag']);
     if (tag !== undefined) fields.tag = tag;
     const record = state.addEmail(fields);
+    if (ctx.webhooks.configured) ctx.webhooks.plan(plannedWebhooks(record));
     return {
       status: 200,
       body: {
@@ -297,6 +299,88 @@ function messageEvent(record: EmailRecord, event: EmailEvent): Json {
       return {
         ...base,
         Details: { Summary: 'Link clicked', Link: 'https://example.com/', ClickLocation: 'HTML' },
+      };
+  }
+}
+
+/** A Transient (delayed) event has no bounce of its own in the details; its webhook needs an ID. */
+let transientBounceIds = 1_000_000_000;
+
+/**
+ * The webhooks Postmark pushes for a message's timeline (one per event, as its modular webhooks
+ * do): JSON bodies shaped like Postmark's, sent with the basic-auth credentials of the webhook URL.
+ */
+function plannedWebhooks(record: EmailRecord): PlannedWebhook[] {
+  return record.events.map((event) => {
+    const body = webhookBody(record, event, event.type === 'Transient' ? ++transientBounceIds : undefined);
+    return {
+      provider: 'postmark',
+      messageId: record.messageId,
+      address: record.recipients[0] ?? '',
+      at: event.at,
+      render: (target: WebhookTarget): RenderedWebhook | undefined =>
+        target.postmarkAuth === undefined
+          ? undefined
+          : {
+              path: '/webhooks/postmark',
+              headers: {
+                'content-type': 'application/json',
+                authorization: `Basic ${Buffer.from(target.postmarkAuth, 'utf8').toString('base64')}`,
+                'user-agent': 'Postmark',
+              },
+              body: JSON.stringify(body),
+            },
+    };
+  });
+}
+
+/** One event's webhook body, as Postmark's Delivery, Bounce, Open and Click webhooks carry it. */
+function webhookBody(record: EmailRecord, event: EmailEvent, transientId: number | undefined): Json {
+  const at = new Date(event.at).toISOString();
+  const common = { MessageID: record.messageId, MessageStream: record.messageStream, Tag: record.tag ?? '', Metadata: record.metadata };
+  const client = { Name: 'Sandbox Mail', Company: 'Herald', Family: 'Sandbox' };
+  const reader = { Client: client, OS: { Name: 'Sandbox OS', Company: 'Herald', Family: 'Sandbox' }, Platform: 'Desktop', UserAgent: 'Sandbox/1.0' };
+  const geo = { CountryISOCode: 'JP', Country: 'Japan', RegionISOCode: '13', Region: 'Tokyo', City: 'Tokyo', Zip: '100-0001', Coords: '35.68,139.76', IP: '127.0.0.1' };
+  switch (event.type) {
+    case 'Delivered':
+      return {
+        RecordType: 'Delivery',
+        ServerID: 1,
+        ...common,
+        Recipient: record.recipients[0],
+        DeliveredAt: at,
+        Details: 'smtp;250 2.0.0 OK (sandbox)',
+      };
+    case 'Bounced':
+    case 'Transient': {
+      const bounce: BounceRecord =
+        event.type === 'Bounced'
+          ? { id: event.bounceId ?? 0, messageId: record.messageId, type: event.bounceType ?? 'HardBounce', at: event.at }
+          : { id: transientId ?? 0, messageId: record.messageId, type: 'SoftBounce', at: event.at };
+      const body: Json = { ...bounceBody(bounce, record), Metadata: record.metadata };
+      if (event.type === 'Transient') {
+        Object.assign(body, {
+          Type: 'Transient',
+          TypeCode: 2,
+          Name: 'Message delayed',
+          Description: 'The server could not temporarily deliver your message (ex: Message is delayed due to network troubles).',
+          Inactive: false,
+        });
+      }
+      return body;
+    }
+    case 'Opened':
+      return { RecordType: 'Open', FirstOpen: true, ...reader, ReadSeconds: 5, Geo: geo, ...common, Recipient: record.recipients[0], ReceivedAt: at };
+    case 'LinkClicked':
+      return {
+        RecordType: 'Click',
+        ClickLocation: 'HTML',
+        ...reader,
+        OriginalLink: 'https://example.com/',
+        Geo: geo,
+        ...common,
+        Recipient: record.recipients[0],
+        ReceivedAt: at,
       };
   }
 }

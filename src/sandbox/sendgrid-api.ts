@@ -12,6 +12,8 @@ import type { FastifyInstance } from 'fastify';
 import { emailAddress, planEmail, statusHangs, type EmailBehaviour } from './email-behaviour.js';
 import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import type { EmailEvent, EmailRecord } from './state.js';
+import { signSendgridWebhook } from './webhook-keys.js';
+import type { PlannedWebhook, RenderedWebhook, WebhookTarget } from './webhooks.js';
 
 /** The API key that the emulator refuses, to exercise 401 handling. */
 export const BAD_SENDGRID_KEY = 'SG.bad-key';
@@ -148,7 +150,8 @@ export function registerSendgrid(app: FastifyInstance, ctx: SandboxContext): voi
     if (html !== undefined) fields.htmlBody = html;
     const categories = Array.isArray(body['categories']) ? body['categories'].filter((c): c is string => typeof c === 'string') : [];
     if (categories[0] !== undefined) fields.tag = categories[0];
-    state.addEmail(fields);
+    const record = state.addEmail(fields);
+    if (ctx.webhooks.configured) ctx.webhooks.plan(sendgridWebhooks(record));
     return { status: 202, headers: { 'x-message-id': xMessageId }, delayMs: slowDelay(plan.behaviour) };
   }
 
@@ -293,6 +296,54 @@ function summary(record: EmailRecord, now: number): Json {
   };
 }
 
+/** The Logs' and the Event Webhook's ID of a message's `index`-th event: the same event, the same ID. */
+function sgEventId(record: EmailRecord, index: number): string {
+  return `${record.messageId.slice(0, 22)}-${index}`;
+}
+
+/**
+ * The Event Webhook's posts of a message's events, each when it happens: a JSON array (one event
+ * per post here), the custom args at each event's top level, signed with the target's key over
+ * the timestamp header followed by the body.
+ */
+function sendgridWebhooks(record: EmailRecord): PlannedWebhook[] {
+  const recipient = record.recipients[0] ?? '';
+  return logsEvents(record, Infinity).map((e, index) => ({
+    provider: 'sendgrid',
+    messageId: record.messageId,
+    address: recipient,
+    at: e.at,
+    render: (target: WebhookTarget): RenderedWebhook | undefined => {
+      if (!target.sendgridPrivateKey) return undefined;
+      const { at, attempt, ...fields } = e;
+      const event: Json = {
+        ...record.metadata,
+        email: recipient,
+        timestamp: Math.floor(at / 1000),
+        'smtp-id': `<${record.messageId.split('.')[0]}@sandbox.sendgrid.invalid>`,
+        ...fields,
+        ...(attempt === undefined ? {} : { attempt: String(attempt) }),
+        ...(e.event === 'delivered' ? { response: '250 OK (sandbox)' } : {}),
+        ...(record.tag === undefined ? {} : { category: [record.tag] }),
+        sg_event_id: sgEventId(record, index),
+        sg_message_id: record.messageId,
+      };
+      const body = JSON.stringify([event]);
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      return {
+        path: '/webhooks/sendgrid',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'SendGrid Event API',
+          'x-twilio-email-event-webhook-signature': signSendgridWebhook(target.sendgridPrivateKey, timestamp, body),
+          'x-twilio-email-event-webhook-timestamp': timestamp,
+        },
+        body,
+      };
+    },
+  }));
+}
+
 /** A message with its events, as `GET /v3/logs/{sg_message_id}` shows it. */
 function message(record: EmailRecord, now: number): Json {
   const events = logsEvents(record, now);
@@ -304,7 +355,7 @@ function message(record: EmailRecord, now: number): Json {
       const { at, ...rest } = e;
       return {
         ...rest,
-        sg_event_id: `${record.messageId.slice(0, 22)}-${i}`,
+        sg_event_id: sgEventId(record, i),
         sg_message_id: record.messageId,
         email: record.recipients[0],
         timestamp: Math.floor(at / 1000),

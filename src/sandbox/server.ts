@@ -40,7 +40,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     closing: closing.signal,
     indexLagMs: opts.indexLagMs ?? DEFAULTS.indexLagMs,
     slowMs: opts.slowMs ?? DEFAULTS.slowMs,
-    webhooks: new WebhookOutbox(closing.signal),
+    webhooks: new WebhookOutbox(closing.signal, opts.webhookRandom),
   };
   const app = Fastify({
     logger: (opts.logger ?? false) as FastifyServerOptions['logger'],
@@ -65,6 +65,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     configureWebhooks: (target) => ctx.webhooks.configure(target),
     setWebhookFaults: (rates) => ctx.webhooks.setFaults(rates),
     webhookDeliveries: () => ctx.webhooks.deliveries(),
+    webhookTarget: () => ctx.webhooks.configured,
+    webhookFaults: () => ctx.webhooks.faults(),
     reset: () => {
       state.reset();
       queues.clear();

@@ -5,10 +5,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import twilio from 'twilio';
 import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import { BAD_TOKEN } from './postmark-api.js';
 import { plannedSteps, sentAt, smsBehaviour, stepAt, TWILIO_ERROR_MESSAGES, type SmsBehaviour } from './sms-behaviour.js';
 import type { SmsRecord } from './state.js';
+import type { PlannedWebhook, RenderedWebhook, WebhookTarget } from './webhooks.js';
 
 const API = '/2010-04-01';
 const BODY_LIMIT = 1600;
@@ -93,6 +95,9 @@ export function registerTwilio(app: FastifyInstance, ctx: SandboxContext): void 
     if (body === '' && !form['MediaUrl'] && !form['ContentSid']) return twilioError(400, 21602, 'Message body is required.');
     if (!from && !messagingServiceSid) return twilioError(400, 21603, "A 'From' phone number is required.");
     if (!/^\+[1-9]\d{6,14}$/.test(to)) return twilioError(400, 21211, `The 'To' number ${to} is not a valid phone number.`);
+    if (form['StatusCallback'] !== undefined && !/^https?:\/\/[^/]/.test(form['StatusCallback'])) {
+      return twilioError(400, 21609, `The StatusCallback URL ${form['StatusCallback']} is not a valid URL.`);
+    }
     if (body.length > BODY_LIMIT) {
       return twilioError(400, 21617, `The concatenated message body exceeds the ${BODY_LIMIT} character limit.`);
     }
@@ -130,6 +135,8 @@ export function registerTwilio(app: FastifyInstance, ctx: SandboxContext): void 
       sendAt: sendAt ?? null,
       steps: plannedSteps(behaviour, { createdAt: now, viaService: messagingServiceSid !== null, ...(sendAt ? { sendAt } : {}) }),
     });
+    const statusCallback = form['StatusCallback']?.trim();
+    if (statusCallback && ctx.webhooks.configured) ctx.webhooks.plan(plannedCallbacks(record, statusCallback));
     return { status: 201, body: messageJson(record, now), delayMs: slowDelay(behaviour) };
   }
 
@@ -259,6 +266,52 @@ export function registerTwilio(app: FastifyInstance, ctx: SandboxContext): void 
       delayMs: to ? slowDelay(smsBehaviour(to)) : 0,
     };
   }
+}
+
+/**
+ * The status callbacks Twilio posts to a message's StatusCallback URL, one per status change
+ * after it leaves the schedule: form bodies signed (`X-Twilio-Signature`) with the auth token
+ * over the URL Herald is reached at and the parameters, sent to the callback's path and query.
+ */
+function plannedCallbacks(record: SmsRecord, statusCallback: string): PlannedWebhook[] {
+  const callback = new URL(statusCallback);
+  const path = callback.pathname + callback.search;
+  return record.steps
+    .filter((step) => step.status !== 'scheduled')
+    .map((step) => {
+      const params: Record<string, string> = {
+        AccountSid: record.accountSid,
+        ApiVersion: '2010-04-01',
+        From: record.from ?? '+15005550006',
+        MessageSid: record.sid,
+        MessageStatus: step.status,
+        SmsSid: record.sid,
+        SmsStatus: step.status,
+        To: record.to,
+      };
+      if (record.messagingServiceSid) params['MessagingServiceSid'] = record.messagingServiceSid;
+      if (step.errorCode !== undefined) params['ErrorCode'] = String(step.errorCode);
+      return {
+        provider: 'twilio',
+        messageId: record.sid,
+        address: record.to,
+        at: Math.max(step.at, record.createdAt),
+        render: (target: WebhookTarget): RenderedWebhook | undefined => {
+          if (target.twilioAuthToken === undefined) return undefined;
+          const signedUrl = (target.publicUrl ?? target.url).replace(/\/+$/, '') + path;
+          return {
+            path,
+            headers: {
+              'content-type': 'application/x-www-form-urlencoded',
+              'x-twilio-signature': twilio.getExpectedTwilioSignature(target.twilioAuthToken, signedUrl, params),
+              'i-twilio-idempotency-token': `${record.sid}-${step.status}`,
+              'user-agent': 'TwilioProxy/1.1',
+            },
+            body: new URLSearchParams(params).toString(),
+          };
+        },
+      };
+    });
 }
 
 /** A message resource as Twilio renders it at `now`. */

@@ -199,6 +199,8 @@ export interface SandboxOptions {
   maxMessages?: number;
   /** Requests kept in the request log (default 100,000). */
   maxRequests?: number;
+  /** Where the webhook outbox's fault rates draw from (default `Math.random`): a seeded run draws the same. */
+  webhookRandom?: () => number;
 }
 
 /** A running sandbox serving both emulated APIs on one port. */
@@ -227,6 +229,10 @@ export interface Sandbox {
   setWebhookFaults(rates: WebhookFaultRates): void;
   /** Every webhook pushed or dropped so far, oldest first. */
   webhookDeliveries(): WebhookDeliveryRecord[];
+  /** Where webhooks are pushed, with the secrets; undefined when they are not. */
+  webhookTarget(): WebhookTarget | undefined;
+  /** The fault rates set by `setWebhookFaults`. */
+  webhookFaults(): WebhookFaultRates;
   /** Forgets messages, requests, faults, planned webhooks and flaky-attempt counters. */
   reset(): void;
 }

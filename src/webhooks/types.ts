@@ -15,6 +15,12 @@ export interface WebhookEvent {
   /** The provider's ID of the message the event is about (what a send returned). */
   providerMessageId: string;
   /**
+   * Another form of the same message's ID that a notice may have recorded instead (SendGrid: the
+   * full `sg_message_id`, which a send in doubt found in the Email Logs records, where a send's
+   * answer records its X-Message-Id).
+   */
+  providerMessageAlias?: string;
+  /**
    * The notice the message belongs to, where the event carries it: Herald's idempotency key in
    * the message's metadata (`<noticeId>-email`), or the notice in the status callback's URL.
    */

@@ -1,3 +1,5 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { postmark, sleep, twilioApi } from '../helpers/sandbox.js';
@@ -131,5 +133,92 @@ describe('lifecycle and bounds', () => {
     } finally {
       await own.close();
     }
+  });
+});
+
+describe('webhook controls over HTTP (/__sandbox/webhooks)', () => {
+  let receiver: Server;
+  let received: { path: string; headers: IncomingHttpHeaders; body: string }[];
+  let receiverUrl: string;
+  beforeAll(async () => {
+    receiver = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        received.push({ path: request.url ?? '', headers: request.headers, body });
+        response.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+  beforeEach(() => {
+    received = [];
+    sandbox.configureWebhooks(undefined);
+    sandbox.setWebhookFaults({});
+  });
+
+  it('sets the target and the fault rates, shows them without the secrets, and stops with DELETE', async () => {
+    expect((await control('GET', '/webhooks')).body).toEqual({ target: null, faults: {} });
+    const put = await control('PUT', '/webhooks', { url: `${receiverUrl}/`, postmarkAuth: 'hooks:pw-1234', twilioAuthToken: 'tok' });
+    expect(put).toEqual({
+      status: 200,
+      body: { target: { url: receiverUrl, publicUrl: receiverUrl, providers: ['postmark', 'twilio'] }, faults: {} },
+    });
+    expect(JSON.stringify(put.body)).not.toContain('pw-1234');
+    expect(sandbox.webhookTarget()).toMatchObject({ url: receiverUrl, postmarkAuth: 'hooks:pw-1234' });
+
+    const faults = await control('PUT', '/webhooks/faults', { drop: 0.5, duplicate: 0.2, reorder: 0.1, delayMs: 100 });
+    expect(faults.body.faults).toEqual({ drop: 0.5, duplicate: 0.2, reorder: 0.1, delayMs: 100 });
+    expect(sandbox.webhookFaults()).toEqual({ drop: 0.5, duplicate: 0.2, reorder: 0.1, delayMs: 100 });
+
+    expect((await control('DELETE', '/webhooks')).status).toBe(204);
+    expect((await control('GET', '/webhooks')).body.target).toBeNull();
+  });
+
+  it('refuses a malformed target or fault rates with 400 and changes nothing', async () => {
+    await control('PUT', '/webhooks', { url: receiverUrl, postmarkAuth: 'hooks:pw' });
+    await control('PUT', '/webhooks/faults', { drop: 0.25 });
+    const refused = [
+      await control('PUT', '/webhooks', { url: 'ftp://x' }),
+      await control('PUT', '/webhooks', { postmarkAuth: 'a:b' }),
+      await control('PUT', '/webhooks', { url: receiverUrl, postmarkAuth: '' }),
+      await control('PUT', '/webhooks', { url: receiverUrl, apiKey: 'x' }),
+      await control('PUT', '/webhooks', [receiverUrl]),
+      await control('PUT', '/webhooks/faults', { drop: 1.5 }),
+      await control('PUT', '/webhooks/faults', { drop: '0.5' }),
+      await control('PUT', '/webhooks/faults', { explode: 0.1 }),
+      await control('PUT', '/webhooks/faults', { delayMs: -1 }),
+    ];
+    for (const answer of refused) expect(answer).toMatchObject({ status: 400, body: { error: expect.any(String) } });
+    expect(sandbox.webhookTarget()).toEqual({ url: receiverUrl, postmarkAuth: 'hooks:pw' });
+    expect(sandbox.webhookFaults()).toEqual({ drop: 0.25 });
+  });
+
+  it("pushes a message's events to the target and lists each push, a dropped one too", async () => {
+    await control('PUT', '/webhooks', { url: receiverUrl, postmarkAuth: 'hooks:pw-1234' });
+    const kept = await postmark(sandbox.url, 'POST', '/email', email('delivered+100ms@example.com'));
+    const dropped = await postmark(sandbox.url, 'POST', '/email', email('delivered+100ms+wh-drop@example.com'));
+    const keptId = kept.body.MessageID as string;
+    const droppedId = dropped.body.MessageID as string;
+    const deliveries = async (messageId: string) =>
+      (await control('GET', `/webhooks/deliveries?provider=postmark&messageId=${messageId}`)).body;
+    for (let i = 0; i < 100 && ((await deliveries(keptId)).length === 0 || (await deliveries(droppedId)).length === 0); i += 1)
+      await sleep(50);
+
+    expect(await deliveries(keptId)).toEqual([
+      expect.objectContaining({ provider: 'postmark', messageId: keptId, path: '/webhooks/postmark', status: 200, tries: 1, faults: [] }),
+    ]);
+    const droppedRecords = await deliveries(droppedId);
+    expect(droppedRecords).toEqual([expect.objectContaining({ messageId: droppedId, tries: 0, faults: ['drop'] })]);
+    expect(droppedRecords[0].status, 'a dropped webhook got no answer').toBeUndefined();
+    const pushed = received.filter((r) => r.body.includes(keptId));
+    expect(pushed).toHaveLength(1);
+    expect(pushed[0]!.headers.authorization).toBe(`Basic ${Buffer.from('hooks:pw-1234').toString('base64')}`);
+    expect(
+      received.some((r) => r.body.includes(droppedId)),
+      'a dropped webhook never reaches Herald',
+    ).toBe(false);
   });
 });

@@ -27,6 +27,7 @@ import { statsOfHash, tally } from '../helpers/stats.js';
 import { WorkerProcess } from '../helpers/stack.js';
 import { checkRun, TERMINAL, type NoticeOutcome, type Violation } from './invariants.js';
 import type { ChaosEvent, ChaosPlan, NoticePlan } from './plan.js';
+import { Random } from './random.js';
 
 export interface ChaosOptions {
   /** How long after the faults stop every notice must have reached a terminal state. */
@@ -51,6 +52,18 @@ export interface ChaosReport {
   fallbackDecided: number;
   /** Notices whose outcome was read from the archive: Redis had let go of them. */
   retired: number;
+  /** With webhooks on: what the outbox pushed, and what Herald recorded from them. */
+  webhooks?: {
+    planned: number;
+    dropped: number;
+    duplicated: number;
+    /** Herald's answers to the pushes that were sent, by status (`none`: no answer). */
+    answers: Record<string, number>;
+    /** Observations recorded with `source: webhook`, and those from polls. */
+    observations: number;
+    polls: number;
+    checksSaved: number;
+  };
   /** Time from the end of the faults until every notice was terminal; null when the bound passed. */
   settledAfterMs: number | null;
   settleBoundMs: number;
@@ -61,6 +74,13 @@ export interface ChaosReport {
   /** Where all they printed was written, when something went wrong. */
   workerLogs?: string;
 }
+
+/** The webhook secrets of a run with webhooks on, for Herald's web and the sandbox's outbox alike. */
+const CHAOS_WEBHOOK_ENV = {
+  HERALD_POSTMARK_WEBHOOK_AUTH: 'chaos:webhook-secret-of-the-run',
+  HERALD_PUBLIC_URL: 'https://herald.chaos.test',
+  TWILIO_AUTH_TOKEN: 'chaos-twilio-auth-token',
+};
 
 /** Runs the plan and returns its report; throws only when the run itself cannot be set up. */
 export async function runChaos(plan: ChaosPlan, opts: ChaosOptions): Promise<ChaosReport> {
@@ -197,7 +217,9 @@ class ChaosRun {
 
   async execute(): Promise<ChaosReport> {
     this.redis = await ChaosRedis.start();
-    this.sandbox = await startSandbox({ port: 0 });
+    // The webhook faults draw from the run's seed too, so that a seed replays them.
+    const webhookRandom = new Random(this.plan.seed ^ 0x5eed);
+    this.sandbox = await startSandbox({ port: 0, webhookRandom: () => webhookRandom.next() });
     const prefix = testPrefix('chaos');
     const env = {
       ...this.redis.env,
@@ -221,10 +243,23 @@ class ChaosRun {
       HERALD_CONTENT_PURGE_INTERVAL_MS: '500',
       // Info, so that a worker's "running" line says when it is ready for a SIGTERM.
       LOG_LEVEL: 'info',
+      // Webhooks: the routes on, and the SMS sends carrying status callbacks under the public URL.
+      ...(this.plan.shape.webhookFaults ? CHAOS_WEBHOOK_ENV : {}),
     };
     const config = testConfig(prefix, env);
     this.prices = config.prices;
     this.web = await startWebUnderTest(config);
+    if (this.plan.shape.webhookFaults) {
+      // The web listens, so that the emulators' webhooks reach it as providers' do.
+      const url = await this.web.app.listen({ port: 0, host: '127.0.0.1' });
+      this.sandbox.configureWebhooks({
+        url,
+        publicUrl: CHAOS_WEBHOOK_ENV.HERALD_PUBLIC_URL,
+        postmarkAuth: CHAOS_WEBHOOK_ENV.HERALD_POSTMARK_WEBHOOK_AUTH,
+        twilioAuthToken: CHAOS_WEBHOOK_ENV.TWILIO_AUTH_TOKEN,
+      });
+      this.sandbox.setWebhookFaults(this.plan.shape.webhookFaults);
+    }
     this.archive = new Archive(createFileStorage(join(this.redis.dir, 'archive')), prefix);
     for (const queue of Object.values(this.web.queues)) queue.on('error', () => undefined);
     this.workers = Array.from({ length: this.plan.shape.workers }, () => new WorkerProcess(env).start());
@@ -287,6 +322,7 @@ class ChaosRun {
       if (decided) this.report.fallbackDecided += 1;
       if (decided && !o.events.some((e) => e.type === 'sms.canceled') && o.plan.smsBehaviour !== '03') this.report.smsNeeded += 1;
     }
+    if (this.plan.shape.webhookFaults) this.report.webhooks = this.webhookSummary(outcomes);
     this.report.emails = emails.length;
     this.report.sms = sms.length;
     this.report.elapsedMs = Date.now() - this.started;
@@ -314,6 +350,30 @@ class ChaosRun {
     await this.web?.close().catch(() => undefined);
     await this.sandbox?.close();
     await this.redis?.stop();
+  }
+
+  /** What the outbox did (each duplicate is a second record of its event) and what the logs recorded. */
+  private webhookSummary(outcomes: NoticeOutcome[]): NonNullable<ChaosReport['webhooks']> {
+    const deliveries = this.sandbox.webhookDeliveries();
+    const answers: Record<string, number> = {};
+    for (const d of deliveries) {
+      if (d.faults.includes('drop')) continue;
+      const key = d.status === undefined ? 'none' : String(d.status);
+      answers[key] = (answers[key] ?? 0) + 1;
+    }
+    const observed = outcomes.flatMap((o) => o.events).filter((e) => e.type === 'email.observed' || e.type === 'sms.observed');
+    const fromWebhooks = observed.filter((e) => e.source === 'webhook');
+    // A duplicated event has two records; a dropped one is never sent, so never twice.
+    const duplicated = deliveries.filter((d) => d.faults.includes('duplicate') && !d.faults.includes('drop')).length / 2;
+    return {
+      planned: deliveries.length - duplicated,
+      dropped: deliveries.filter((d) => d.faults.includes('drop')).length,
+      duplicated,
+      answers,
+      observations: fromWebhooks.length,
+      polls: observed.length - fromWebhooks.length,
+      checksSaved: fromWebhooks.reduce((sum, e) => sum + (Number(e.checksSaved) || 0), 0),
+    };
   }
 
   // ---- the plan, step by step -----------------------------------------------------------------
@@ -636,6 +696,12 @@ export function formatReport(report: ChaosReport): string {
     `sent: ${report.emails} emails, ${report.sms} SMS at the emulator; ${report.fallbackDecided} fallback.decided, ${report.smsNeeded} SMS needed`,
     `settled: ${report.settledAfterMs === null ? `NOT within ${report.settleBoundMs} ms` : `${report.settledAfterMs} ms after the faults stopped (bound ${report.settleBoundMs} ms)`}; whole run ${report.elapsedMs} ms`,
   ];
+  if (report.webhooks) {
+    const w = report.webhooks;
+    lines.push(
+      `webhooks: ${w.planned} events, ${w.dropped} dropped, ${w.duplicated} duplicated; Herald answered ${list(w.answers)}; recorded ${w.observations} observations from webhooks beside ${w.polls} from polls, ${w.checksSaved} checks saved`,
+    );
+  }
   if (report.skippedEvents.length > 0) lines.push(`skipped: ${report.skippedEvents.join('; ')}`);
   lines.push(`violations: ${report.violations.length === 0 ? 'none' : report.violations.length}`);
   for (const v of report.violations.slice(0, 40)) lines.push(`  - [${v.rule}] ${v.notice ?? ''} ${v.detail}`);

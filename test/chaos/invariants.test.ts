@@ -138,6 +138,39 @@ describe('the chaos invariants', () => {
     expect(rules(outcome)).toContain('entry-without-send');
   });
 
+  describe('when an email status is recorded after the email was delivered (a webhook, or a check already running)', () => {
+    const delivered = (after: Record<string, unknown>): NoticeOutcome => {
+      const events = log(
+        { type: 'notice.accepted' },
+        { type: 'policy.checked', channel: 'email' },
+        { type: 'email.requested', attemptId: 'a1' },
+        { type: 'email.accepted', attemptId: 'a1', providerMessageId: 'pm-1' },
+        { type: 'email.observed', status: 'delivered', observedAt: DEADLINE, source: 'poll' },
+        { type: 'notice.completed', state: 'email_delivered' },
+        { type: 'email.observed', status: 'delivered', observedAt: DEADLINE, ...after },
+      );
+      const deliveredEmail = { ...email, status: 'Delivered', events: [{ type: 'Delivered', at: 0 }] } as unknown as SandboxEmail;
+      return {
+        ...sound(),
+        plan: { ...plan, emailBehaviour: 'delivered', email: 'delivered+n0@example.com' },
+        hash: { state: 'email_delivered', seq: String(events.length), emailProviderMessageId: 'pm-1' },
+        events,
+        emails: [deliveredEmail],
+        sms: [],
+      };
+    };
+
+    it('accept it recorded without `late` (no fallback was decided)', () => {
+      expect(rules(delivered({ source: 'webhook', event: 'e1' }))).not.toContain('log-replay');
+      expect(rules(delivered({ source: 'poll' }))).not.toContain('log-replay');
+    });
+
+    it('catch it marked late', () => {
+      expect(rules(delivered({ source: 'webhook', event: 'e1', late: true }))).toContain('log-replay');
+      expect(rules(delivered({ source: 'poll', late: true }))).toContain('log-replay');
+    });
+  });
+
   it('catch a transition the state machine does not allow', () => {
     const outcome = sound();
     // An SMS requested before any fallback was decided.

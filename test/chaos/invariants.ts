@@ -114,8 +114,15 @@ export function checkNotice(outcome: NoticeOutcome): Violation[] {
     // The deadline step's own note (no message to read) is written only while undecided.
     if (entry.type === 'email.observed' && entry.note === undefined) {
       const late = entry.late === true;
-      if (late === UNDECIDED.includes(replayed)) {
-        fail('log-replay', `email.observed (seq ${entry.seq}) late=${late} while the log says ${replayed}`);
+      // Late means after the fallback was decided. After the email was delivered no fallback was
+      // decided, and what is recorded then (a webhook's event, the same news again or an open; a
+      // planned check that was already running when a webhook delivered) is not late.
+      const decided = !UNDECIDED.includes(replayed) && replayed !== 'email_delivered';
+      if (late !== decided) {
+        fail(
+          'log-replay',
+          `email.observed (seq ${entry.seq}, ${String(entry.source ?? 'poll')}) late=${late} while the log says ${replayed}`,
+        );
       }
     }
     if (TERMINAL.includes(replayed) && entry.type !== 'notice.completed') {

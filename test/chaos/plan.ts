@@ -4,6 +4,7 @@
  * same inputs and the same fault schedule (the interleaving of processes is the OS's own).
  */
 import type { Fault, FaultMode, Operation } from '../../src/sandbox/index.js';
+import type { WebhookFaultRates } from '../../src/sandbox/webhooks.js';
 import { Random } from './random.js';
 
 export interface ChaosShape {
@@ -24,6 +25,11 @@ export interface ChaosShape {
    * the email faults.
    */
   emailProvider?: 'postmark' | 'ses';
+  /**
+   * Provider webhooks on (Postmark and Twilio push to the web), the sandbox's outbox losing,
+   * repeating and reordering them at these rates: polling must still end every notice right.
+   */
+  webhookFaults?: WebhookFaultRates;
   workers: number;
   sigkills: number;
   sigterms: number;

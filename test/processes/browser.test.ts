@@ -6,6 +6,9 @@ import { testPrefix } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const ADMIN = 'admin-token-browser-0123456789';
+const WEBHOOK_AUTH = 'hooks:browser-webhook-secret';
+const PUBLIC_URL = 'https://herald.example.test';
+const TWILIO_TOKEN = 'twilio-token-of-the-browser-test';
 
 describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
   let stack: Stack;
@@ -14,12 +17,23 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
   let noticeId: string;
 
   beforeAll(async () => {
-    stack = await startStack({ prefix: testPrefix('browser'), env: { HERALD_ADMIN_TOKEN: ADMIN } });
+    // Webhooks on, as `npm start` has them; checks 2 s apart, so that the SMS's pushed delivery comes before its first check.
+    stack = await startStack({
+      prefix: testPrefix('browser'),
+      env: {
+        HERALD_ADMIN_TOKEN: ADMIN,
+        HERALD_MIN_POLL_INTERVAL_MS: '2000',
+        HERALD_POSTMARK_WEBHOOK_AUTH: WEBHOOK_AUTH,
+        HERALD_PUBLIC_URL: PUBLIC_URL,
+        TWILIO_AUTH_TOKEN: TWILIO_TOKEN,
+      },
+    });
     base = await stack.web.app.listen({ port: 0, host: '127.0.0.1' });
+    stack.sandbox.configureWebhooks({ url: base, publicUrl: PUBLIC_URL, postmarkAuth: WEBHOOK_AUTH, twilioAuthToken: TWILIO_TOKEN });
     noticeId = await stack.createNotice(
       noticeBody({
         recipient: { id: 'player-42', email: 'opened+300ms@example.com', phone: '+12025550100' },
-        deadlineInSeconds: 3,
+        deadlineInSeconds: 6,
         policy: undefined,
       }),
     );
@@ -55,6 +69,16 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
     expect(await fallback.textContent()).toContain('email_deadline_elapsed');
     expect(await page.locator('[data-marker=email-observed]').count()).toBeGreaterThanOrEqual(2);
     expect(await page.locator('#state').textContent()).toBe('sms_delivered');
+    // Where each status came from: the SMS's delivery was pushed by Twilio's status callback and saved its checks; the email's deadline read was a poll.
+    expect(await page.locator('[data-marker=sms-observed][data-source=webhook][data-status=delivered] .webhook-ring').count()).toBe(1);
+    const smsDelivered = page.locator('ol.log > li', { has: page.locator('.type', { hasText: 'sms.observed' }) }).last();
+    expect(await smsDelivered.locator('.badge-webhook').textContent()).toBe('webhook');
+    const saved = Number(await smsDelivered.locator('.badge-saved').getAttribute('data-checks-saved'));
+    expect(saved).toBeGreaterThan(0);
+    expect(await smsDelivered.locator('dd[data-field=checksSaved]').textContent()).toBe(String(saved));
+    const emailPolled = page.locator('ol.log > li', { has: page.locator('.type', { hasText: 'email.observed' }) }).last();
+    expect(await emailPolled.locator('.badge-poll').textContent()).toBe('poll');
+    expect(await page.locator('#observations').textContent()).toMatch(new RegExp(`from provider webhooks; ${saved} planned checks saved`));
     await page.screenshot({ path: `${DOCS}timeline.png`, fullPage: true });
     expect(violations, 'the timeline keeps to its own CSP').toEqual([]);
 

@@ -8,7 +8,11 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** A compiled entry point run with only the given environment; its stdout and stderr together. */
 function start(script: string, env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
@@ -46,7 +50,9 @@ describe('with NODE_ENV=production', () => {
     const env = { ...decided, HERALD_PROVIDERS: 'live', POSTMARK_API_URL: 'http://127.0.0.1:9', TWILIO_API_URL: 'https://api.twilio.com' };
     const run = start(script, env);
     expect(await run.exited).toBe(1);
-    expect(run.output()).toMatch(/POSTMARK_API_URL must be an https:\/\/ URL when NODE_ENV=production \(set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1/);
+    expect(run.output()).toMatch(
+      /POSTMARK_API_URL must be an https:\/\/ URL when NODE_ENV=production \(set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1/,
+    );
     expect(run.output()).not.toMatch(/TWILIO_API_URL/);
   });
 });
@@ -80,12 +86,18 @@ describe('npm start', () => {
       expect(url).not.toMatch(/:0$/);
 
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-      const created = await fetch(`${url}/v1/notices`, { method: 'POST', headers, body: JSON.stringify(noticeBody({ deadlineInSeconds: 30 })) });
+      const created = await fetch(`${url}/v1/notices`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(noticeBody({ deadlineInSeconds: 30 })),
+      });
       expect(created.status).toBe(202);
       const { id } = (await created.json()) as { id: string };
       const events = await waitFor(
         async () => {
-          const answer = (await (await fetch(`${url}/v1/notices/${id}/events`, { headers })).json()) as { events: { type: string; provider?: string }[] };
+          const answer = (await (await fetch(`${url}/v1/notices/${id}/events`, { headers })).json()) as {
+            events: { type: string; provider?: string }[];
+          };
           return answer.events.some((e) => e.type === 'email.accepted') && answer.events;
         },
         20_000,
@@ -93,7 +105,10 @@ describe('npm start', () => {
       );
       expect(events.find((e) => e.type === 'email.requested')?.provider).toBe('postmark-sandbox');
 
-      const logLines = run.output().split('\n').filter((line) => line.startsWith('{'));
+      const logLines = run
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'));
       expect(logLines.length).toBeGreaterThan(0);
       expect(logLines.filter((line) => line.includes(key))).toEqual([]);
       expect(logLines.some((line) => line.includes('HERALD_PROVIDERS=sandbox') && line.includes('never to a real inbox'))).toBe(true);
@@ -103,5 +118,143 @@ describe('npm start', () => {
       await deleteKeys(redis, prefix);
       await redis.quit();
     }
+  });
+
+  describe('with the sandbox webhooks (on by default)', () => {
+    const startHerald = (extra: Record<string, string> = {}) => {
+      const prefix = testPrefix('start-wh');
+      const run = start('dist/src/dev.js', {
+        REDIS_URL,
+        HERALD_PREFIX: prefix,
+        HERALD_ARCHIVE_URL: testArchiveUrl(),
+        // Checks far enough apart that the pushed events come first.
+        HERALD_MIN_POLL_INTERVAL_MS: '5000',
+        PORT: '0',
+        HERALD_SANDBOX_PORT: '0',
+        ...extra,
+      });
+      running.push(run.child);
+      return { prefix, run };
+    };
+    const banner = async (run: ReturnType<typeof start>) => {
+      const text = await waitFor(async () => /Dev API key: (dev_\S+)/.test(run.output()) && run.output(), 20_000, 'the start-up banner');
+      const url = /Herald is running \(sandbox providers\) at (http:\/\/\S+)/.exec(text)![1]!;
+      const key = /Dev API key: (dev_\S+)/.exec(text)![1]!;
+      return { text, url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } };
+    };
+
+    it("records the email delivery and the SMS statuses from the emulators' webhooks, the checks they saved, no status read", async () => {
+      const { prefix, run } = startHerald();
+      const redis = plainRedis();
+      try {
+        const { text, url, headers } = await banner(run);
+        expect(text).toMatch(/Webhooks on: the emulators push postmark, twilio events to http:\/\/127\.0\.0\.1:\d+\/webhooks\//);
+        const events = async (id: string) =>
+          ((await (await fetch(`${url}/v1/notices/${id}/events`, { headers })).json()) as { events: Record<string, any>[] }).events;
+        const create = async (body: Record<string, unknown>) =>
+          ((await (await fetch(`${url}/v1/notices`, { method: 'POST', headers, body: JSON.stringify(body) })).json()) as { id: string }).id;
+        const delivered = await create(
+          noticeBody({ recipient: { id: 'p1', email: 'delivered+300ms@example.com', phone: '+12025550100' }, deadlineInSeconds: 60 }),
+        );
+        const fallback = await create(
+          noticeBody({ recipient: { id: 'p2', email: 'never@example.com', phone: '+12025550100' }, deadlineInSeconds: 10 }),
+        );
+
+        const emailLog = await waitFor(
+          async () => {
+            const log = await events(delivered);
+            return log.some((e) => e.type === 'notice.completed') && log;
+          },
+          30_000,
+          'the email delivery',
+        );
+        const observed = emailLog.filter((e) => e.type === 'email.observed');
+        expect(observed).toEqual([expect.objectContaining({ status: 'delivered', source: 'webhook', checksSaved: expect.any(Number) })]);
+        expect(observed[0]!.checksSaved).toBeGreaterThan(0);
+        expect(emailLog.at(-1)).toMatchObject({ type: 'notice.completed', state: 'email_delivered' });
+
+        const smsLog = await waitFor(
+          async () => {
+            const log = await events(fallback);
+            return log.some((e) => e.type === 'notice.completed') && log;
+          },
+          40_000,
+          'the SMS delivery',
+        );
+        expect(smsLog.find((e) => e.type === 'fallback.decided')).toMatchObject({ reason: 'email_deadline_elapsed' });
+        const smsObserved = smsLog.filter((e) => e.type === 'sms.observed');
+        expect(smsObserved.at(-1)).toMatchObject({ status: 'delivered', source: 'webhook' });
+        expect(
+          smsObserved.every((e) => e.source === 'webhook'),
+          'no SMS status read was needed',
+        ).toBe(true);
+        expect(smsLog.at(-1)).toMatchObject({ type: 'notice.completed', state: 'sms_delivered' });
+      } finally {
+        run.child.kill('SIGTERM');
+        await run.exited;
+        await deleteKeys(redis, prefix);
+        await redis.quit();
+      }
+    });
+
+    it.each(['sendgrid', 'mailgun'])(
+      "signs %s's webhooks with the secrets it made, and records the delivery from them",
+      async (provider) => {
+        const { prefix, run } = startHerald({ HERALD_EMAIL_PROVIDER: provider });
+        const redis = plainRedis();
+        try {
+          const { text, url, headers } = await banner(run);
+          expect(text).toMatch(new RegExp(`Webhooks on: the emulators push ${provider}, twilio events`));
+          const created = await fetch(`${url}/v1/notices`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify(noticeBody({ recipient: { id: 'p3', email: 'delivered+300ms@example.com' }, deadlineInSeconds: 60 })),
+          });
+          const { id } = (await created.json()) as { id: string };
+          const log = await waitFor(
+            async () => {
+              const answer = (await (await fetch(`${url}/v1/notices/${id}/events`, { headers })).json()) as {
+                events: Record<string, any>[];
+              };
+              return answer.events.some((e) => e.type === 'notice.completed') && answer.events;
+            },
+            30_000,
+            `the ${provider} delivery`,
+          );
+          expect(log.find((e) => e.type === 'email.requested')?.provider).toBe(`${provider}-sandbox`);
+          expect(log.filter((e) => e.type === 'email.observed' && e.status === 'delivered')).toEqual([
+            expect.objectContaining({ source: 'webhook', checksSaved: expect.any(Number) }),
+          ]);
+          expect(log.at(-1)).toMatchObject({ type: 'notice.completed', state: 'email_delivered' });
+        } finally {
+          run.child.kill('SIGTERM');
+          await run.exited;
+          await deleteKeys(redis, prefix);
+          await redis.quit();
+        }
+      },
+    );
+
+    it('leaves them off with HERALD_SANDBOX_WEBHOOKS=0: no webhook route answers', async () => {
+      const { prefix, run } = startHerald({ HERALD_SANDBOX_WEBHOOKS: '0' });
+      const redis = plainRedis();
+      try {
+        const { text, url } = await banner(run);
+        expect(text).not.toMatch(/Webhooks on/);
+        for (const provider of ['postmark', 'twilio', 'sendgrid', 'mailgun']) {
+          const answer = await fetch(`${url}/webhooks/${provider}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{}',
+          });
+          expect(answer.status, provider).toBe(404);
+        }
+      } finally {
+        run.child.kill('SIGTERM');
+        await run.exited;
+        await deleteKeys(redis, prefix);
+        await redis.quit();
+      }
+    });
   });
 });

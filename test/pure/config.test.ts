@@ -1,7 +1,9 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { configProblems } from '../helpers/env.js';
 import { formatDuration, parseDuration } from '../../src/durations.js';
+import { sendgridWebhookKeys } from '../../src/sandbox/webhook-keys.js';
 
 const problemsOf = configProblems;
 
@@ -98,6 +100,46 @@ describe('configuration', () => {
     expect(allowed).not.toMatch(/_API_URL/);
     // Outside production the emulators' http:// URLs are the normal case.
     expect(problemsOf({ HERALD_PROVIDERS: 'live', POSTMARK_API_URL: 'http://127.0.0.1:8080' }).join()).not.toMatch(/POSTMARK_API_URL/);
+  });
+
+  describe('the webhook variables', () => {
+    it('takes HERALD_POSTMARK_WEBHOOK_AUTH only as `user:password`', () => {
+      expect(loadConfig({ HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:s3cret-Pw' }).webhooks.postmarkAuth).toBe('hooks:s3cret-Pw');
+      for (const bad of ['nocolon', ':password-only', 'user:', 'us er:pw', 'user:pass word']) {
+        expect(problemsOf({ HERALD_POSTMARK_WEBHOOK_AUTH: bad }).join('\n'), bad).toMatch(/HERALD_POSTMARK_WEBHOOK_AUTH must be user:password/);
+      }
+    });
+
+    it('takes SENDGRID_WEBHOOK_PUBLIC_KEY only as an EC P-256 public key in base64 DER, as SendGrid shows it (or PEM)', () => {
+      const { publicKey: publicKeyBase64 } = sendgridWebhookKeys();
+      expect(loadConfig({ SENDGRID_WEBHOOK_PUBLIC_KEY: publicKeyBase64 }).webhooks.sendgridPublicKey).toBe(publicKeyBase64);
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+      const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+      // The same key in PEM is taken too.
+      const pem = `-----BEGIN PUBLIC KEY-----\n${publicKeyBase64}\n-----END PUBLIC KEY-----`;
+      expect(problemsOf({ SENDGRID_WEBHOOK_PUBLIC_KEY: pem })).toEqual([]);
+      const cases: [string, RegExp][] = [
+        [rsa, /must be an EC public key \(it is rsa key\)/],
+        [p384, /P-256/],
+        ['not base64!', /must be the base64 verification key SendGrid shows/],
+        ['bm90IGEga2V5', /does not parse as a public key/],
+      ];
+      for (const [value, message] of cases) {
+        const problems = problemsOf({ SENDGRID_WEBHOOK_PUBLIC_KEY: value }).join('\n');
+        expect(problems).toMatch(/^SENDGRID_WEBHOOK_PUBLIC_KEY /m);
+        expect(problems).toMatch(message);
+      }
+    });
+
+    it('refuses a plain http:// HERALD_PUBLIC_URL in production unless HERALD_ALLOW_INSECURE_PROVIDER_URLS=1', () => {
+      const env = { NODE_ENV: 'production', HERALD_PROVIDERS: 'live', HERALD_PUBLIC_URL: 'http://herald.example' };
+      expect(problemsOf(env).join('\n')).toMatch(/HERALD_PUBLIC_URL must be an https:\/\/ URL when NODE_ENV=production/);
+      expect(problemsOf({ ...env, HERALD_PUBLIC_URL: 'https://herald.example/' }).join('\n')).not.toMatch(/HERALD_PUBLIC_URL/);
+      expect(problemsOf({ ...env, HERALD_ALLOW_INSECURE_PROVIDER_URLS: '1' }).join('\n')).not.toMatch(/HERALD_PUBLIC_URL/);
+      expect(problemsOf({ HERALD_PUBLIC_URL: 'ftp://herald.example' }).join('\n')).toMatch(/HERALD_PUBLIC_URL="ftp:\/\/herald.example" must be a URL/);
+      // Outside production the sandbox's http:// address is the normal case; the trailing slash goes.
+      expect(loadConfig({ HERALD_PUBLIC_URL: 'http://127.0.0.1:3000/' }).publicUrl).toBe('http://127.0.0.1:3000');
+    });
   });
 
   it('never echoes a password given inside a URL', () => {

@@ -133,9 +133,12 @@ export async function recordEmailObservation(
       checksSaved: webhook && delivers ? current.pollPlan.filter((at) => at > now).length : undefined,
       event: webhookEvent,
     };
-    // A webhook arriving after the notice was decided (or out of order) is recorded, but changes no field.
+    // A webhook arriving after the notice was decided (its delivery included: an open after the
+    // delivery), or saying nothing of delivery (an open, a click), is recorded but changes no field;
+    // so is a check whose read was on its way while a webhook delivered the email (its call is counted).
     const set: NoticeFields =
-      webhook && late && !delivers
+      (webhook && !delivers && (!undecided || observation.status === 'pending')) ||
+      (!webhook && current.state === 'email_delivered')
         ? {}
         : {
             [EMAIL.field('status')]: observation.status,

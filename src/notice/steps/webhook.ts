@@ -30,7 +30,8 @@ async function record(ctx: StepContext, provider: WebhookProvider, event: Webhoo
   const channel = event.channel === 'email' ? notice.emailChannel : notice.smsChannel;
   // The notice has not recorded the send's answer yet: its checks will read the status.
   if (channel.providerMessageId === undefined) return channel.attemptId === undefined ? 'unknown_message' : 'not_applicable';
-  if (channel.providerMessageId !== event.providerMessageId) return 'unknown_message';
+  const recorded = channel.providerMessageId;
+  if (recorded !== event.providerMessageId && recorded !== event.providerMessageAlias) return 'unknown_message';
   const webhookEvent = eventDigest(provider, event.eventId);
   if (event.channel === 'email') {
     const { outcome } = await recordEmailObservation(ctx, notice, event.observation, { webhookEvent });
