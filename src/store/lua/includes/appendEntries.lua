@@ -21,3 +21,22 @@ local function appendEntries(eventsKey, logKey, noticeId, at, entries, lastSeq)
   redis.call('RPUSH', eventsKey, unpack(ids))
   return ids
 end
+
+-- The same for entries passed flat in ARGV (transition-6.lua): `starts` holds, for each entry, the
+-- ARGV index of its length L, followed by its L items (type, field1, value1, ...).
+local function appendArgvEntries(eventsKey, logKey, noticeId, at, starts, lastSeq)
+  if #starts == 0 then
+    return
+  end
+  local ids = {}
+  local seq = lastSeq
+  for _, start in ipairs(starts) do
+    seq = seq + 1
+    local args = { logKey, '*', 'type', ARGV[start + 1], 'noticeId', noticeId, 'at', at, 'seq', tostring(seq) }
+    for i = start + 2, start + tonumber(ARGV[start]) do
+      args[#args + 1] = ARGV[i]
+    end
+    ids[#ids + 1] = redis.call('XADD', unpack(args))
+  end
+  redis.call('RPUSH', eventsKey, unpack(ids))
+end
