@@ -205,6 +205,13 @@ export class NoticeStore {
     const idem = input.idempotency;
     // Without an Idempotency-Key the script does not touch this key, but it is named in the notice's slot all the same.
     const idemKey = this.keys.idempotency(idem ? idem.shard : shardFor(input.id), idem ? idem.keyHash : 'unused');
+    const lists: (string | number)[] = [];
+    const fields = Object.entries(input.fields).flatMap(([field, value]) => [field, String(value)]);
+    lists.push(fields.length / 2, ...fields, input.entries.length);
+    for (const entry of input.entries) {
+      const flat = encodeEntry(entry);
+      lists.push(flat.length, ...flat);
+    }
     const reply = await this.replicated('accept', k.metrics, metricIncrements(input.entries, 'accepted'), (on, counted) =>
       on.createNotice(
         k.notice,
@@ -221,12 +228,12 @@ export class NoticeStore {
         input.contentTtlMs,
         idem?.ttlMs ?? 0,
         idem?.bodyHash ?? '',
-        JSON.stringify(input.fields),
         JSON.stringify(input.content),
-        JSON.stringify(input.entries.map(encodeEntry)),
         input.due,
-        JSON.stringify(counted),
         input.createdAt,
+        ...lists,
+        counted.length / 2,
+        ...counted,
       ),
     );
     const code = Number(reply[0]);

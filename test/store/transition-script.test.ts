@@ -181,3 +181,55 @@ describe('a transition with everything at once', () => {
     expect((await store.events(id)).length).toBe(5);
   });
 });
+
+describe('creating a notice', () => {
+  it('stores its fields, content, entries, counters and indexes in one step, and finds it again by its idempotency key', async () => {
+    const now = 7_200_000 * 5 + 1234;
+    const id = newNoticeId(5, now);
+    const k = store.keys.noticeKeysFor(id);
+    const idem = { shard: 5, keyHash: `h${now}`, bodyHash: 'body-1', ttlMs: 90_000 };
+    const statsBefore = await redis.hgetall(k.stats);
+    const metricsBefore = await redis.hgetall(k.metrics);
+    const input = {
+      id,
+      createdAt: now,
+      fields: { ...storedNoticeFields(id, now), phone: '+12025550100', policyVersion: 3 },
+      content: { subject: 'S', text: 'T' },
+      entries: [
+        { type: 'notice.accepted', deadline: iso(now + 600_000), pollPlan: [iso(now + 1000)], hasPhone: true },
+        { type: 'policy.checked', channel: 'email', outcome: 'allowed', policyVersion: 3 },
+      ] as LogEntry[],
+      at: iso(now),
+      due: now + 5,
+      contentTtlMs: 60_000,
+      idempotency: idem,
+    };
+    expect(await store.create(input)).toEqual({ created: true });
+    expect(await redis.hgetall(k.notice)).toEqual({
+      ...Object.fromEntries(Object.entries(input.fields).map(([field, value]) => [field, String(value)])),
+      seq: '2',
+      statsHour: '10',
+    });
+    expect(JSON.parse((await redis.get(store.keys.content(id)))!)).toEqual({ subject: 'S', text: 'T' });
+    expect(await redis.pttl(store.keys.content(id))).toBeGreaterThan(50_000);
+    const events = await store.events(id);
+    expect(events.map((e) => [e.seq, e.type, e.at, e.noticeId])).toEqual([
+      [1, 'notice.accepted', iso(now), id],
+      [2, 'policy.checked', iso(now), id],
+    ]);
+    expect(events[0]).toMatchObject({ pollPlan: [iso(now + 1000)], hasPhone: true });
+    expect(await redis.zscore(k.due, id)).toBe(String(now + 5));
+    expect(await redis.zscore(store.keys.notices(5), id)).toBe('0');
+    const metrics = await redis.hgetall(k.metrics);
+    const increments = metricIncrements(input.entries, 'accepted');
+    for (let i = 0; i < increments.length; i += 2)
+      expect(Number(metrics[increments[i]!]) - Number(metricsBefore[increments[i]!] ?? 0)).toBe(increments[i + 1]);
+    const statsAfter = await redis.hgetall(k.stats);
+    expect(Number(statsAfter['10|state|accepted']) - Number(statsBefore['10|state|accepted'] ?? 0)).toBe(1);
+
+    // The same key again: the notice it created, with the body hash it was created from; nothing more is written.
+    expect(await store.create({ ...input, id: newNoticeId(5, now) })).toEqual({ created: false, existingId: id, bodyHash: 'body-1' });
+    expect(await store.findIdempotent(5, idem.keyHash)).toEqual({ noticeId: id, bodyHash: 'body-1' });
+    expect((await store.events(id)).length).toBe(2);
+  });
+});

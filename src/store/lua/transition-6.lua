@@ -139,7 +139,7 @@ if unsetCount > 0 then
   redis.call('HDEL', KEYS[1], unpack(ARGV, unsetAt, unsetAt + unsetCount - 1))
 end
 
-appendArgvEntries(KEYS[2], KEYS[3], ARGV[1], ARGV[3], entries, lastSeq)
+appendEntries(KEYS[2], KEYS[3], ARGV[1], ARGV[3], entries, lastSeq)
 setDue(KEYS[4], ARGV[1], ARGV[6])
 for i = metricsAt + 1, metricsAt + 2 * tonumber(ARGV[metricsAt]) - 1, 2 do
   redis.call('HINCRBY', KEYS[5], ARGV[i], ARGV[i + 1])
