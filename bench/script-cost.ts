@@ -14,6 +14,7 @@ import { iso } from '../src/clock.js';
 import type { LogEntry } from '../src/notice/entries.js';
 import { newNoticeId } from '../src/notice/ids.js';
 import { NoticeStore, type NoticeFields, type TransitionSpec } from '../src/store/notices.js';
+import { LogMirrorStore, type MirrorBatch } from '../src/store/log-mirror.js';
 import { commandCounts, deleteKeys, redisCpuMs } from './redis-stats.js';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -187,6 +188,38 @@ try {
         ],
         due: 'remove',
       }),
+    ),
+  );
+  // The log mirror's Redis side, on the log the calls above wrote (7 entries per notice, spread
+  // over the 16 shards), read in batches of MIRROR_BATCH entries: the sweeps of a busy worker
+  // read a few seconds' entries of a shard at a time.
+  const mirror = new LogMirrorStore(redis, store.keys);
+  const shards = store.keys.allShards();
+  const batchSize = Number(process.env.MIRROR_BATCH ?? 14);
+  const perShard = Math.floor((CALLS * 7) / 16 / batchSize) - 2;
+  const batches: MirrorBatch[] = [];
+  const reads = Array.from({ length: perShard * 16 }, (_, i) => String(shards[i % 16]));
+  rows.push(
+    await measure(`mirror: next batch of ${batchSize} entries`, reads, async (shard) => {
+      const batch = await mirror.next(Number(shard), 'bench', batchSize, 60_000, now());
+      if (batch) batches.push(batch);
+    }),
+  );
+  rows.push(await measure(`mirror: acknowledge a batch of ${batchSize}`, batches.map((_, i) => String(i)), (i) => mirror.ack(batches[Number(i)]!, 'd'.repeat(64))));
+  rows.push(
+    await measure('mirror: next batch, none new', Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])), async (shard) => {
+      // Read what is left first, so that every call after it finds nothing new.
+      const left = await mirror.next(Number(shard), 'bench', 100_000, 60_000, now());
+      if (left) await mirror.ack(left, 'd'.repeat(64));
+    }).then(() =>
+      measure('mirror: next batch, none new', Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])), (shard) =>
+        mirror.next(Number(shard), 'bench', batchSize, 60_000, now()),
+      ),
+    ),
+  );
+  rows.push(
+    await measure('mirror: trim a shard', Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])), (shard) =>
+      mirror.trim(Number(shard), now() - 600_000, 60_000),
     ),
   );
   console.log(JSON.stringify(rows));

@@ -41,6 +41,8 @@ async function scriptNames(redisUrl: string): Promise<Map<string, string>> {
     for (const [name, script] of Object.entries(client.scriptsSet)) if (!names.has(script.sha)) names.set(script.sha, name);
   } finally {
     await queue.close();
+    // The queue wrote its meta key when it connected: nothing of it stays.
+    await connection.del('slowlog-names:slowlog-names:meta');
     connection.disconnect();
   }
   return names;
