@@ -11,6 +11,10 @@ import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from '
 import { until } from './processes.js';
 import { RawDeployment } from './raw.js';
 import { countCommands, keysMemory, perItem, top } from './redis-stats.js';
+import type { SlowlogProfile } from './slowlog.js';
+
+/** `BENCH_SLOWLOG=1`: profile each cost run with SLOWLOG (bench/slowlog.ts). */
+const PROFILE = process.env.BENCH_SLOWLOG === '1';
 
 export interface CostRun {
   items: number;
@@ -29,6 +33,8 @@ export interface CostRun {
   providerCallsPerItem?: Record<string, number>;
   /** Herald only: Redis memory of the finished notices, before and after retirement. */
   memory?: FinishedMemory;
+  /** `BENCH_SLOWLOG=1` only: where Redis's time went, by script and command. */
+  profile?: SlowlogProfile;
 }
 
 /**
@@ -75,6 +81,7 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
         probe: async () => (await herald.live()) === 0 && (await herald.drained()),
         probeEveryMs: 250,
         processCpu: () => herald.processCpuMs(),
+        profile: PROFILE ? ctx.redisUrl : undefined,
       },
     );
     const calls: Record<string, number> = {};
@@ -90,6 +97,7 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
       idleCommandsPerSecond: counted.idlePerSecond,
       seconds: counted.durationMs / 1000,
       busiestCommands: top(counted.byCommand, notices, 40),
+      profile: counted.profile,
       providerCallsPerItem: Object.fromEntries(Object.entries(calls).map(([op, n]) => [op, Math.round((n / notices) * 100) / 100])),
     };
   } finally {
@@ -164,6 +172,7 @@ export async function rawJobCost(ctx: BenchContext, jobs: number): Promise<CostR
         probe: () => raw.drained(),
         probeEveryMs: 250,
         processCpu: () => raw.processCpuMs() + ownCpuMs(),
+        profile: PROFILE ? ctx.redisUrl : undefined,
       },
     );
     return {
@@ -174,6 +183,7 @@ export async function rawJobCost(ctx: BenchContext, jobs: number): Promise<CostR
       idleCommandsPerSecond: counted.idlePerSecond,
       seconds: counted.durationMs / 1000,
       busiestCommands: top(counted.byCommand, jobs, 40),
+      profile: counted.profile,
     };
   } finally {
     await raw.close();

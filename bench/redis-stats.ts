@@ -6,6 +6,7 @@
 import type { Redis } from 'ioredis';
 import { sleep } from './processes.js';
 import { isCluster, masterNodes, type RedisClient } from '../src/store/redis.js';
+import { finishSlowlog, startSlowlog, type SlowlogProfile } from './slowlog.js';
 
 export type CommandCounts = Map<string, number>;
 
@@ -70,6 +71,8 @@ export interface CountedWork {
   idleProcessCpuPerSecond: number;
   durationMs: number;
   byCommand: CommandCounts;
+  /** Where Redis's time went over the work (`profile` given): SLOWLOG summed by script and command. */
+  profile?: SlowlogProfile;
 }
 
 /**
@@ -84,7 +87,14 @@ export interface CountedWork {
 export async function countCommands(
   redis: Redis,
   work: () => Promise<void>,
-  opts: { idleMs: number; probe?: () => Promise<unknown>; probeEveryMs?: number; processCpu?: () => number },
+  opts: {
+    idleMs: number;
+    probe?: () => Promise<unknown>;
+    probeEveryMs?: number;
+    processCpu?: () => number;
+    /** The Redis URL, to profile the work with SLOWLOG (bench/slowlog.ts); its CPU figures are then inflated by the logging. */
+    profile?: string;
+  },
 ): Promise<CountedWork> {
   const probing = async (ms: number) => {
     const end = Date.now() + ms;
@@ -112,9 +122,11 @@ export async function countCommands(
     idleProcessCpuPerSecond = Math.min(idleProcessCpuPerSecond, (sliceEnd.processCpuMs - sliceStart.processCpuMs) / seconds);
   }
 
+  const slowlog = opts.profile ? await startSlowlog(redis) : undefined;
   const start = await read();
   await work();
   const end = await read();
+  const profile = slowlog && opts.profile ? await finishSlowlog(redis, opts.profile, slowlog) : undefined;
   const durationMs = end.at - start.at;
   const byCommand = countsBetween(start.counts, end.counts);
   const gross = total(byCommand);
@@ -129,6 +141,7 @@ export async function countCommands(
     idleProcessCpuPerSecond,
     durationMs,
     byCommand,
+    profile,
   };
 }
 

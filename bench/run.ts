@@ -28,6 +28,7 @@ import { deleteKeys } from './redis-stats.js';
 import { ratioOf, table, type Row } from './report.js';
 import { startBenchSandbox } from './sandbox.js';
 import { webhookCalls } from './webhooks.js';
+import { profileLines } from './slowlog.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const scale = Number(process.env.BENCH_SCALE ?? 1);
@@ -112,6 +113,7 @@ try {
   for (const [name, run] of Object.entries(cost ?? {})) {
     ctx.log(`cost ${name}: ${JSON.stringify(run.repeats)} per item (idle ${run.idleCommandsPerSecond.toFixed(0)} commands/s subtracted)`);
     ctx.log(`cost ${name}: busiest ${JSON.stringify(run.busiestCommands)}`);
+    if (run.profile) ctx.log(`cost ${name}: SLOWLOG profile (lower-CPU run), ${profileLines(run.profile, run.items).join('\n')}`);
     if (run.memory) {
       ctx.log(`cost ${name}: memory per finished notice, kept hot: ${JSON.stringify(run.memory.hot.byKind)}`);
       ctx.log(`cost ${name}: memory per finished notice, retired: ${JSON.stringify(run.memory.retired.byKind)}`);

@@ -131,7 +131,9 @@ export class LogMirror {
       report[outcome] += 1;
       if (batch.mode !== 'new')
         log.info({ shard, mode: batch.mode, firstId: batch.firstId, lastId: batch.lastId, outcome }, 'log mirror stored a batch again');
-      if (performance.now() >= until) break;
+      // A batch that took every unread entry ends the shard's sweep: asking again would find none
+      // (another consumer's stale batch waits for the next sweep).
+      if (!batch.more || performance.now() >= until) break;
     }
     const now = this.deps.clock.now();
     const { removed } = await this.stream.trim(shard, now - settings.keepHotMs, settings.reclaimAfterMs);

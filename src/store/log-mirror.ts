@@ -24,6 +24,8 @@ export interface MirrorBatch {
   prev: string;
   /** The shard's chain tip when the batch was handed out: the newest acknowledged batch. */
   tip: ChainLink | undefined;
+  /** False when this batch took every entry of the shard no consumer had read: asking again now would find none. */
+  more: boolean;
 }
 
 /** The shard's archive chain as Redis holds it (`<prefix>:{s<N>}:archive-chain`). */
@@ -110,7 +112,7 @@ export class LogMirrorStore {
       if (String((error as Error).message).includes('NOGROUP')) this.groupsReady.delete(shard);
       throw error;
     }
-    const [mode, rows, prev, tip] = reply;
+    const [mode, rows, prev, tip, more] = reply;
     const entries = (rows ?? [])
       .filter((row): row is [string, string[]] => Array.isArray(row[1]))
       .map(([id, fields]) => decodeEntry(id, fields));
@@ -123,6 +125,7 @@ export class LogMirrorStore {
       lastId: entries.at(-1)!.id,
       prev: prev ?? '',
       tip: parseTip(tip),
+      more: more !== '0',
     };
   }
 

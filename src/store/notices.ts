@@ -211,7 +211,14 @@ export class NoticeStore {
     const idem = input.idempotency;
     // Without an Idempotency-Key the script does not touch this key, but it is named in the notice's slot all the same.
     const idemKey = this.keys.idempotency(idem ? idem.shard : shardFor(input.id), idem ? idem.keyHash : 'unused');
-    const reply = await this.replicated('accept', k.metrics, metricIncrements(input.entries, 'accepted'), (on, increments) =>
+    const lists: (string | number)[] = [];
+    const fields = Object.entries(input.fields).flatMap(([field, value]) => [field, String(value)]);
+    lists.push(fields.length / 2, ...fields, input.entries.length);
+    for (const entry of input.entries) {
+      const flat = encodeEntry(entry);
+      lists.push(flat.length, ...flat);
+    }
+    const reply = await this.replicated('accept', k.metrics, metricIncrements(input.entries, 'accepted'), (on, counted) =>
       on.createNotice(
         k.notice,
         this.keys.content(input.id),
@@ -227,12 +234,12 @@ export class NoticeStore {
         input.contentTtlMs,
         idem?.ttlMs ?? 0,
         idem?.bodyHash ?? '',
-        JSON.stringify(input.fields),
         JSON.stringify(input.content),
-        JSON.stringify(input.entries.map(encodeEntry)),
         input.due,
-        increments,
         input.createdAt,
+        ...lists,
+        counted.length / 2,
+        ...counted,
       ),
     );
     const code = Number(reply[0]);
@@ -247,16 +254,27 @@ export class NoticeStore {
     return noticeId && bodyHash ? { noticeId, bodyHash } : null;
   }
 
-  /** Runs one named, guarded transition (lua/transition-6.lua). */
+  /**
+   * Runs one named, guarded transition (lua/transition-6.lua). Its guards, fields, entries and
+   * metric increments go flat, each list led by its length, so that the script decodes no JSON.
+   */
   async transition(id: string, now: number, at: string, spec: TransitionSpec): Promise<TransitionResult> {
     const { from, to } = movesOf(spec);
     const k = this.keys.noticeKeysFor(id);
-    const guards: Record<string, unknown> = {};
-    if (spec.eq && Object.keys(spec.eq).length > 0) guards.eq = spec.eq;
-    if (spec.reached) guards.reached = spec.reached;
-    const set: Record<string, string> = {};
-    for (const [field, value] of Object.entries(spec.set ?? {})) set[field] = String(value);
-    const script = (on: HeraldScripts | ScriptPipeline, increments: string) =>
+    const lists: (string | number)[] = [];
+    const pairs = (record: Partial<Record<string, string | number>> | undefined) => {
+      const flat = Object.entries(record ?? {}).flatMap(([field, value]) => [field, String(value)]);
+      lists.push(flat.length / 2, ...flat);
+    };
+    pairs(spec.eq);
+    pairs(spec.set);
+    lists.push(spec.unset?.length ?? 0, ...(spec.unset ?? []));
+    lists.push(spec.entries.length);
+    for (const entry of spec.entries) {
+      const flat = encodeEntry(entry);
+      lists.push(flat.length, ...flat);
+    }
+    const script = (on: HeraldScripts | ScriptPipeline, increments: (string | number)[]) =>
       on.transition(
         k.notice,
         k.events,
@@ -269,18 +287,17 @@ export class NoticeStore {
         at,
         from === '*' ? '*' : from.join(','),
         to ?? '',
-        JSON.stringify(guards),
-        JSON.stringify(set),
-        JSON.stringify(spec.unset ?? []),
-        JSON.stringify(spec.entries.map(encodeEntry)),
         spec.due === undefined ? '' : String(spec.due),
-        increments,
+        spec.reached ?? '',
+        ...lists,
+        increments.length / 2,
+        ...increments,
       );
     const increments = metricIncrements(spec.entries, to);
     const replicated = (TRANSITIONS[spec.name] as Transition).replicated;
     const reply = replicated
       ? await this.replicated(replicated, k.metrics, increments, script)
-      : ((await script(this.redis, JSON.stringify(increments))) as unknown[]);
+      : ((await script(this.redis, increments)) as unknown[]);
     switch (Number(reply[0])) {
       case 1:
         return { ok: true, state: String(reply[1]) as NoticeState };
@@ -307,15 +324,15 @@ export class NoticeStore {
     write: ReplicatedWrite,
     metricsKey: string,
     increments: (string | number)[],
-    script: (on: HeraldScripts | ScriptPipeline, increments: string) => unknown,
+    script: (on: HeraldScripts | ScriptPipeline, increments: (string | number)[]) => unknown,
   ): Promise<unknown[]> {
     const plan = await this.replicas.plan(write, metricsKey);
     if (!plan.wait) {
       const counted = plan.count ? [...increments, plan.count, 1] : increments;
-      return (await script(this.redis, JSON.stringify(counted))) as unknown[];
+      return (await script(this.redis, counted)) as unknown[];
     }
     const pipeline = this.redis.pipeline() as ScriptPipeline;
-    script(pipeline, JSON.stringify(increments));
+    script(pipeline, increments);
     pipeline.wait(1, plan.waitMs);
     const [[scriptError, reply], [waitError, acked]] = (await pipeline.exec()) as [[Error | null, unknown], [Error | null, unknown]];
     if (scriptError) throw scriptError;

@@ -33,7 +33,7 @@ export interface HeraldScripts {
   retireNotice(...args: (string | number)[]): Promise<number>;
   backfillStats(...args: (string | number)[]): Promise<number>;
   addSuppression(...args: (string | number)[]): Promise<number>;
-  nextMirrorBatch(...args: (string | number)[]): Promise<[string, [string, string[] | null][]?, string?, string?]>;
+  nextMirrorBatch(...args: (string | number)[]): Promise<[string, [string, string[] | null][]?, string?, string?, string?]>;
   ackMirrorBatch(...args: (string | number)[]): Promise<number>;
   trimMirroredLog(...args: (string | number)[]): Promise<[number, string]>;
   mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;

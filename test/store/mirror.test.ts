@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, ArchiveIntegrityError } from '../../src/archive/archive.js';
 import { readinessWarnings } from '../../src/retention/backlog.js';
-import { MIRROR_GROUP } from '../../src/store/log-mirror.js';
+import { LogMirrorStore, MIRROR_GROUP } from '../../src/store/log-mirror.js';
 import { idTime, PARTITION_MS, partitionDir } from '../../src/archive/names.js';
 import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { newNoticeId } from '../../src/notice/ids.js';
@@ -146,6 +146,29 @@ describe('archive objects', () => {
     ]);
     expect((await archive.objectsIn(0, hour)).map((o) => o.key)).toEqual([
       `${partitionDir(store.keys.prefix, 0, hour)}${hour}-0_${hour + 7}-0.ndjson.gz`,
+    ]);
+  });
+
+  it('say when a batch took every unread entry, so that a sweep does not ask again for nothing', async () => {
+    const { store } = setUp('file');
+    const mirror = new LogMirrorStore(redis, store.keys);
+    const log = store.keys.log(1);
+    const hour = Math.floor(Date.now() / PARTITION_MS) * PARTITION_MS - 3 * PARTITION_MS;
+    for (const id of [`${hour}-0`, `${hour}-1`, `${hour}-2`, `${hour + 1}-0`, `${hour + PARTITION_MS}-0`])
+      await redis.xadd(log, id, 'type', 'test.entry', 'noticeId', newNoticeId(1, hour), 'at', new Date(idTime(id)).toISOString(), 'seq', '1');
+    const batches = [];
+    for (;;) {
+      const batch = await mirror.next(1, 'w', 2, 60_000, Date.now());
+      if (!batch) break;
+      batches.push([ids(batch.entries), batch.more]);
+      await mirror.ack(batch, 'd'.repeat(64));
+    }
+    expect(batches).toEqual([
+      // Full batches may be followed by more; the one cut at the hour's end is.
+      [[`${hour}-0`, `${hour}-1`], true],
+      [[`${hour}-2`, `${hour + 1}-0`], true],
+      // The last one took every unread entry.
+      [[`${hour + PARTITION_MS}-0`], false],
     ]);
   });
 

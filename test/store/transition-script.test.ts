@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { iso } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
-import { NoticeStore } from '../../src/store/notices.js';
+import { NoticeStore, type LogEntry } from '../../src/store/notices.js';
+import { metricIncrements } from '../../src/store/metrics.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
 import { storedNoticeFields } from '../helpers/notices.js';
 
@@ -107,5 +108,128 @@ describe('notice transitions', () => {
     const raw = JSON.stringify(await redis.xrange(store.keys.noticeKeysFor(id).log, '-', '+'));
     expect(raw).not.toContain('secret body');
     expect((await store.content(id))!.text).toBe('secret body');
+  });
+});
+
+describe('a transition with everything at once', () => {
+  it('checks every guard, sets and deletes fields, appends entries in order and counts them, in one step', async () => {
+    const id = await createNotice(3_000_000);
+    const hour = String(Math.floor(3_000_000 / 3_600_000));
+    const k = store.keys.noticeKeysFor(id);
+    await store.transition(id, 3_000_100, iso(3_000_100), {
+      name: 'startEmailAttempt',
+      set: { emailAttemptId: 'att_1', emailNextCheckAt: 5 },
+      entries: [{ type: 'email.requested', attemptId: 'att_1', idempotencyKey: `${id}-email`, provider: 'postmark' }],
+    });
+    const spec = {
+      name: 'recordEmailAccepted' as const,
+      // Two guards: the attempt is ours, and no message is recorded yet (absent).
+      eq: { emailAttemptId: 'att_1', emailProviderMessageId: '' },
+      set: { emailProviderMessageId: 'msg-1', emailChecksDone: 2, emailStatus: 'pending' },
+      unset: ['emailNextCheckAt' as const],
+      entries: [
+        { type: 'email.accepted', attemptId: 'att_1', providerMessageId: 'msg-1' },
+        { type: 'provider.error', channel: 'email', kind: 'timeout', operation: 'status', attemptId: 'att_1', detail: { n: [1, 'two'] } },
+        // Counted with increments other than 1 (the lateness of the check, 1,500 ms).
+        { type: 'email.observed', providerStatus: 'Sent', status: 'pending', observedAt: iso(3_001_700), plannedAt: iso(3_000_200) },
+      ],
+      due: 3_009_000,
+    };
+    const guarded = await store.transition(id, 3_000_200, iso(3_000_200), { ...spec, eq: { emailAttemptId: 'att_1', emailStatus: 'sent' } });
+    expect(guarded).toEqual({ ok: false, reason: 'guard', field: 'emailStatus', value: '' });
+
+    // The shard's stats counters are shared with the other tests' notices: compared as a difference.
+    const statsBefore = await redis.hgetall(k.stats);
+    expect(await store.transition(id, 3_000_200, iso(3_000_200), spec)).toEqual({ ok: true, state: 'email_sent' });
+    const hash = await redis.hgetall(k.notice);
+    expect(hash).toMatchObject({ state: 'email_sent', seq: '5', emailAttemptId: 'att_1', emailProviderMessageId: 'msg-1', emailChecksDone: '2', emailStatus: 'pending' });
+    expect(hash.emailNextCheckAt).toBeUndefined();
+    const events = await store.events(id);
+    expect(events.map((e) => [e.seq, e.type])).toEqual([
+      [1, 'notice.accepted'],
+      [2, 'email.requested'],
+      [3, 'email.accepted'],
+      [4, 'provider.error'],
+      [5, 'email.observed'],
+    ]);
+    expect(events[3]).toMatchObject({ noticeId: id, at: iso(3_000_200), kind: 'timeout', detail: { n: [1, 'two'] } });
+    expect(await redis.zscore(k.due, id)).toBe('3009000');
+    const metrics = await redis.hgetall(k.metrics);
+    const increments = metricIncrements(spec.entries as LogEntry[], 'email_sent');
+    expect(increments).toContain(1500);
+    for (let i = 0; i < increments.length; i += 2) expect(metrics[increments[i]!]).toBe(String(increments[i + 1]));
+    const statsAfter = await redis.hgetall(k.stats);
+    const changed = Object.fromEntries(
+      Object.keys(statsAfter)
+        .map((field) => [field, Number(statsAfter[field]) - Number(statsBefore[field] ?? 0)])
+        .filter(([, delta]) => delta !== 0),
+    );
+    expect(changed).toEqual({
+      [`${hour}|state|email_sent`]: 1,
+      [`${hour}|state|email_sending`]: -1,
+      [`${hour}|checks|email`]: 2,
+      [`${hour}|sent|email`]: 1,
+    });
+
+    // The same step again: the guard on the message ID refuses it, and nothing more is written.
+    expect(await store.transition(id, 3_000_300, iso(3_000_300), { ...spec, onlyFrom: undefined, name: 'annotate' })).toMatchObject({
+      ok: false,
+      reason: 'guard',
+      field: 'emailProviderMessageId',
+      value: 'msg-1',
+    });
+    expect((await store.events(id)).length).toBe(5);
+  });
+});
+
+describe('creating a notice', () => {
+  it('stores its fields, content, entries, counters and indexes in one step, and finds it again by its idempotency key', async () => {
+    const now = 7_200_000 * 5 + 1234;
+    const id = newNoticeId(5, now);
+    const k = store.keys.noticeKeysFor(id);
+    const idem = { shard: 5, keyHash: `h${now}`, bodyHash: 'body-1', ttlMs: 90_000 };
+    const statsBefore = await redis.hgetall(k.stats);
+    const metricsBefore = await redis.hgetall(k.metrics);
+    const input = {
+      id,
+      createdAt: now,
+      fields: { ...storedNoticeFields(id, now), phone: '+12025550100', policyVersion: 3 },
+      content: { subject: 'S', text: 'T' },
+      entries: [
+        { type: 'notice.accepted', deadline: iso(now + 600_000), pollPlan: [iso(now + 1000)], hasPhone: true },
+        { type: 'policy.checked', channel: 'email', outcome: 'allowed', policyVersion: 3 },
+      ] as LogEntry[],
+      at: iso(now),
+      due: now + 5,
+      contentTtlMs: 60_000,
+      idempotency: idem,
+    };
+    expect(await store.create(input)).toEqual({ created: true });
+    expect(await redis.hgetall(k.notice)).toEqual({
+      ...Object.fromEntries(Object.entries(input.fields).map(([field, value]) => [field, String(value)])),
+      seq: '2',
+      statsHour: '10',
+    });
+    expect(JSON.parse((await redis.get(store.keys.content(id)))!)).toEqual({ subject: 'S', text: 'T' });
+    expect(await redis.pttl(store.keys.content(id))).toBeGreaterThan(50_000);
+    const events = await store.events(id);
+    expect(events.map((e) => [e.seq, e.type, e.at, e.noticeId])).toEqual([
+      [1, 'notice.accepted', iso(now), id],
+      [2, 'policy.checked', iso(now), id],
+    ]);
+    expect(events[0]).toMatchObject({ pollPlan: [iso(now + 1000)], hasPhone: true });
+    expect(await redis.zscore(k.due, id)).toBe(String(now + 5));
+    expect(await redis.zscore(store.keys.notices(5), id)).toBe('0');
+    const metrics = await redis.hgetall(k.metrics);
+    const increments = metricIncrements(input.entries, 'accepted');
+    for (let i = 0; i < increments.length; i += 2)
+      expect(Number(metrics[increments[i]!]) - Number(metricsBefore[increments[i]!] ?? 0)).toBe(increments[i + 1]);
+    const statsAfter = await redis.hgetall(k.stats);
+    expect(Number(statsAfter['10|state|accepted']) - Number(statsBefore['10|state|accepted'] ?? 0)).toBe(1);
+
+    // The same key again: the notice it created, with the body hash it was created from; nothing more is written.
+    expect(await store.create({ ...input, id: newNoticeId(5, now) })).toEqual({ created: false, existingId: id, bodyHash: 'body-1' });
+    expect(await store.findIdempotent(5, idem.keyHash)).toEqual({ noticeId: id, bodyHash: 'body-1' });
+    expect((await store.events(id)).length).toBe(2);
   });
 });

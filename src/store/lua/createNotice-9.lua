@@ -8,20 +8,21 @@
   KEYS[9] shard notices zset (every notice Redis holds, score 0, by ID = by creation: src/store/notice-index.ts)
   ARGV[1] noticeId             ARGV[2] at (ISO)           ARGV[3] content TTL (ms)
   ARGV[4] idempotency TTL (ms) ARGV[5] request body hash, '' when no idempotency key
-  ARGV[6] notice fields JSON   ARGV[7] content JSON (stored as is)
-  ARGV[8] entries JSON         ARGV[9] due score (ms)
-  ARGV[10] metric increments JSON: [ field, n, ... ]
-  ARGV[11] createdAt (ms): its hour is stored as `statsHour`, the notice's counters' bucket
+  ARGV[6] content JSON (stored as is)   ARGV[7] due score (ms)
+  ARGV[8] createdAt (ms): its hour is stored as `statsHour`, the notice's counters' bucket
+  ARGV[9] onwards, lists each led by its length, read in order (no JSON to decode):
+    F, then F pairs field, value: the notice's fields
+    N, then N entries, each its length L and then L items: type, field, value, ... (values
+       JSON-encoded by the caller, includes/appendEntries.lua)
+    M, then M pairs field, n: metric increments (src/store/metrics.ts)
 
   Returns { 1 } when created;
           { 0, existingNoticeId, existingBodyHash } when the idempotency key was used before;
           { -4 } when the notice ID exists already.
-  Log entries: those in ARGV[8] (notice.accepted, policy.checked).
+  Log entries: those passed (notice.accepted, policy.checked).
 ]]
 -- @include appendEntries
--- @include flatten
 -- @include setDue
--- @include countMetrics
 -- @include countStats
 
 local noticeId = ARGV[1]
@@ -36,16 +37,32 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return { -4 }
 end
 
-local entries = cjson.decode(ARGV[8])
-local fields = flatten(ARGV[6])
-local hour = tostring(math.floor(tonumber(ARGV[11]) / 3600000))
+local fieldCount = tonumber(ARGV[9])
+local fields = {}
+local after = {}
+for i = 10, 9 + 2 * fieldCount, 2 do
+  fields[#fields + 1] = ARGV[i]
+  fields[#fields + 1] = ARGV[i + 1]
+  after[ARGV[i]] = ARGV[i + 1]
+end
+-- The entries: where each starts in ARGV, and how long it is.
+local pos = 10 + 2 * fieldCount
+local entryCount = tonumber(ARGV[pos])
+pos = pos + 1
+local entries = {}
+for e = 1, entryCount do
+  entries[e] = pos
+  pos = pos + 1 + tonumber(ARGV[pos])
+end
+local metricsAt = pos
+local hour = tostring(math.floor(tonumber(ARGV[8]) / 3600000))
 fields[#fields + 1] = 'seq'
-fields[#fields + 1] = #entries
+fields[#fields + 1] = entryCount
 fields[#fields + 1] = 'statsHour'
 fields[#fields + 1] = hour
 redis.call('HSET', KEYS[1], unpack(fields))
 
-redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[6], 'PX', ARGV[3])
 
 if bodyHash ~= '' then
   redis.call('HSET', KEYS[6], 'noticeId', noticeId, 'bodyHash', bodyHash)
@@ -53,8 +70,10 @@ if bodyHash ~= '' then
 end
 
 appendEntries(KEYS[3], KEYS[4], noticeId, ARGV[2], entries, 0)
-setDue(KEYS[5], noticeId, ARGV[9])
+setDue(KEYS[5], noticeId, ARGV[7])
 redis.call('ZADD', KEYS[9], 0, noticeId)
-countMetrics(KEYS[7], cjson.decode(ARGV[10]))
-countStats(KEYS[8], hour, {}, cjson.decode(ARGV[6]))
+for i = metricsAt + 1, metricsAt + 2 * tonumber(ARGV[metricsAt]) - 1, 2 do
+  redis.call('HINCRBY', KEYS[7], ARGV[i], ARGV[i + 1])
+end
+countStats(KEYS[8], hour, {}, after)
 return { 1 }

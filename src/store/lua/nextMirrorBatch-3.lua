@@ -23,9 +23,10 @@
   ARGV[4] idle time (ms) after which another consumer's batch is claimed
   ARGV[5] partition length (ms)    ARGV[6] now (ms)
 
-  Returns { mode, entries, prev, tip } with entries as XRANGE answers them
-  ({ id, { field, value, ... } }) and tip as KEYS[3] holds it ('' when none), or { 'none' }
-  when there is nothing to mirror. Writes no log entries.
+  Returns { mode, entries, prev, tip, more } with entries as XRANGE answers them
+  ({ id, { field, value, ... } }), tip as KEYS[3] holds it ('' when none), and more '0' when a
+  'new' batch took every entry no consumer had read ('1' otherwise: there may be more to hand
+  out), or { 'none' } when there is nothing to mirror. Writes no log entries.
 ]]
 -- @include streamIds
 -- @include mirrorGroup
@@ -68,8 +69,8 @@ local function recorded(firstId)
   return most, ''
 end
 
-local function answer(mode, entries, prev)
-  return { mode, entries, prev, redis.call('HGET', KEYS[3], 'tip') or '' }
+local function answer(mode, entries, prev, more)
+  return { mode, entries, prev, redis.call('HGET', KEYS[3], 'tip') or '', more or '1' }
 end
 
 local own = redis.call('XPENDING', KEYS[1], group, '-', '+', 1, consumer)
@@ -91,19 +92,29 @@ local info = mirrorGroup(KEYS[1], group)
 if not info then
   return { 'none' }
 end
-local peek = redis.call('XRANGE', KEYS[1], '(' .. info['last-delivered-id'], '+', 'COUNT', most)
-if #peek == 0 then
+-- The first entry no consumer has read sets the partition; when the newest entry of the stream
+-- lies in the same partition, so does every unread one, and the batch is read at once. Only a
+-- batch that may cross a partition boundary peeks at the entries first, to stop before it.
+local first = redis.call('XRANGE', KEYS[1], '(' .. info['last-delivered-id'], '+', 'COUNT', 1)
+if #first == 0 then
   return { 'none' }
 end
 local partition = tonumber(ARGV[5])
-local firstMs = tonumber((idParts(peek[1][1])))
+local firstMs = tonumber((idParts(first[1][1])))
 local boundary = (math.floor(firstMs / partition) + 1) * partition
-local count = 0
-for _, entry in ipairs(peek) do
-  if tonumber((idParts(entry[1]))) >= boundary then
-    break
+local count = most
+local cut = false
+local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if tonumber((idParts(newest[1][1]))) >= boundary then
+  local peek = redis.call('XRANGE', KEYS[1], '(' .. info['last-delivered-id'], '+', 'COUNT', most)
+  count = 0
+  for _, entry in ipairs(peek) do
+    if tonumber((idParts(entry[1]))) >= boundary then
+      cut = true
+      break
+    end
+    count = count + 1
   end
-  count = count + 1
 end
 local read = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', KEYS[1], '>')
 local entries = read[1][2]
@@ -114,4 +125,4 @@ redis.call('HSET', KEYS[3], 'last', firstId .. '_' .. lastId)
 if redis.call('HEXISTS', KEYS[3], 'genesis') == 0 then
   redis.call('HSET', KEYS[3], 'genesis', firstId)
 end
-return answer('new', entries, prev)
+return answer('new', entries, prev, (cut or #entries >= most) and '1' or '0')

@@ -11,14 +11,17 @@
   ARGV[3] at (ISO)
   ARGV[4] allowed current states, comma-separated ('*' = any)
   ARGV[5] new state ('' = unchanged)
-  ARGV[6] guards JSON: { "eq": { field: value, ... }, "reached": field }
-          eq: the field must hold exactly this value ('' = the field must be absent);
-          reached: the field holds a time in ms that must be <= now (a deadline never fires early)
-  ARGV[7] fields to set JSON: { field: value }
-  ARGV[8] fields to delete JSON: [ field, ... ]
-  ARGV[9] entries JSON: [ [ type, field, value, ... ], ... ]
-  ARGV[10] due: '' keep, 'remove', or a score in ms
-  ARGV[11] metric increments JSON: [ field, n, ... ] (src/store/metrics.ts)
+  ARGV[6] due: '' keep, 'remove', or a score in ms
+  ARGV[7] reached: a field holding a time in ms that must be <= now (a deadline never fires early);
+          '' for none
+  ARGV[8] onwards, lists each led by its length, read in order (no JSON to decode):
+    E, then E pairs field, value: eq guards: the field must hold exactly this value ('' = the
+       field must be absent)
+    S, then S pairs field, value: fields to set
+    U, then U fields to delete
+    N, then N entries, each its length L and then L items: type, field, value, ... (values
+       JSON-encoded by the caller, includes/appendEntries.lua)
+    M, then M pairs field, n: metric increments (src/store/metrics.ts)
 
   The /v1/stats counters of the notice's creation hour follow its state and counted fields, for a
   notice that has a `statsHour` (one created by an earlier version gets it from the backfill,
@@ -31,33 +34,35 @@
 ]]
 -- @include appendEntries
 -- @include setDue
--- @include countMetrics
 -- @include countStats
 
 -- The state, the log's last seq, the stats hour, every guarded field and the old values of the
--- counted fields this step changes, in one read.
-local guards = cjson.decode(ARGV[6])
-local set = cjson.decode(ARGV[7])
-local unset = cjson.decode(ARGV[8])
+-- counted fields this step changes, in one read. The lists after ARGV[7] are read by position.
+local pos = 8
+local eqAt, eqCount = pos + 1, tonumber(ARGV[pos])
+pos = eqAt + 2 * eqCount
+local setAt, setCount = pos + 1, tonumber(ARGV[pos])
+pos = setAt + 2 * setCount
+local unsetAt, unsetCount = pos + 1, tonumber(ARGV[pos])
+pos = unsetAt + unsetCount
+local entriesAt = pos
+
 local wanted = { 'state', 'seq', 'statsHour' }
-local eqFields = {}
-if guards.eq then
-  for field in pairs(guards.eq) do
-    eqFields[#eqFields + 1] = field
-    wanted[#wanted + 1] = field
-  end
+for i = 0, eqCount - 1 do
+  wanted[#wanted + 1] = ARGV[eqAt + 2 * i]
 end
+local reached = ARGV[7]
 local reachedAt = 0
-if guards.reached then
-  wanted[#wanted + 1] = guards.reached
+if reached ~= '' then
+  wanted[#wanted + 1] = reached
   reachedAt = #wanted
 end
 local after = {}
-for _, field in ipairs(unset) do
-  after[field] = ''
+for i = unsetAt, unsetAt + unsetCount - 1 do
+  after[ARGV[i]] = ''
 end
-for field, value in pairs(set) do
-  after[field] = value
+for i = setAt, setAt + 2 * setCount - 1, 2 do
+  after[ARGV[i]] = ARGV[i + 1]
 end
 local countedAt = {}
 for _, field in ipairs(STATS_FIELDS) do
@@ -88,26 +93,34 @@ if allowed ~= '*' then
   end
 end
 
-for i, field in ipairs(eqFields) do
-  local actual = current[i + 3] or ''
-  if actual ~= guards.eq[field] then
-    return { -3, field, actual }
+for i = 0, eqCount - 1 do
+  local actual = current[i + 4] or ''
+  if actual ~= ARGV[eqAt + 2 * i + 1] then
+    return { -3, ARGV[eqAt + 2 * i], actual }
   end
 end
-if guards.reached then
+if reachedAt > 0 then
   local at = tonumber(current[reachedAt])
   if at == nil or at > tonumber(ARGV[2]) then
-    return { -3, guards.reached, tostring(at) }
+    return { -3, reached, tostring(at) }
   end
 end
 
+-- The entries: where each starts in ARGV, and how long it is.
+local entryCount = tonumber(ARGV[entriesAt])
+pos = entriesAt + 1
+local entries = {}
+for e = 1, entryCount do
+  entries[e] = pos
+  pos = pos + 1 + tonumber(ARGV[pos])
+end
+local metricsAt = pos
+
 local newState = ARGV[5]
 local before = { state = state }
-local entries = cjson.decode(ARGV[9])
 local flat = {}
-for field, value in pairs(set) do
-  flat[#flat + 1] = field
-  flat[#flat + 1] = value
+for i = setAt, setAt + 2 * setCount - 1 do
+  flat[#flat + 1] = ARGV[i]
 end
 if newState ~= '' then
   after.state = newState
@@ -115,20 +128,22 @@ if newState ~= '' then
   flat[#flat + 1] = newState
   state = newState
 end
-if #entries > 0 then
+if entryCount > 0 then
   flat[#flat + 1] = 'seq'
-  flat[#flat + 1] = lastSeq + #entries
+  flat[#flat + 1] = lastSeq + entryCount
 end
 if #flat > 0 then
   redis.call('HSET', KEYS[1], unpack(flat))
 end
-if #unset > 0 then
-  redis.call('HDEL', KEYS[1], unpack(unset))
+if unsetCount > 0 then
+  redis.call('HDEL', KEYS[1], unpack(ARGV, unsetAt, unsetAt + unsetCount - 1))
 end
 
 appendEntries(KEYS[2], KEYS[3], ARGV[1], ARGV[3], entries, lastSeq)
-setDue(KEYS[4], ARGV[1], ARGV[10])
-countMetrics(KEYS[5], cjson.decode(ARGV[11]))
+setDue(KEYS[4], ARGV[1], ARGV[6])
+for i = metricsAt + 1, metricsAt + 2 * tonumber(ARGV[metricsAt]) - 1, 2 do
+  redis.call('HINCRBY', KEYS[5], ARGV[i], ARGV[i + 1])
+end
 local hour = current[3]
 if hour then
   for field, i in pairs(countedAt) do

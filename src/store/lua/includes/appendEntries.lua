@@ -1,23 +1,22 @@
 -- Appends decision-log entries for one notice: each goes to the shard's stream with the notice's
 -- next `seq` (after `lastSeq`, the notice's `seq` before them, which the caller sets to
--- lastSeq + #entries in its own HSET), and the stream IDs are remembered in the notice's events
--- list with one RPUSH.
--- entries: array of arrays { type, field1, value1, field2, value2, ... }; values arrive
--- JSON-encoded from the caller, which is the only writer of entry fields.
-local function appendEntries(eventsKey, logKey, noticeId, at, entries, lastSeq)
-  local ids = {}
-  if #entries == 0 then
-    return ids
+-- lastSeq + #starts in its own HSET), and the stream IDs are remembered in the notice's events
+-- list with one RPUSH. The entries are the caller's ARGV, flat: `starts` holds, for each entry,
+-- the ARGV index of its length L, followed by its L items (type, field1, value1, ...); values
+-- arrive JSON-encoded from the caller, which is the only writer of entry fields.
+local function appendEntries(eventsKey, logKey, noticeId, at, starts, lastSeq)
+  if #starts == 0 then
+    return
   end
+  local ids = {}
   local seq = lastSeq
-  for _, entry in ipairs(entries) do
+  for _, start in ipairs(starts) do
     seq = seq + 1
-    local args = { logKey, '*', 'type', entry[1], 'noticeId', noticeId, 'at', at, 'seq', tostring(seq) }
-    for i = 2, #entry do
-      args[#args + 1] = entry[i]
+    local args = { logKey, '*', 'type', ARGV[start + 1], 'noticeId', noticeId, 'at', at, 'seq', tostring(seq) }
+    for i = start + 2, start + tonumber(ARGV[start]) do
+      args[#args + 1] = ARGV[i]
     end
     ids[#ids + 1] = redis.call('XADD', unpack(args))
   end
   redis.call('RPUSH', eventsKey, unpack(ids))
-  return ids
 end
