@@ -37,7 +37,7 @@ async function scriptNames(redisUrl: string): Promise<Map<string, string>> {
   try {
     type WithScripts = { scriptsSet: Record<string, { sha: string }> };
     for (const [name, script] of Object.entries((defineScripts(connection) as unknown as WithScripts).scriptsSet)) names.set(script.sha, name);
-    const client = (await queue.client) as unknown as WithScripts;
+    const client = (await queue.backend.client) as unknown as WithScripts;
     for (const [name, script] of Object.entries(client.scriptsSet)) if (!names.has(script.sha)) names.set(script.sha, name);
   } finally {
     await queue.close();
