@@ -46,15 +46,8 @@ for i = 10, 9 + 2 * fieldCount, 2 do
   after[ARGV[i]] = ARGV[i + 1]
 end
 -- The entries: where each starts in ARGV, and how long it is.
-local pos = 10 + 2 * fieldCount
-local entryCount = tonumber(ARGV[pos])
-pos = pos + 1
-local entries = {}
-for e = 1, entryCount do
-  entries[e] = pos
-  pos = pos + 1 + tonumber(ARGV[pos])
-end
-local metricsAt = pos
+local entries, metricsAt = entryStarts(10 + 2 * fieldCount)
+local entryCount = #entries
 local hour = tostring(math.floor(tonumber(ARGV[8]) / 3600000))
 fields[#fields + 1] = 'seq'
 fields[#fields + 1] = entryCount

@@ -107,14 +107,8 @@ if reachedAt > 0 then
 end
 
 -- The entries: where each starts in ARGV, and how long it is.
-local entryCount = tonumber(ARGV[entriesAt])
-pos = entriesAt + 1
-local entries = {}
-for e = 1, entryCount do
-  entries[e] = pos
-  pos = pos + 1 + tonumber(ARGV[pos])
-end
-local metricsAt = pos
+local entries, metricsAt = entryStarts(entriesAt)
+local entryCount = #entries
 
 local newState = ARGV[5]
 local before = { state = state }

@@ -20,3 +20,16 @@ local function appendEntries(eventsKey, logKey, noticeId, at, starts, lastSeq)
   end
   redis.call('RPUSH', eventsKey, unpack(ids))
 end
+
+-- Where each flat entry starts in ARGV: the count of entries is at `at`, then each entry's
+-- length L and its L items. Returns the starts, for appendEntries, and the index after the last.
+local function entryStarts(at)
+  local count = tonumber(ARGV[at])
+  local pos = at + 1
+  local starts = {}
+  for e = 1, count do
+    starts[e] = pos
+    pos = pos + 1 + tonumber(ARGV[pos])
+  end
+  return starts, pos
+end
