@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
 import { runHerald } from '../helpers/archive.js';
+import { RedisServer } from '../helpers/redis-server.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let sandbox: Sandbox;
@@ -71,5 +72,24 @@ describe('herald doctor', () => {
     expect(code).toBe(1);
     expect(stdout).toMatch(/^FAIL +configuration +HERALD_CONTENT_TTL/m);
     expect(stdout).toMatch(/^FAIL +configuration +POSTMARK_FROM must be set/m);
+  });
+});
+
+describe('herald doctor on Redis memory settings', () => {
+  it('warns when hash-max-listpack-value keeps BullMQ jobs out of listpacks, and is content at 128', async () => {
+    const small = await RedisServer.start({ args: ['--hash-max-listpack-value', '64'] });
+    const fitting = await RedisServer.start({ args: ['--hash-max-listpack-value', '128'] });
+    try {
+      const warned = await runHerald(['doctor'], { ...healthy(), REDIS_URL: small.url });
+      expect(warned.code).toBe(0);
+      expect(warned.stdout).toMatch(
+        /^WARN +redis +hash-max-listpack-value 64: each pending notice's delayed jobs take about 750 B more[^\n]*\n +fix: CONFIG SET hash-max-listpack-value 128/m,
+      );
+      const content = await runHerald(['doctor'], { ...healthy(), REDIS_URL: fitting.url });
+      expect(content.stdout).toMatch(/^ok +redis +hash-max-listpack-value 128$/m);
+    } finally {
+      await small.stop();
+      await fitting.stop();
+    }
   });
 });
