@@ -397,7 +397,8 @@ try {
   ];
   if (pending && steadyPending) {
     report.push(
-      `Memory per pending notice by kind of key (MEMORY USAGE, B): ${JSON.stringify(pending.herald.keyBytesByKind)}`,
+      `Memory per pending notice by kind of key (MEMORY USAGE, B; this Redis's hash-max-listpack-value is ${await listpackValue(redis)}, ` +
+        `128 or more keeps BullMQ's job hashes compact, see herald doctor): ${JSON.stringify(pending.herald.keyBytesByKind)}`,
       `Deadline lateness max: Herald ${pending.herald.lateness.max} ms, raw ${pending.raw.lateness.max} ms (${steadyPending.herald.lateness.max} ms and ${steadyPending.raw.lateness.max} ms under the steady load); ` +
         `memory by MEMORY USAGE of own keys: Herald ${pending.herald.keyBytesPerItem.toFixed(0)} B, raw ${pending.raw.keyBytesPerItem.toFixed(0)} B per item.`,
     );
@@ -486,4 +487,10 @@ function latenessRows(run: { herald: PendingRun; raw: PendingRun }, load: 'burst
   const p99Target: Partial<Row> =
     load === 'steady' ? { target: '≤ 2× raw', met: run.herald.lateness.p99 <= 2 * Math.max(1, run.raw.lateness.p99) } : {};
   return [row('p50'), row('p99', p99Target), row('min', { target: '≥ 0 (never early)', met: run.herald.negative === 0 })];
+}
+
+/** The Redis setting that decides whether a BullMQ job hash is a listpack or a hash table. */
+async function listpackValue(redis: Redis): Promise<string> {
+  const reply = (await redis.config('GET', 'hash-max-listpack-value').catch(() => [])) as string[];
+  return reply[1] ?? 'unknown';
 }
