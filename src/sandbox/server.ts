@@ -1,4 +1,5 @@
 /** Builds the sandbox's Fastify instance: both emulated APIs and the control routes, not listening. */
+import { setMaxListeners } from 'node:events';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { registerControl } from './control-api.js';
 import type { SandboxContext } from './exchange.js';
@@ -35,6 +36,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
   // The events queues the feed providers (SES, AWS SMS) publish into.
   const queues = new SandboxQueues(opts.maxMessages ?? DEFAULTS.maxMessages);
   const closing = new AbortController();
+  // Every held answer and every webhook delivery in flight listens for the close: many at once.
+  setMaxListeners(0, closing.signal);
   const ctx: SandboxContext = {
     state,
     closing: closing.signal,
