@@ -85,8 +85,16 @@ export function webhookEventField(event: string): `webhook:${string}` {
   return `webhook:${event}`;
 }
 
-/** The observation was not recorded: this webhook event had been recorded before. */
-export const DUPLICATE_EVENT = 'duplicate webhook event';
+/** Whether an observation went into the log: a webhook event recorded before is a `duplicate`. */
+export type Stored = 'recorded' | 'duplicate' | 'not_stored';
+
+/** What recording an observation did: the step's outcome, and whether the observation was stored. */
+export interface Recorded {
+  outcome: StepOutcome;
+  stored: Stored;
+  /** A check's: when the next one is due, while the notice still waits for the email. */
+  nextCheckAt?: number;
+}
 
 /**
  * Records an email status, read by a check or pushed by a webhook. A delivery ends the notice
@@ -99,7 +107,7 @@ export async function recordEmailObservation(
   notice: Notice,
   observation: StatusObservation,
   origin: ObservationOrigin,
-): Promise<{ outcome: StepOutcome; nextCheckAt?: number }> {
+): Promise<Recorded> {
   const { store } = ctx;
   const { final = false, webhookEvent } = origin;
   const webhook = webhookEvent !== undefined;
@@ -108,7 +116,7 @@ export async function recordEmailObservation(
   const planned = webhook ? undefined : ctx.checkRan('email', origin.plannedAt);
   for (let race = 0; race < MAX_RACES; race += 1) {
     const current = race === 0 ? notice : await ctx.notice(notice.id);
-    if (!current) return { outcome: done('no such notice') };
+    if (!current) return { outcome: done('no such notice'), stored: 'not_stored' };
     const now = ctx.now();
     const undecided = UNDECIDED_STATES.includes(current.state);
     // Decided before this status came (a webhook after a polled delivery is not late news).
@@ -169,16 +177,19 @@ export async function recordEmailObservation(
     }
     const result = await store.transition(current.id, now, iso(now), spec);
     if (!result.ok && result.reason === 'state') continue;
-    if (!result.ok && result.reason === 'guard') return { outcome: done(DUPLICATE_EVENT) };
-    if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`) };
+    if (!result.ok && result.reason === 'guard') return { outcome: done('webhook event recorded before'), stored: 'duplicate' };
+    if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`), stored: 'not_stored' };
     if (observation.suppressed && observation.status !== 'delivered') {
       const source: SuppressionSource =
         observation.suppressionSource ?? (observation.status === 'bounced' ? 'postmark_hard_bounce' : 'postmark_unsubscribe');
       await ctx.suppress(current, 'email', current.email!, source, observation.bounceType ?? observation.providerStatus);
     }
-    if (undecided && observation.status === 'bounced') return { outcome: await decideFallback(ctx, current.id, 'email_bounced') };
+    if (undecided && observation.status === 'bounced') return { outcome: await decideFallback(ctx, current.id, 'email_bounced'), stored: 'recorded' };
     if (undecided && observation.status === 'failed') {
-      return { outcome: await decideFallback(ctx, current.id, observation.suppressed ? 'email_suppressed' : 'email_rejected') };
+      return {
+        outcome: await decideFallback(ctx, current.id, observation.suppressed ? 'email_suppressed' : 'email_rejected'),
+        stored: 'recorded',
+      };
     }
     // Delivered before its deadline (a planned check or a webhook, not the deadline's own read):
     // its deadline job has nothing left to do, nor, for a webhook, its status-check job.
@@ -186,9 +197,13 @@ export async function recordEmailObservation(
       await ctx.dropDeadline(current.id);
       if (webhook) await ctx.dropChecks(current.id, 'email');
     }
-    return { outcome: done(`email ${observation.status}`), nextCheckAt: result.state === 'email_sent' && !webhook ? next : undefined };
+    return {
+      outcome: done(`email ${observation.status}`),
+      stored: 'recorded',
+      nextCheckAt: result.state === 'email_sent' && !webhook ? next : undefined,
+    };
   }
-  return { outcome: done('the notice kept moving; observation dropped') };
+  return { outcome: done('the notice kept moving; observation dropped'), stored: 'not_stored' };
 }
 
 /** One SMS status check; comes back for the next one of the SMS plan. */
@@ -220,7 +235,7 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
     const pauseMs = error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined;
     return next !== undefined ? retryAt(next, note, pauseMs) : done(note, pauseMs);
   }
-  return recordSmsObservation(ctx, notice, observation, { plannedAt: record.nextCheckAt });
+  return (await recordSmsObservation(ctx, notice, observation, { plannedAt: record.nextCheckAt })).outcome;
 }
 
 /**
@@ -233,7 +248,7 @@ export async function recordSmsObservation(
   notice: Notice,
   observation: StatusObservation,
   origin: ObservationOrigin,
-): Promise<StepOutcome> {
+): Promise<Recorded> {
   const { store } = ctx;
   const { webhookEvent } = origin;
   const webhook = webhookEvent !== undefined;
@@ -281,9 +296,9 @@ export async function recordSmsObservation(
     entries,
     due: keepsPlan ? undefined : terminal || next === undefined ? 'remove' : next,
   });
-  if (!result.ok && result.reason === 'guard') return done(DUPLICATE_EVENT);
-  if (!result.ok) return done(`observation not stored: ${result.reason}`);
+  if (!result.ok && result.reason === 'guard') return { outcome: done('webhook event recorded before'), stored: 'duplicate' };
+  if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`), stored: 'not_stored' };
   if (terminal && webhook) await ctx.dropChecks(id, 'sms');
-  if (!terminal && !webhook && next !== undefined) return retryAt(next, `sms ${observation.status}`);
-  return done(`sms ${observation.status}`);
+  if (!terminal && !webhook && next !== undefined) return { outcome: retryAt(next, `sms ${observation.status}`), stored: 'recorded' };
+  return { outcome: done(`sms ${observation.status}`), stored: 'recorded' };
 }

@@ -3,7 +3,7 @@ import type { EmailProvider, SmsProvider } from '../../providers/types.js';
 import type { WebhookEvent, WebhookProvider } from '../../webhooks/types.js';
 import type { Providers } from '../channels.js';
 import type { StepContext } from './context.js';
-import { DUPLICATE_EVENT, recordEmailObservation, recordSmsObservation } from './observe.js';
+import { recordEmailObservation, recordSmsObservation, type Stored } from './observe.js';
 
 /**
  * What became of one verified webhook event. Only `recorded` wrote to the notice; the others are
@@ -33,13 +33,13 @@ async function record(ctx: StepContext, provider: WebhookProvider, event: Webhoo
   const recorded = channel.providerMessageId;
   if (recorded !== event.providerMessageId && recorded !== event.providerMessageAlias) return 'unknown_message';
   const webhookEvent = eventDigest(provider, event.eventId);
-  if (event.channel === 'email') {
-    const { outcome } = await recordEmailObservation(ctx, notice, event.observation, { webhookEvent });
-    return outcome.note === DUPLICATE_EVENT ? 'duplicate' : 'recorded';
-  }
-  if (notice.state !== 'sms_sent') return 'not_applicable';
-  const outcome = await recordSmsObservation(ctx, notice, event.observation, { webhookEvent });
-  return outcome.note === DUPLICATE_EVENT ? 'duplicate' : outcome.note.startsWith('sms ') ? 'recorded' : 'not_applicable';
+  const { stored } =
+    event.channel === 'email'
+      ? await recordEmailObservation(ctx, notice, event.observation, { webhookEvent })
+      : notice.state === 'sms_sent'
+        ? await recordSmsObservation(ctx, notice, event.observation, { webhookEvent })
+        : { stored: 'not_stored' as Stored };
+  return stored === 'not_stored' ? 'not_applicable' : stored;
 }
 
 /** A short, fixed-size name for a provider's event identity (it names a field of the notice hash). */
