@@ -78,6 +78,8 @@ export class HeraldDeployment {
   constructor(
     private readonly ctx: BenchContext,
     readonly prefix: string,
+    /** More environment for this deployment's processes only. */
+    private readonly extraEnv: Record<string, string> = {},
   ) {
     this.config = loadConfig(this.env);
     this.store = openStores(ctx.redis, this.config).store;
@@ -85,7 +87,7 @@ export class HeraldDeployment {
   }
 
   get env(): Record<string, string> {
-    return heraldEnv(this.ctx, this.prefix, this.archiveDir);
+    return { ...heraldEnv(this.ctx, this.prefix, this.archiveDir), ...this.extraEnv };
   }
 
   async startWeb(): Promise<void> {

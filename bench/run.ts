@@ -320,13 +320,20 @@ try {
   if (pending && steadyPending) {
     rows.push(
       {
-        figure: 'Redis memory per pending notice',
+        figure: 'Redis memory per pending notice, log archived',
         herald: pending.herald.bytesPerItem,
         baseline: pending.raw.bytesPerItem,
         baselineIs: 'raw delayed job, body as data',
         unit: 'B',
         target: '≤ 3000 B',
         met: pending.herald.bytesPerItem <= 3000,
+      },
+      {
+        figure: 'Redis memory per pending notice, log still hot',
+        herald: pending.herald.hot?.bytesPerItem ?? 0,
+        baseline: pending.raw.bytesPerItem,
+        baselineIs: 'raw delayed job, body as data',
+        unit: 'B',
       },
       {
         figure: `Burst clearing rate (${pending.herald.items} deadlines in ${pending.herald.windowSeconds} s)`,
@@ -398,7 +405,8 @@ try {
   if (pending && steadyPending) {
     report.push(
       `Memory per pending notice by kind of key (MEMORY USAGE, B; this Redis's hash-max-listpack-value is ${await listpackValue(redis)}, ` +
-        `128 or more keeps BullMQ's job hashes compact, see herald doctor): ${JSON.stringify(pending.herald.keyBytesByKind)}`,
+        `128 or more keeps BullMQ's job hashes compact, see herald doctor): ${JSON.stringify(pending.herald.keyBytesByKind)}; ` +
+        `with the log still hot: ${JSON.stringify(pending.herald.hot?.keyBytesByKind ?? {})}`,
       `Deadline lateness max: Herald ${pending.herald.lateness.max} ms, raw ${pending.raw.lateness.max} ms (${steadyPending.herald.lateness.max} ms and ${steadyPending.raw.lateness.max} ms under the steady load); ` +
         `memory by MEMORY USAGE of own keys: Herald ${pending.herald.keyBytesPerItem.toFixed(0)} B, raw ${pending.raw.keyBytesPerItem.toFixed(0)} B per item.`,
     );

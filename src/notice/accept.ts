@@ -165,7 +165,6 @@ export async function acceptNotice(
   };
 
   const fields: NoticeFields = {
-    id,
     state: 'accepted',
     category: request.category,
     recipientId: request.recipient.id,

@@ -32,7 +32,6 @@ export interface AttemptSummary {
 }
 
 const FIELDS = [
-  'id',
   'state',
   'category',
   'recipientId',
@@ -82,22 +81,22 @@ export class NoticeIndex {
       this.redis,
       ids.map((id) => ['hmget', this.keys.notice(id), ...FIELDS]),
     );
-    return replies.map(([error, values]) => {
+    return replies.map(([error, values], i) => {
       if (error) throw error;
-      return parseSummary(values as (string | null)[]);
+      return parseSummary(ids[i]!, values as (string | null)[]);
     });
   }
 }
 
-function parseSummary(values: (string | null)[]): NoticeSummary | null {
+function parseSummary(id: string, values: (string | null)[]): NoticeSummary | null {
   const v = Object.fromEntries(FIELDS.map((field, i) => [field, values[i] ?? undefined])) as Record<
     (typeof FIELDS)[number],
     string | undefined
   >;
-  if (v.id === undefined || v.state === undefined) return null;
+  if (v.state === undefined) return null;
   const num = (value: string | undefined) => (value === undefined ? undefined : Number(value));
   return {
-    id: v.id,
+    id,
     state: v.state as NoticeState,
     category: v.category ?? '',
     recipientId: v.recipientId ?? '',

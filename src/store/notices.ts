@@ -93,6 +93,7 @@ export type ChannelField = `${Channel}${Capitalize<keyof ChannelRecord>}`;
 export type NoticeField =
   /** A provider event the notice has recorded (src/notice/steps/webhook.ts), by its digest. */
   | `webhook:${string}`
+  /** Written by earlier versions only: a notice's ID is its key's. */
   | 'id'
   | 'state'
   | 'seq'
@@ -356,7 +357,7 @@ export class NoticeStore {
   /** The notice as stored; the domain's `readNotice` (src/notice/notice.ts) adds its plans. */
   async get(id: string): Promise<StoredNotice | null> {
     const hash: Partial<Record<NoticeField, string>> = await this.redis.hgetall(this.keys.notice(id));
-    return hash.state ? parseNotice(hash) : null;
+    return hash.state ? parseNotice(id, hash) : null;
   }
 
   /**
@@ -537,7 +538,8 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
   return entry as unknown as StoredEntry;
 }
 
-function parseNotice(hash: Partial<Record<NoticeField, string>>): StoredNotice {
+/** The notice `id` as its hash holds it (the ID is the key's, not a field: earlier versions also stored it as `id`). */
+function parseNotice(id: string, hash: Partial<Record<NoticeField, string>>): StoredNotice {
   const num = (field: NoticeField): number | undefined => (hash[field] === undefined ? undefined : Number(hash[field]));
   const channel = (c: Channel): ChannelRecord => ({
     idempotencyKey: hash[channelField(c, 'idempotencyKey')],
@@ -554,7 +556,7 @@ function parseNotice(hash: Partial<Record<NoticeField, string>>): StoredNotice {
     checksDone: num(channelField(c, 'checksDone')) ?? 0,
   });
   return {
-    id: hash.id!,
+    id,
     state: hash.state as NoticeState,
     seq: Number(hash.seq ?? 0),
     category: hash.category!,

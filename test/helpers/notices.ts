@@ -9,7 +9,6 @@ export function storedNoticeFields(
   opts: { recipientId?: string; deadlineInMs?: number } = {},
 ): Record<string, string | number> {
   return {
-    id,
     state: 'accepted',
     category: 'c',
     recipientId: opts.recipientId ?? 'r',

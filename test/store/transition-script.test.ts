@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { iso } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type LogEntry } from '../../src/store/notices.js';
+import { NoticeIndex } from '../../src/store/notice-index.js';
 import { metricIncrements } from '../../src/store/metrics.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
 import { storedNoticeFields } from '../helpers/notices.js';
@@ -231,5 +232,21 @@ describe('creating a notice', () => {
     expect(await store.create({ ...input, id: newNoticeId(5, now) })).toEqual({ created: false, existingId: id, bodyHash: 'body-1' });
     expect(await store.findIdempotent(5, idem.keyHash)).toEqual({ noticeId: id, bodyHash: 'body-1' });
     expect((await store.events(id)).length).toBe(2);
+  });
+});
+
+describe('the notice hash', () => {
+  it('holds no ID of its own (the key names the notice), and a notice an earlier version stored with one reads the same', async () => {
+    const id = await createNotice();
+    expect(await redis.hexists(store.keys.notice(id), 'id')).toBe(0);
+    const index = new NoticeIndex(redis, store.keys);
+    const read = await store.get(id);
+    const [summary] = await index.summaries([id]);
+    expect(read).toMatchObject({ id, state: 'accepted', recipientId: 'r' });
+    expect(summary).toMatchObject({ id, state: 'accepted', recipientId: 'r' });
+
+    await redis.hset(store.keys.notice(id), 'id', id);
+    expect(await store.get(id)).toEqual(read);
+    expect(await index.summaries([id])).toEqual([summary]);
   });
 });
