@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { iso, ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
@@ -74,6 +74,65 @@ describe('the deadline, on the injected clock', () => {
     // And several SMS steps racing send one SMS.
     await Promise.all(Array.from({ length: 6 }, () => engine.sendSms(id)));
     expect(sandbox.sms().filter((m) => m.to === '+12035550100')).toHaveLength(1);
+  });
+});
+
+describe("the deadline's last read", () => {
+  it('is recorded by the decision\'s own transition when nothing but the fallback can follow it', async () => {
+    const { id, deadline } = await acceptedAndSent('+12085550100');
+    const checksBefore = (await readNotice(web.store, id))!.emailChannel.checksDone;
+    clock.set(deadline);
+    const transition = vi.spyOn(web.store, 'transition');
+    try {
+      expect((await engine.runDeadline(id)).note).toBe('fallback decided: email_deadline_elapsed; sms accepted');
+      const moves = transition.mock.calls.map(([, , , spec]) => spec);
+      // The read and the decision: one transition; then the SMS attempt and its answer.
+      expect(moves.map((spec) => spec.name)).toEqual(['decideFallback', 'startSmsAttempt', 'recordSmsAccepted']);
+      expect(moves[0]!.entries.map((e) => e.type)).toEqual(['email.observed', 'policy.checked', 'fallback.decided']);
+    } finally {
+      transition.mockRestore();
+    }
+    const events = await web.store.events(id);
+    const read = events.findIndex((e) => e.type === 'email.observed' && e.observedAt === iso(deadline));
+    expect(events.slice(read, read + 3).map((e) => [e.type, e.at])).toEqual([
+      ['email.observed', iso(deadline)],
+      ['policy.checked', iso(deadline)],
+      ['fallback.decided', iso(deadline)],
+    ]);
+    expect(events[read]).toMatchObject({ status: 'pending', nextCheckAt: null, source: 'poll' });
+    expect(events[read + 2]).toMatchObject({ lastEmailStatus: 'pending', reason: 'email_deadline_elapsed' });
+    const notice = (await readNotice(web.store, id))!;
+    expect(notice.emailChannel).toMatchObject({ status: 'pending', checksDone: checksBefore + 1, lastObservedAt: deadline, nextCheckAt: undefined });
+  });
+
+  it('is recorded on its own, and decides nothing, when a delivery lands between the read and the decision', async () => {
+    const { id, deadline } = await acceptedAndSent('+12095550100');
+    clock.set(deadline);
+    const store = web.store;
+    const real = store.transition.bind(store);
+    const transition = vi.spyOn(store, 'transition').mockImplementation(async (noticeId, now, at, spec) => {
+      if (spec.name === 'decideFallback' && !transition.mock.calls.slice(0, -1).some(([, , , s]) => s.name === 'confirmEmailDelivered')) {
+        // A webhook's delivery, recorded while the deadline's read was on its way back.
+        await real(noticeId, now, at, {
+          name: 'confirmEmailDelivered',
+          set: { emailStatus: 'delivered' },
+          entries: [{ type: 'notice.completed', state: 'email_delivered' }],
+          due: 'remove',
+        });
+      }
+      return real(noticeId, now, at, spec);
+    });
+    try {
+      expect((await engine.runDeadline(id)).note).toBe('already decided: email_delivered');
+    } finally {
+      transition.mockRestore();
+    }
+    const events = await web.store.events(id);
+    expect(events.some((e) => e.type === 'fallback.decided')).toBe(false);
+    // The read itself is kept, after the delivery, changing nothing.
+    expect(events.at(-1)).toMatchObject({ type: 'email.observed', status: 'pending', observedAt: iso(deadline) });
+    expect((await web.store.get(id))!.state).toBe('email_delivered');
+    expect(sandbox.sms().filter((m) => m.to === '+12095550100')).toHaveLength(0);
   });
 });
 

@@ -2,9 +2,9 @@ import { iso } from '../../clock.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
 import { UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
-import { decide } from './decide.js';
+import { decide, readDecisionInputs } from './decide.js';
 import { sendSms } from './send.js';
-import { observeEmail } from './observe.js';
+import { finalReadBeforeDecision, readEmailStatus, recordEmailObservation } from './observe.js';
 
 /**
  * The deadline step: never before the deadline; reads the email status one last time and
@@ -21,7 +21,21 @@ export async function runDeadline(ctx: StepContext, id: string, opts: { sendSms:
   if (now < notice.deadline) return retryAt(notice.deadline, 'deadline not reached');
 
   if (notice.emailChannel.providerMessageId) {
-    await observeEmail(ctx, notice, true);
+    // The recipient's policy and suppression are read while the provider answers: what the
+    // decision needs is in hand when the read is.
+    const inputs = readDecisionInputs(ctx, notice);
+    inputs.catch(() => undefined);
+    const observation = await readEmailStatus(ctx, notice, true);
+    const observed = observation && finalReadBeforeDecision(ctx, notice, observation);
+    if (observed) {
+      // Nothing but the fallback can follow this read: one transition records both.
+      const decided = await decide(ctx, id, 'email_deadline_elapsed', opts.sendSms, { notice, observed, inputs });
+      if (!decided.raced) return decided.smsNow ? withSms(ctx, id, decided.outcome) : decided.outcome;
+      const current = await ctx.notice(id);
+      if (current) await recordEmailObservation(ctx, current, observation, { final: true });
+    } else if (observation) {
+      await recordEmailObservation(ctx, notice, observation, { final: true });
+    }
   } else {
     // No message to read: the read is recorded all the same, saying why.
     await ctx.store.transition(id, now, iso(now), {
@@ -43,9 +57,13 @@ export async function runDeadline(ctx: StepContext, id: string, opts: { sendSms:
     });
   }
   const { outcome, smsNow } = await decide(ctx, id, 'email_deadline_elapsed', opts.sendSms);
-  if (!smsNow) return outcome;
+  return smsNow ? withSms(ctx, id, outcome) : outcome;
+}
+
+/** The decision's outcome, then the SMS sent in the same job. */
+async function withSms(ctx: StepContext, id: string, decided: StepOutcome): Promise<StepOutcome> {
   const sent = await sendSmsHere(ctx, id);
-  return { ...sent, note: `${outcome.note}; ${sent.note}` };
+  return { ...sent, note: `${decided.note}; ${sent.note}` };
 }
 
 /**

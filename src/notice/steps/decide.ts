@@ -6,7 +6,10 @@ import type { LogEntry } from '../entries.js';
 import { smsIdempotencyKey } from '../notice.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
 import { UNDECIDED_STATES, type FallbackReason } from '../states.js';
+import type { Notice } from '../notice.js';
+import type { RecipientPolicy } from '../../store/policies.js';
 import { MAX_RACES, type StepContext } from './context.js';
+import type { ObservationWrite } from './observe.js';
 
 /**
  * Decides the fallback at most once: checks whether SMS may be used, and records either
@@ -14,6 +17,32 @@ import { MAX_RACES, type StepContext } from './context.js';
  */
 export async function decideFallback(ctx: StepContext, id: string, reason: FallbackReason): Promise<StepOutcome> {
   return (await decide(ctx, id, reason, false)).outcome;
+}
+
+/** What the SMS decision reads besides the notice: the recipient's policy and whether the phone is suppressed. */
+export interface DecisionInputs {
+  policy: RecipientPolicy;
+  smsSuppressed: boolean;
+}
+
+/** Starts the reads a decision on this notice needs, so that they can run beside another (the deadline's status read). */
+export function readDecisionInputs(ctx: StepContext, notice: Notice): Promise<DecisionInputs> {
+  return Promise.all([
+    ctx.deps.policies.get(notice.recipientId),
+    notice.phone ? ctx.deps.suppressions.has('sms', notice.phone) : false,
+  ]).then(([policy, smsSuppressed]) => ({ policy, smsSuppressed }));
+}
+
+/**
+ * A decision that records, in its own transition, the observation it follows (the deadline's own
+ * read: `finalReadBeforeDecision`), made on `notice` as read before that observation, with its
+ * inputs read beside it. When the notice moved meanwhile, nothing is written and `raced` says so:
+ * the caller records the observation on its own and decides again.
+ */
+export interface DecisionAfterRead {
+  notice: Notice;
+  observed: ObservationWrite;
+  inputs: Promise<DecisionInputs>;
 }
 
 /**
@@ -25,22 +54,23 @@ export async function decide(
   id: string,
   reason: FallbackReason,
   sendHere: boolean,
-): Promise<{ outcome: StepOutcome; smsNow?: boolean }> {
+  after?: DecisionAfterRead,
+): Promise<{ outcome: StepOutcome; smsNow?: boolean; raced?: boolean }> {
   const { deps, store } = ctx;
-  for (let race = 0; race < MAX_RACES; race += 1) {
-    const notice = await ctx.notice(id);
+  for (let race = 0; race < (after ? 1 : MAX_RACES); race += 1) {
+    const notice = after ? after.notice : await ctx.notice(id);
     if (!notice) return { outcome: done('no such notice') };
     if (!UNDECIDED_STATES.includes(notice.state)) return { outcome: done(`already decided: ${notice.state}`) };
     const now = ctx.now();
     if (reason === 'email_deadline_elapsed' && now < notice.deadline) return { outcome: retryAt(notice.deadline, 'deadline not reached') };
 
-    const policy = await deps.policies.get(notice.recipientId);
+    const { policy, smsSuppressed } = await (after?.inputs ?? readDecisionInputs(ctx, notice));
     const region = notice.region ?? policy.region;
     const decision = decideSms({
       phone: notice.phone,
       region,
       consentSms: policy.consent.sms,
-      smsSuppressed: notice.phone ? await deps.suppressions.has('sms', notice.phone) : false,
+      smsSuppressed,
       rules: deps.settings.rules,
       now,
       complianceDeadline: notice.complianceDeadline,
@@ -52,9 +82,10 @@ export async function decide(
     const common = {
       deadline: iso(notice.deadline),
       decidedAt: iso(now),
-      lastEmailStatus: notice.emailChannel.status ?? null,
+      lastEmailStatus: after ? String(after.observed.set[EMAIL.field('status')]) : (notice.emailChannel.status ?? null),
     };
     const entries: LogEntry[] = [
+      ...(after ? [after.observed.entry] : []),
       {
         type: 'policy.checked',
         channel: 'sms',
@@ -81,7 +112,7 @@ export async function decide(
         complianceDeadline: notice.complianceDeadline === undefined ? undefined : iso(notice.complianceDeadline),
       });
     }
-    const set: NoticeFields = { fallbackReason: reason, fallbackDecidedAt: now };
+    const set: NoticeFields = { ...after?.observed.set, fallbackReason: reason, fallbackDecidedAt: now };
     if (blocked) set.blockReason = blocked;
     else {
       set[SMS.field('idempotencyKey')] = smsKey;
@@ -92,7 +123,7 @@ export async function decide(
       name: blocked ? 'blockFallback' : 'decideFallback',
       reached: reason === 'email_deadline_elapsed' ? 'deadline' : undefined,
       set,
-      unset: [EMAIL.field('nextCheckAt')],
+      unset: [...new Set([...(after?.observed.unset ?? []), EMAIL.field('nextCheckAt')])],
       entries,
       due: blocked ? 'remove' : sendAt,
     });
@@ -105,6 +136,7 @@ export async function decide(
     }
     if (result.reason === 'guard') return { outcome: retryAt(notice.deadline, 'deadline not reached') };
     if (result.reason === 'missing') return { outcome: done('no such notice') };
+    if (after) return { outcome: done('the notice moved during the read'), raced: true };
   }
   return { outcome: done('the notice kept moving; decision left to the next step') };
 }

@@ -1,6 +1,6 @@
 import { iso } from '../../clock.js';
 import { ProviderError, type StatusObservation } from '../../providers/types.js';
-import type { NoticeFields, TransitionSpec } from '../../store/notices.js';
+import type { NoticeField, NoticeFields, TransitionSpec } from '../../store/notices.js';
 import type { Notice } from '../notice.js';
 import type { SuppressionSource } from '../../store/suppressions.js';
 import { EMAIL, SMS } from '../channels.js';
@@ -37,12 +37,30 @@ export async function observeEmail(
   final: boolean,
   plannedAt?: number,
 ): Promise<{ outcome: StepOutcome; nextCheckAt?: number }> {
+  const read = await readOrRecordFailure(ctx, notice, final);
+  if ('failed' in read) return read.failed;
+  return recordEmailObservation(ctx, notice, read.observation, { final, plannedAt });
+}
+
+/**
+ * Reads the email status for a check (`final`: the deadline's own read). A read the provider
+ * fails is recorded here (`provider.error`, the next check planned) and gives undefined.
+ */
+export async function readEmailStatus(ctx: StepContext, notice: Notice, final: boolean): Promise<StatusObservation | undefined> {
+  const read = await readOrRecordFailure(ctx, notice, final);
+  return 'failed' in read ? undefined : read.observation;
+}
+
+async function readOrRecordFailure(
+  ctx: StepContext,
+  notice: Notice,
+  final: boolean,
+): Promise<{ observation: StatusObservation } | { failed: { outcome: StepOutcome; nextCheckAt?: number } }> {
   const { store } = ctx;
   const record = notice.emailChannel;
   const nextCheckField = EMAIL.field('nextCheckAt');
-  let observation: StatusObservation;
   try {
-    observation = await ctx.deps.email.status(record.providerMessageId!, { to: EMAIL.address(notice), since: notice.createdAt });
+    return { observation: await ctx.deps.email.status(record.providerMessageId!, { to: EMAIL.address(notice), since: notice.createdAt }) };
   } catch (thrown) {
     if (!(thrown instanceof ProviderError)) throw thrown;
     const error = ctx.bounded(thrown);
@@ -59,12 +77,12 @@ export async function observeEmail(
       due: UNDECIDED_STATES.includes(notice.state) ? (next ?? notice.deadline) : undefined,
     });
     return {
-      outcome: done(`status read failed: ${error.kind}`, pauseMs),
-      nextCheckAt: UNDECIDED_STATES.includes(notice.state) ? next : undefined,
+      failed: {
+        outcome: done(`status read failed: ${error.kind}`, pauseMs),
+        nextCheckAt: UNDECIDED_STATES.includes(notice.state) ? next : undefined,
+      },
     };
   }
-
-  return recordEmailObservation(ctx, notice, observation, { final, plannedAt });
 }
 
 /** Where an observation came from, and what it was for. */
@@ -111,57 +129,19 @@ export async function recordEmailObservation(
   const { store } = ctx;
   const { final = false, webhookEvent } = origin;
   const webhook = webhookEvent !== undefined;
-  const nextCheckField = EMAIL.field('nextCheckAt');
-  const record = notice.emailChannel;
   const planned = webhook ? undefined : ctx.checkRan('email', origin.plannedAt);
   for (let race = 0; race < MAX_RACES; race += 1) {
     const current = race === 0 ? notice : await ctx.notice(notice.id);
     if (!current) return { outcome: done('no such notice'), stored: 'not_stored' };
     const now = ctx.now();
     const undecided = UNDECIDED_STATES.includes(current.state);
-    // Decided before this status came (a webhook after a polled delivery is not late news).
-    const late = !undecided && current.state !== 'email_delivered';
-    const delivers = observation.status === 'delivered' && (undecided || current.state === 'sms_pending');
-    // A webhook leaves the plan as it is, unless its delivery ends it.
-    const next = final || !undecided || webhook ? undefined : nextCheckAfter(emailChecksBeforeDeadline(current), now);
-    const keepsPlan = webhook && !delivers;
-    const observed: LogEntry = {
-      type: 'email.observed',
-      attemptId: record.attemptId,
-      providerStatus: observation.providerStatus,
-      status: observation.status,
-      observedAt: iso(now),
-      plannedAt: planned,
-      nextCheckAt: keepsPlan ? (current.emailChannel.nextCheckAt === undefined ? null : iso(current.emailChannel.nextCheckAt)) : next === undefined ? null : iso(next),
-      deadline: iso(current.deadline),
-      engagement: observation.engagement.length > 0 ? observation.engagement : undefined,
-      bounceType: observation.bounceType,
-      late: late ? true : undefined,
-      source: webhook ? 'webhook' : 'poll',
-      checksSaved: webhook && delivers ? current.pollPlan.filter((at) => at > now).length : undefined,
-      event: webhookEvent,
-    };
-    // A webhook arriving after the notice was decided (its delivery included: an open after the
-    // delivery), or saying nothing of delivery (an open, a click), is recorded but changes no field;
-    // so is a check whose read was on its way while a webhook delivered the email (its call is counted).
-    const set: NoticeFields =
-      (webhook && !delivers && (!undecided || observation.status === 'pending')) ||
-      (!webhook && current.state === 'email_delivered')
-        ? {}
-        : {
-            [EMAIL.field('status')]: observation.status,
-            [EMAIL.field('providerStatus')]: observation.providerStatus,
-            [EMAIL.field('lastObservedAt')]: now,
-          };
-    if (!webhook) set[EMAIL.field('checksDone')] = current.emailChannel.checksDone + 1;
-    if (next !== undefined) set[nextCheckField] = next;
-    if (webhook) set[webhookEventField(webhookEvent)] = 1;
+    const { entry: observed, set, unset, next, delivers, keepsPlan } = emailObservationWrite(ctx, current, observation, origin, planned, now);
     const spec: TransitionSpec = {
       name: 'observeEmail',
       onlyFrom: [current.state],
       eq: webhook ? { [webhookEventField(webhookEvent)]: '' } : undefined,
       set,
-      unset: keepsPlan || next !== undefined ? [] : [nextCheckField],
+      unset,
       entries: [observed],
     };
     if (delivers) {
@@ -204,6 +184,82 @@ export async function recordEmailObservation(
     };
   }
   return { outcome: done('the notice kept moving; observation dropped'), stored: 'not_stored' };
+}
+
+/** What recording one email observation writes: its entry and the notice's fields. */
+export interface ObservationWrite {
+  entry: LogEntry;
+  set: NoticeFields;
+  unset: NoticeField[];
+}
+
+/**
+ * The entry and fields that record an email status on `current` (as read now), and what the
+ * status means for it: the next planned check, whether it delivers, whether a webhook leaves
+ * the plan as it is.
+ */
+function emailObservationWrite(
+  ctx: StepContext,
+  current: Notice,
+  observation: StatusObservation,
+  origin: ObservationOrigin,
+  planned: string | undefined,
+  now: number,
+): ObservationWrite & { next: number | undefined; delivers: boolean; keepsPlan: boolean } {
+  const { final = false, webhookEvent } = origin;
+  const webhook = webhookEvent !== undefined;
+  const nextCheckField = EMAIL.field('nextCheckAt');
+  const undecided = UNDECIDED_STATES.includes(current.state);
+  // Decided before this status came (a webhook after a polled delivery is not late news).
+  const late = !undecided && current.state !== 'email_delivered';
+  const delivers = observation.status === 'delivered' && (undecided || current.state === 'sms_pending');
+  // A webhook leaves the plan as it is, unless its delivery ends it.
+  const next = final || !undecided || webhook ? undefined : nextCheckAfter(emailChecksBeforeDeadline(current), now);
+  const keepsPlan = webhook && !delivers;
+  const entry: LogEntry = {
+    type: 'email.observed',
+    attemptId: current.emailChannel.attemptId,
+    providerStatus: observation.providerStatus,
+    status: observation.status,
+    observedAt: iso(now),
+    plannedAt: planned,
+    nextCheckAt: keepsPlan ? (current.emailChannel.nextCheckAt === undefined ? null : iso(current.emailChannel.nextCheckAt)) : next === undefined ? null : iso(next),
+    deadline: iso(current.deadline),
+    engagement: observation.engagement.length > 0 ? observation.engagement : undefined,
+    bounceType: observation.bounceType,
+    late: late ? true : undefined,
+    source: webhook ? 'webhook' : 'poll',
+    checksSaved: webhook && delivers ? current.pollPlan.filter((at) => at > now).length : undefined,
+    event: webhookEvent,
+  };
+  // A webhook arriving after the notice was decided (its delivery included: an open after the
+  // delivery), or saying nothing of delivery (an open, a click), is recorded but changes no field;
+  // so is a check whose read was on its way while a webhook delivered the email (its call is counted).
+  const set: NoticeFields =
+    (webhook && !delivers && (!undecided || observation.status === 'pending')) || (!webhook && current.state === 'email_delivered')
+      ? {}
+      : {
+          [EMAIL.field('status')]: observation.status,
+          [EMAIL.field('providerStatus')]: observation.providerStatus,
+          [EMAIL.field('lastObservedAt')]: now,
+        };
+  if (!webhook) set[EMAIL.field('checksDone')] = current.emailChannel.checksDone + 1;
+  if (next !== undefined) set[nextCheckField] = next;
+  if (webhook) set[webhookEventField(webhookEvent)] = 1;
+  return { entry, set, unset: keepsPlan || next !== undefined ? [] : [nextCheckField], next, delivers, keepsPlan };
+}
+
+/**
+ * The deadline's own read of a notice still waiting for its email, when what it read neither
+ * delivers, bounces nor fails the email: nothing but the fallback can follow, so the decision's
+ * transition records the read with it (src/notice/steps/decide.ts), one step instead of two.
+ * Undefined when the observation must be recorded on its own (recordEmailObservation).
+ */
+export function finalReadBeforeDecision(ctx: StepContext, notice: Notice, observation: StatusObservation): ObservationWrite | undefined {
+  const decides = observation.status === 'delivered' || observation.status === 'bounced' || observation.status === 'failed';
+  if (decides || observation.suppressed || !UNDECIDED_STATES.includes(notice.state)) return undefined;
+  const { entry, set, unset } = emailObservationWrite(ctx, notice, observation, { final: true }, undefined, ctx.now());
+  return { entry, set, unset };
 }
 
 /** One SMS status check; comes back for the next one of the SMS plan. */
