@@ -32,11 +32,16 @@ function setSlots(cluster: Cluster, masterOfSlot: (slot: number) => string | und
 const threeMasters = (slot: number) => (slot <= 5460 ? 'a:1' : slot <= 10922 ? 'b:1' : 'c:1');
 
 /** How many of `draws` new notices each master got, by master. */
-function sharesByMaster(placement: NoticePlacement, masterOfSlot: (slot: number) => string | undefined, draws: number): Map<string, number> {
+function sharesByMaster(
+  placement: NoticePlacement,
+  masterOfSlot: (slot: number) => string | undefined,
+  draws: number,
+): Map<string, number> {
   const got = new Map<string, number>();
   for (let i = 0; i < draws; i += 1) {
     const shard = placement.shard();
-    const master = Number.isInteger(shard) && shard >= 0 && shard < SHARD_COUNT ? (masterOfSlot(shardSlot(shard)) ?? 'no master') : 'not a shard';
+    const master =
+      Number.isInteger(shard) && shard >= 0 && shard < SHARD_COUNT ? (masterOfSlot(shardSlot(shard)) ?? 'no master') : 'not a shard';
     got.set(master, (got.get(master) ?? 0) + 1);
   }
   return got;
@@ -45,7 +50,9 @@ function sharesByMaster(placement: NoticePlacement, masterOfSlot: (slot: number)
 describe('where new notices go', () => {
   describe('on a Redis Cluster', () => {
     it('gives each master an equal share, though the shards lie 6, 4 and 6 on them', () => {
-      expect(groupByMaster(Array.from({ length: SHARD_COUNT }, (_, s) => threeMasters(shardSlot(s)))).map((g) => g.length)).toEqual([6, 6, 4]);
+      expect(groupByMaster(Array.from({ length: SHARD_COUNT }, (_, s) => threeMasters(shardSlot(s)))).map((g) => g.length)).toEqual([
+        6, 6, 4,
+      ]);
       const placement = new NoticePlacement(clusterWith(threeMasters));
       const draws = 30_000;
       const got = sharesByMaster(placement, threeMasters, draws);

@@ -67,10 +67,15 @@ describe('new notices on a 3-master Redis Cluster with 3 partitions', () => {
       mastersUsed.add(port);
       const node = cluster.nodes.find((n) => n.port === port)!;
       expect(await node.ask('EXISTS', keys.notice(id))).toBe('1');
-      for (const [queue, jobId] of [['email-send', `${id}-email-send`], ['deadline', `${id}-deadline`]] as const) {
+      for (const [queue, jobId] of [
+        ['email-send', `${id}-email-send`],
+        ['deadline', `${id}-deadline`],
+      ] as const) {
         // Asked of the notice's master for every partition: only its own partition's job is there.
         const found = await Promise.all(prefixes.map((prefix) => node.ask('EXISTS', `${prefix}:${queue}:${jobId}`)));
-        expect(found, `${jobId} on the master of ${id}`).toEqual(prefixes.map((_, p) => (p === partitionOfNotice(id, PARTITIONS) ? '1' : undefined)));
+        expect(found, `${jobId} on the master of ${id}`).toEqual(
+          prefixes.map((_, p) => (p === partitionOfNotice(id, PARTITIONS) ? '1' : undefined)),
+        );
       }
     }
     expect(mastersUsed.size).toBe(3);
