@@ -3,16 +3,22 @@
  * 3-master cluster (notice queues in 3 partitions), against one Redis node's in the same run, the
  * same notices through the same web and worker processes. Both are `redis-server`s of the
  * benchmark's own (no persistence, nothing else on them), so that their CPU time (`INFO cpu`,
- * the server's own user + system time) is Herald's alone.
+ * the server's own user + system time) is Herald's alone. Where each server's time went is logged
+ * too: `INFO commandstats` by command, and with `BENCH_SLOWLOG=1` a SLOWLOG profile by script and
+ * kind of hash tag (shard, queue partition, `{q}`, ...), whose logging inflates the CPU figures.
+ * `BENCH_REDIS_PORTS=<first>-<last>` keeps these servers' ports in that range (a cluster node's
+ * bus listens 10000 above its port).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { freePort, sleep, until } from './processes.js';
+import { finishSlowlog, profileLines, scriptNames, startSlowlog } from './slowlog.js';
 
 const run = promisify(execFile);
 
@@ -30,6 +36,14 @@ class BenchRedis {
     await until(async () => (await this.ask((r) => r.ping()).catch(() => '')) === 'PONG', 15_000, `redis-server on ${this.port}`, 50);
   }
 
+  /** A connection of the caller's own, to close. */
+  async connect(): Promise<Redis> {
+    const redis = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+    redis.on('error', () => undefined);
+    await redis.connect();
+    return redis;
+  }
+
   async ask<T>(command: (redis: Redis) => Promise<T>): Promise<T> {
     const redis = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     redis.on('error', () => undefined);
@@ -39,6 +53,12 @@ class BenchRedis {
     } finally {
       redis.disconnect();
     }
+  }
+
+  /** Microseconds spent so far by command (`INFO commandstats`; a script's commands inside its EVALSHA's). */
+  async commandUs(): Promise<Map<string, number>> {
+    const info = await this.ask((r) => r.info('commandstats'));
+    return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
   }
 
   /** The server's CPU time so far (user + system, its own thread), in ms. */
@@ -90,6 +110,36 @@ export async function clusterScale(ctx: BenchContext, notices: number): Promise<
 
 const PARTITIONS = 3;
 const MASTERS = 3;
+const PROFILE = process.env.BENCH_SLOWLOG === '1';
+const PORT_RANGE = /^(\d+)-(\d+)$/.exec(process.env.BENCH_REDIS_PORTS ?? '');
+
+/** The servers' ports: free ones in BENCH_REDIS_PORTS when set, else any free port low enough for a cluster bus. */
+async function serverPorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  if (PORT_RANGE) {
+    for (let port = Number(PORT_RANGE[1]); port <= Number(PORT_RANGE[2]) && ports.length < count; port += 1)
+      if ((await portFree(port)) && (await portFree(port + 10_000))) ports.push(port);
+    if (ports.length < count) throw new Error(`BENCH_REDIS_PORTS=${process.env.BENCH_REDIS_PORTS} has fewer than ${count} free ports`);
+    return ports;
+  }
+  while (ports.length < count) {
+    const port = await freePort();
+    if (port < 55_000 && !ports.includes(port)) ports.push(port);
+  }
+  return ports;
+}
+
+/** Whether nothing listens on the port (a connection to it is refused). */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
+  });
+}
 
 async function onTopology(ctx: BenchContext, notices: number, topology: 'single' | 'cluster'): Promise<{ perNotice: number[]; idlePerSecond: number[] }> {
   const servers: BenchRedis[] = [];
@@ -97,8 +147,8 @@ async function onTopology(ctx: BenchContext, notices: number, topology: 'single'
   let herald: HeraldDeployment | undefined;
   try {
     const count = topology === 'single' ? 1 : MASTERS;
-    for (let i = 0; i < count; i += 1) {
-      const server = new BenchRedis(await freePort());
+    for (const port of await serverPorts(count)) {
+      const server = new BenchRedis(port);
       servers.push(server);
       await server.start(topology === 'cluster');
     }
@@ -150,6 +200,8 @@ async function onTopology(ctx: BenchContext, notices: number, topology: 'single'
       sliceTo.forEach((to, i) => (idlePerSecond[i] = Math.min(idlePerSecond[i]!, ((to - sliceFrom[i]!) / ms) * 1000)));
     }
 
+    const usFrom = await Promise.all(servers.map((s) => s.commandUs()));
+    const slowlogs = PROFILE ? await Promise.all(servers.map((s) => s.connect().then(async (r) => ({ r, saved: await startSlowlog(r) })))) : [];
     const from = await cpu();
     const startedAt = Date.now();
     await createNotices(herald.url, notices, (i) => {
@@ -164,6 +216,20 @@ async function onTopology(ctx: BenchContext, notices: number, topology: 'single'
     const seconds = (Date.now() - startedAt) / 1000;
     const perNotice = to.map((ms, i) => Math.max(0, ms - from[i]! - idlePerSecond[i]! * seconds) / notices);
     ctx.log(`cluster scale, ${topology}: Redis CPU ms per notice ${perNotice.map((x) => x.toFixed(3)).join(', ')} over ${seconds.toFixed(1)} s`);
+    const usTo = await Promise.all(servers.map((s) => s.commandUs()));
+    usTo.forEach((after, i) => {
+      const spent = [...after].map(([command, us]) => [command, (us - (usFrom[i]!.get(command) ?? 0)) / notices] as const).filter(([, us]) => us > 0);
+      const busiest = spent.sort(([, a], [, b]) => b - a).slice(0, 8);
+      ctx.log(`cluster scale, ${topology}, server ${i}: commandstats µs per notice ${busiest.map(([c, us]) => `${c} ${us.toFixed(1)}`).join(', ')}`);
+    });
+    if (PROFILE) {
+      const names = await scriptNames(ctx.redisUrl);
+      for (const [i, { r, saved }] of slowlogs.entries()) {
+        const profile = await finishSlowlog(r, names, saved, { byTag: true });
+        r.disconnect();
+        ctx.log(`cluster scale, ${topology}, server ${i}: SLOWLOG profile, ${profileLines(profile, notices, 30).join('\n')}`);
+      }
+    }
     return { perNotice, idlePerSecond };
   } finally {
     await herald?.close().catch((error: unknown) => ctx.log(`closing the ${topology} deployment: ${String(error)}`));

@@ -9,7 +9,8 @@
  * 10000) sets the number of pending notices; BENCH_PENDING_WORKERS (default 1) their workers;
  * BENCH_ONLY (a comma-separated list of accept, lifecycle, cost, pending, cluster, webhooks) runs only those parts.
  * `webhooks` counts provider calls per notice with the providers' webhooks on and off.
- * `cluster` starts redis-servers of its own: one node and a 3-master Redis Cluster.
+ * `cluster` starts redis-servers of its own: one node and a 3-master Redis Cluster, on ports in
+ * BENCH_REDIS_PORTS (`<first>-<last>`) when set.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

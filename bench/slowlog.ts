@@ -30,7 +30,7 @@ export interface SlowlogProfile {
 }
 
 /** SHA → script name of every script Herald and BullMQ define on a connection. */
-async function scriptNames(redisUrl: string): Promise<Map<string, string>> {
+export async function scriptNames(redisUrl: string): Promise<Map<string, string>> {
   const names = new Map<string, string>();
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
   const queue = new Queue('slowlog-names', { connection: { url: redisUrl, maxRetriesPerRequest: null } as never, prefix: 'slowlog-names' });
@@ -60,13 +60,35 @@ export async function startSlowlog(redis: Redis): Promise<{ slower: string; maxL
 
 const QUEUE_OF_KEY = /:(email-send|email-poll|deadline|sms-send|sms-poll|reconcile|log-mirror|content-purge|provider-feed|noop):/;
 
-/** Stops logging, reads the log and sums it; the settings are put back as they were. */
-export async function finishSlowlog(redis: Redis, redisUrl: string, saved: { slower: string; maxLen: string }): Promise<SlowlogProfile> {
+/** The kind of hash tag a command's first tagged key carries: shard, queue partition, `{q}`, or the tag itself. */
+function tagOf(args: readonly string[]): string {
+  for (const arg of args) {
+    const tag = /\{([^}]+)\}/.exec(String(arg))?.[1];
+    if (tag === undefined) continue;
+    if (/^s\d+$/.test(tag)) return '[shard]';
+    if (/^q\d+\./.test(tag)) return '[partition]';
+    if (tag.startsWith('r:')) return '[recipient]';
+    return `[{${tag}}]`;
+  }
+  return '[untagged]';
+}
+
+/**
+ * Stops logging, reads the log and sums it; the settings are put back as they were. Scripts are
+ * named from the scripts defined on a connection to `names` (a Redis URL), or from a map made
+ * before by `scriptNames`. `byTag`: each row names the kind of hash tag its keys carry as well.
+ */
+export async function finishSlowlog(
+  redis: Redis,
+  names: string | Map<string, string>,
+  saved: { slower: string; maxLen: string },
+  opts: { byTag?: boolean } = {},
+): Promise<SlowlogProfile> {
   await redis.config('SET', 'slowlog-log-slower-than', saved.slower);
   const entries = (await redis.slowlog('GET', '-1')) as [number, number, number, string[], string][];
   await redis.slowlog('RESET');
   await redis.config('SET', 'slowlog-max-len', saved.maxLen);
-  const names = await scriptNames(redisUrl);
+  const byName = typeof names === 'string' ? await scriptNames(names) : names;
   const rows = new Map<string, ProfileRow>();
   let calls = 0;
   let us = 0;
@@ -77,11 +99,12 @@ export async function finishSlowlog(redis: Redis, redisUrl: string, saved: { slo
     const inner = String(client) === '?:0';
     let name = inner ? `(in scripts) ${command}` : command;
     if (command === 'evalsha' || command === 'eval') {
-      const script = command === 'evalsha' ? names.get(String(argv[1])) : undefined;
+      const script = command === 'evalsha' ? byName.get(String(argv[1])) : undefined;
       name = script ?? `${command} ${String(argv[1]).slice(0, 8)}`;
       const queue = argv.slice(3).map((arg) => QUEUE_OF_KEY.exec(String(arg))?.[1]).find(Boolean);
       if (queue) name += ` ${queue}`;
     }
+    if (opts.byTag) name += ` ${tagOf(command === 'evalsha' || command === 'eval' ? argv.slice(3) : argv.slice(1))}`;
     const row = rows.get(name) ?? { name, calls: 0, us: 0 };
     row.calls += 1;
     row.us += Number(duration);

@@ -3,7 +3,7 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { iso } from '../clock.js';
 import type { NoticeStore, NoticeContent, NoticeFields, LogEntry } from '../store/notices.js';
 import type { RecipientPolicy } from '../store/policies.js';
-import { newNoticeId, randomShard, shardOfKey } from './ids.js';
+import { newNoticeId, shardOfKey } from './ids.js';
 import { lastSmsCheckBy, MAX_HORIZON_MS, planChecks, type PollPolicy } from './planner.js';
 import type { PolicyOutcome } from './states.js';
 import type { Prices } from '../config.js';
@@ -147,7 +147,8 @@ export async function acceptNotice(
     lastSmsCheckBy(deadline, complianceDeadline, limits, { quietHours: settings.quietHours }) - now,
   );
 
-  const shard = idemHash === undefined ? randomShard() : shardOfKey(idemHash);
+  // A replayable notice lives in its idempotency record's shard; any other where the store places it.
+  const shard = idemHash === undefined ? store.newShard() : shardOfKey(idemHash);
   const id = newNoticeId(shard, now);
   const contentSha256 = sha256Hex(canonicalize(request.content) ?? '');
   const emailPolicy: PolicyOutcome = !policy.consent.email ? 'no_consent' : ctx.emailSuppressed ? 'suppressed' : 'allowed';

@@ -39,8 +39,18 @@ export function shardOfKey(key: string): number {
   return sha256(key).readUInt32BE(0) % SHARD_COUNT;
 }
 
+/** Any shard, uniformly: where a new notice goes on one Redis node. */
 export function randomShard(): number {
-  return randomByte() % SHARD_COUNT;
+  return randomBelow(SHARD_COUNT);
+}
+
+/** A uniform random integer in [0, n), for n ≤ 256: bytes of the pool, those above the last whole multiple of n drawn again. */
+export function randomBelow(n: number): number {
+  const limit = 256 - (256 % n);
+  for (;;) {
+    const byte = randomByte();
+    if (byte < limit) return byte % n;
+  }
 }
 
 /**

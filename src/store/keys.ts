@@ -185,7 +185,38 @@ export function queuePartitionTags(count: number): string[] {
   });
 }
 
-/** The queue partition of a notice: its shard's (shard modulo the partition count). */
+/** The slot of each shard's hash tag `{s<N>}`, by shard. */
+const SHARD_SLOTS = Array.from({ length: SHARD_COUNT }, (_, shard) => slotOf(`{s${shard}}`));
+
+/** The slot of a shard's keys. */
+export function shardSlot(shard: number): number {
+  return SHARD_SLOTS[shard]!;
+}
+
+/** The first slot of each partition's share of the slot range, by partition count. */
+const partitionStarts = new Map<number, number[]>();
+
+/**
+ * The queue partition of a shard: the one whose share of the slot range holds the shard's slot,
+ * partition i of P starting at slot round(i·16384/P) — where `redis-cli --cluster create` starts
+ * the i-th of P masters, and just below partition i's tag (queuePartitionTags). On a Cluster
+ * split evenly over P masters a notice's jobs are then served by its shard's master, so each
+ * master does all the work of the notices it holds. The same in every process; it depends on the
+ * count only, never on the live topology.
+ */
+export function partitionOfShard(shard: number, count: number): number {
+  let starts = partitionStarts.get(count);
+  if (!starts) {
+    starts = Array.from({ length: count }, (_, i) => Math.round((i * SLOT_COUNT) / count));
+    partitionStarts.set(count, starts);
+  }
+  const slot = shardSlot(shard);
+  let partition = 0;
+  while (partition + 1 < count && starts[partition + 1]! <= slot) partition += 1;
+  return partition;
+}
+
+/** The queue partition of a notice: its shard's (partitionOfShard). */
 export function partitionOfNotice(id: string, count: number): number {
-  return shardFor(id) % count;
+  return partitionOfShard(shardFor(id), count);
 }

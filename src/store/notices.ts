@@ -10,6 +10,7 @@ import { Keys, shardFor } from './keys.js';
 import { defineScripts, type HeraldScripts, type ScriptPipeline } from './scripts.js';
 import { metricIncrements } from './metrics.js';
 import { ReplicaWatch, unreplicatedField } from './replicas.js';
+import { NoticePlacement } from './placement.js';
 
 export type { LogEntry, StoredEntry } from '../notice/entries.js';
 
@@ -191,6 +192,7 @@ export class NoticeStore {
   /** The master's replicas, for the writes that wait for one (src/store/replicas.ts). */
   readonly replicas: ReplicaWatch;
   private readonly redis: RedisClient & HeraldScripts;
+  private readonly placement: NoticePlacement;
 
   /**
    * `keyring` opens sealed content; only the process that sends (the worker) needs it.
@@ -205,6 +207,12 @@ export class NoticeStore {
     this.redis = defineScripts(redis);
     this.keys = new Keys(prefix);
     this.replicas = new ReplicaWatch(redis, { expected: options.replicasExpected ?? false });
+    this.placement = new NoticePlacement(redis);
+  }
+
+  /** The shard of a new notice (one without an idempotency record to follow): src/store/placement.ts. */
+  newShard(): number {
+    return this.placement.shard();
   }
 
   async create(input: CreateNoticeInput): Promise<CreateNoticeResult> {

@@ -107,6 +107,15 @@ export function isCluster(redis: RedisClient): redis is Cluster {
   return redis instanceof Cluster;
 }
 
+/**
+ * The master serving a slot (`host:port`), as a Cluster client last learned the slot map: ioredis
+ * asks for it again every `slotsRefreshInterval` and on a redirection, so it follows failovers and
+ * resharding. Undefined on one node (or Sentinel), and for a slot the map does not hold yet.
+ */
+export function masterOfSlot(redis: RedisClient, slot: number): string | undefined {
+  return isCluster(redis) ? redis.slots[slot]?.[0] : undefined;
+}
+
 /** The masters' connections of a Cluster (each SCAN, INFO or KEYS must ask them all), or the one node. */
 export function masterNodes(redis: RedisClient): Redis[] {
   return isCluster(redis) ? redis.nodes('master') : [redis];

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { Keys, queuePartitionTags } from '../../src/store/keys.js';
+import { Keys, partitionOfNotice, queuePartitionTags } from '../../src/store/keys.js';
 import { slotOf } from '../../src/store/slots.js';
 import { shardOfNoticeId } from '../../src/notice/ids.js';
 import type { StoredEntry } from '../../src/store/notices.js';
@@ -191,7 +191,7 @@ describe('Herald on a Redis Cluster with 3 queue partitions', () => {
       }
       node.disconnect();
     }
-    const usedPartitions = new Set(made.map(({ id }) => shardOfNoticeId(id)! % PARTITIONS));
+    const usedPartitions = new Set(made.map(({ id }) => partitionOfNotice(id, PARTITIONS)));
     expect(holding.size).toBe(usedPartitions.size);
     expect(new Set(tags.map((tag) => slotOf(`{${tag}}`))).size).toBe(PARTITIONS);
 

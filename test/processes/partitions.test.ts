@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
-import { shardOfNoticeId } from '../../src/notice/ids.js';
+import { partitionOfNotice } from '../../src/store/keys.js';
 import { startWorker, shareLimit, type WorkerHandle } from '../../src/worker.js';
 import { jobIds } from '../../queues/index.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
@@ -33,7 +33,7 @@ describe('HERALD_QUEUE_PARTITIONS raised on a running deployment', () => {
     const res = await web3.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'parts-2', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }));
     expect(res.statusCode).toBe(202);
     const after = res.json().id as string;
-    const partition = shardOfNoticeId(after)! % 3;
+    const partition = partitionOfNotice(after, 3);
     const job = await web3.queues.emailSend.getJob(jobIds.emailSend(after));
     expect(job?.queueQualifiedName).toBe(`${web3.queues.emailSend.partitions[partition]!.opts.prefix}:email-send`);
     expect(job?.queueQualifiedName).toMatch(new RegExp(`^${prefix}:\\{q3\\.${partition}\\.[0-9a-z]+\\}:email-send$`));

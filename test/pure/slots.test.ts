@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { SHARD_COUNT } from '../../src/notice/ids.js';
-import { Keys, queuePartitionTags } from '../../src/store/keys.js';
+import { Keys, partitionOfNotice, partitionOfShard, queuePartitionTags, shardSlot } from '../../src/store/keys.js';
+import { newNoticeId } from '../../src/notice/ids.js';
 import { SLOT_COUNT, slotOf } from '../../src/store/slots.js';
 
 /** The mapping ioredis itself routes Cluster commands by. */
@@ -40,4 +41,39 @@ describe('queue partition tags', () => {
     const masters = queuePartitionTags(3).map((tag) => ranges.findIndex(([from, to]) => slotOf(`{${tag}}`) >= from && slotOf(`{${tag}}`) <= to));
     expect(masters).toEqual([0, 1, 2]);
   });
+
+  it('put a shard in the partition on its master: with the slot range split over P masters as redis-cli splits it, the shard and its partition share one', () => {
+    for (let count = 1; count <= SHARD_COUNT; count += 1) {
+      const masterOf = evenSplit(count);
+      const tags = queuePartitionTags(count);
+      for (let shard = 0; shard < SHARD_COUNT; shard += 1) {
+        const partition = partitionOfShard(shard, count);
+        expect(masterOf(slotOf(`{${tags[partition]!}}`)), `shard ${shard} of ${count} partitions`).toBe(masterOf(shardSlot(shard)));
+      }
+    }
+  });
+
+  it('place every shard of the 6, 4 and 6 on 3 evenly split masters in the partition of its master', () => {
+    const masterOf = evenSplit(3);
+    const byPartition = [0, 1, 2].map((p) => Array.from({ length: SHARD_COUNT }, (_, s) => s).filter((s) => partitionOfShard(s, 3) === p));
+    expect(byPartition.map((shards) => shards.length)).toEqual([6, 4, 6]);
+    byPartition.forEach((shards, p) => shards.forEach((s) => expect(masterOf(slotOf(`{s${s}}`))).toBe(p)));
+  });
+
+  it("take a notice's partition from the shard in its ID", () => {
+    for (let shard = 0; shard < SHARD_COUNT; shard += 1) expect(partitionOfNotice(newNoticeId(shard, 1_700_000_000_000), 3)).toBe(partitionOfShard(shard, 3));
+  });
 });
+
+/** The master index of a slot on a cluster of `masters` masters split as `redis-cli --cluster create` splits it. */
+function evenSplit(masters: number): (slot: number) => number {
+  // redis-cli (clusterManagerCommandCreate): last = lround(cursor + slotsPerNode - 1), the next master from last + 1.
+  const perNode = SLOT_COUNT / masters;
+  const lasts: number[] = [];
+  let cursor = 0;
+  for (let i = 0; i < masters; i += 1) {
+    lasts.push(i === masters - 1 ? SLOT_COUNT - 1 : Math.round(cursor + perNode - 1));
+    cursor += perNode;
+  }
+  return (slot) => lasts.findIndex((last) => slot <= last);
+}
