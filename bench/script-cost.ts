@@ -6,9 +6,13 @@
  * (`cmdstat_evalsha` usec, which includes the commands the script calls) per call. The floor is
  * an empty script with the transition's keys and arguments: what any script call costs before
  * it does anything. Not a test and not part of `npm run bench`; the figures it printed for a
- * change are in docs/BENCHMARKS.md. Env: REDIS_URL, SCRIPT_COST_CALLS (default 4000).
+ * change are in docs/BENCHMARKS.md. Then BullMQ's own operations on jobs shaped as Herald's (a
+ * job ID from the notice, `{ noticeId }` as data, Herald's worker options), measured the same way:
+ * what a notice's jobs cost whatever Herald's steps do, the floor under its job topology.
+ * Env: REDIS_URL, SCRIPT_COST_CALLS (default 4000).
  */
 import { randomBytes } from 'node:crypto';
+import { DelayedError, Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { iso } from '../src/clock.js';
 import type { LogEntry } from '../src/notice/entries.js';
@@ -59,8 +63,7 @@ async function measure(name: string, ids: string[], call: (id: string, i: number
 
 const created = Date.now();
 const cost = (total: number) => ({ currency: 'USD', total, byChannel: { email: total, sms: 0 } });
-const fields = (id: string): NoticeFields => ({
-  id,
+const fields = (): NoticeFields => ({
   state: 'accepted',
   category: 'terms_change',
   recipientId: 'bench-player',
@@ -101,7 +104,7 @@ const createOne = (id: string) =>
   store.create({
     id,
     createdAt: created,
-    fields: fields(id),
+    fields: fields(),
     content: { subject: 'Terms update', text: 'Our terms change on Monday.', sms: 'Terms change Monday.' },
     entries: acceptedEntries(),
     at: iso(created),
@@ -190,6 +193,31 @@ try {
       }),
     ),
   );
+  // The deadline's read and the fallback it leaves, one transition, on notices whose email was sent.
+  const fallbackIds = newIds(Math.min(CALLS, 1500));
+  for (const id of fallbackIds) {
+    await createOne(id);
+    await step(id, { name: 'startEmailAttempt', set: { emailAttemptId: 'att_f' }, entries: [{ type: 'email.requested', attemptId: 'att_f', idempotencyKey: `${id}-email`, provider: 'postmark' } as LogEntry] });
+    await step(id, { name: 'recordEmailAccepted', set: { emailProviderMessageId: `m-${id}` }, entries: [{ type: 'email.accepted', attemptId: 'att_f', providerMessageId: `m-${id}` } as LogEntry] });
+  }
+  // Their deadline (8 s after the run began) must have passed, or the transition would be refused.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, created + 8000 - Date.now())));
+  rows.push(
+    await measure("transition: decideFallback with the deadline's read", fallbackIds, (id, i) =>
+      step(id, {
+        name: 'decideFallback',
+        reached: 'deadline',
+        set: { emailStatus: 'pending', emailProviderStatus: 'Sent', emailLastObservedAt: now(), emailChecksDone: 5, fallbackReason: 'email_deadline_elapsed', fallbackDecidedAt: now(), smsIdempotencyKey: `${id}-sms` },
+        unset: ['emailNextCheckAt'],
+        entries: [
+          { ...observed(i), nextCheckAt: null } as LogEntry,
+          { type: 'policy.checked', channel: 'sms', outcome: 'allowed', policyVersion: 0, rulesVersion: null, region: null, recipientId: 'bench-player', hasPhone: true } as LogEntry,
+          { type: 'fallback.decided', reason: 'email_deadline_elapsed', deadline: iso(created + 8000), decidedAt: iso(now()), lastEmailStatus: 'pending', smsIdempotencyKey: `${id}-sms` } as LogEntry,
+        ],
+        due: now(),
+      }),
+    ),
+  );
   // The log mirror's Redis side, on the log the calls above wrote (7 entries per notice, spread
   // over the 16 shards), read in batches of MIRROR_BATCH entries: the sweeps of a busy worker
   // read a few seconds' entries of a shard at a time.
@@ -222,8 +250,122 @@ try {
       mirror.trim(Number(shard), now() - 600_000, 60_000),
     ),
   );
+  rows.push(...(await bullmqCosts(ids)));
+  printFloor(rows);
   console.log(JSON.stringify(rows));
 } finally {
   await deleteKeys(redis, prefix);
   await redis.quit();
+}
+
+/**
+ * BullMQ's operations on notice-shaped jobs: adding one (waiting, and delayed as the deadline and
+ * check jobs are), removing a delayed one (a deadline job of a notice decided early), a worker
+ * running one (fetch, run, finish: a step's job), and one moved back to delayed and run again (a
+ * planned check after the first). The last two are measured over a worker draining the queue,
+ * from the first job to the last, net of nothing: the worker's idle polls are in them, as in
+ * Herald's runs.
+ */
+async function bullmqCosts(ids: string[]) {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queuePrefix = `${prefix}:{q}`;
+  const queue = new Queue('cost', { connection, prefix: queuePrefix, streams: { events: { maxLen: 1000 } } });
+  const rows = [];
+  const keep = { removeOnComplete: { count: 1000 }, removeOnFail: { count: 5000 } };
+  try {
+    rows.push(await measure('BullMQ: add a job', ids, (id) => queue.add('email-send', { noticeId: id }, { jobId: `${id}-email-send` })));
+    rows.push(await measure('BullMQ: add a delayed job', ids, (id) => queue.add('deadline', { noticeId: id }, { jobId: `${id}-deadline`, delay: 3_600_000 })));
+    rows.push(await measure('BullMQ: remove a delayed job', ids, (id) => queue.remove(`${id}-deadline`)));
+    const drain = async (name: string, processor: (job: Job, token?: string) => Promise<void>, jobs: number) => {
+      await queue.pause();
+      await queue.addBulk(ids.slice(0, jobs).map((id) => ({ name: 'step', data: { noticeId: id }, opts: { jobId: `${id}-${name}` } })));
+      const worker = new Worker('cost', processor, { connection: new Redis(redisUrl, { maxRetriesPerRequest: null }), prefix: queuePrefix, concurrency: 20, ...keep });
+      await worker.waitUntilReady();
+      const cpu0 = await redisCpuMs(redis);
+      const finished = new Promise<void>((resolve) => {
+        let count = 0;
+        worker.on('completed', () => {
+          count += 1;
+          if (count === jobs) resolve();
+        });
+      });
+      await queue.resume();
+      await finished;
+      const cpu1 = await redisCpuMs(redis);
+      await worker.close();
+      await queue.obliterate({ force: true });
+      return Math.round(((cpu1 - cpu0) * 1000 * 10) / jobs) / 10;
+    };
+    const jobs = Math.min(ids.length, 2000);
+    const runOnce = await drain('once', async () => undefined, jobs);
+    const runTwice = await drain(
+      'twice',
+      async (job, token) => {
+        if (job.attemptsStarted > 1) return;
+        await job.moveToDelayed(Date.now() + 20, token);
+        throw new DelayedError('next check');
+      },
+      jobs,
+    );
+    for (const [name, cpuUsPerCall] of [
+      ['BullMQ: a worker runs a job (fetch, run, finish)', runOnce],
+      ['BullMQ: the same job moved back to delayed once and run again (the extra cost)', Math.round((runTwice - runOnce) * 10) / 10],
+    ] as const) {
+      console.log(`${name.padEnd(44)} ${String(cpuUsPerCall).padStart(6)} µs Redis CPU`);
+      rows.push({ name, cpuUsPerCall, scriptUsPerCall: 0, commandsPerCall: 0 });
+    }
+  } finally {
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    await connection.quit();
+  }
+  return rows;
+}
+
+/**
+ * The floor under Herald's design, from the figures above: what a delivered and a fallback notice
+ * of the cost run (checks at 2, 3.5, 5 and 6.5 s, then the deadline) cannot do without — the
+ * jobs SPEC §3 asks for (the email send, a delayed job for each planned check, the deadline's
+ * delayed job, the SMS check), the transitions that record each provider call and observation
+ * (the record before a send and the answer after it are what makes a send exactly once), the
+ * creation, and the mirror reading each entry once — summed, against a raw job (add + run)
+ * measured in the same run. The SMS steps are taken at the cost of their email counterparts.
+ */
+function printFloor(rows: { name: string; cpuUsPerCall: number }[]) {
+  const cost = (name: string) => {
+    const row = rows.find((r) => r.name === name);
+    if (!row) throw new Error(`no figure for ${name}`);
+    return row.cpuUsPerCall;
+  };
+  const batch = Number(process.env.MIRROR_BATCH ?? 14);
+  const perEntry = (cost(`mirror: next batch of ${batch} entries`) + cost(`mirror: acknowledge a batch of ${batch}`)) / batch;
+  const add = cost('BullMQ: add a job');
+  const addDelayed = cost('BullMQ: add a delayed job');
+  const run = cost('BullMQ: a worker runs a job (fetch, run, finish)');
+  const back = cost('BullMQ: the same job moved back to delayed once and run again (the extra cost)');
+  const start = cost('transition: startEmailAttempt');
+  const answer = cost('transition: recordEmailAccepted');
+  const observe = cost('transition: observeEmail (pending, next check)');
+  const complete = cost('transition: confirmEmailDelivered');
+  const raw = add + run;
+  const paths = {
+    delivered: {
+      jobs: add + run + addDelayed + cost('BullMQ: remove a delayed job') + addDelayed + run,
+      herald: cost('createNotice') + start + answer + complete,
+      mirror: 6 * perEntry,
+    },
+    fallback: {
+      jobs: add + run + (addDelayed + run + 3 * back) + (addDelayed + run) + (addDelayed + run),
+      herald: cost('createNotice') + start + answer + 4 * observe + cost("transition: decideFallback with the deadline's read") + start + answer + complete,
+      mirror: 15 * perEntry,
+    },
+  };
+  console.log(`\nThe floor under this design, per notice (raw job: add + run = ${raw.toFixed(1)} µs):`);
+  for (const [path, parts] of Object.entries(paths)) {
+    const total = parts.jobs + parts.herald + parts.mirror;
+    console.log(
+      `  ${path.padEnd(10)} ${total.toFixed(0).padStart(5)} µs = ${(total / raw).toFixed(2)}× a raw job: BullMQ jobs ${(parts.jobs / raw).toFixed(2)}×, ` +
+        `Herald's scripts ${(parts.herald / raw).toFixed(2)}×, the mirror ${(parts.mirror / raw).toFixed(2)}×`,
+    );
+  }
 }

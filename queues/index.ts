@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../src/clock.js';
 import { shardOfNoticeId } from '../src/notice/ids.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
-import { partitionOfNotice, type Keys } from '../src/store/keys.js';
+import { earlierPartitionOfNotice, partitionOfNotice, type Keys } from '../src/store/keys.js';
 import type { RedisClient } from '../src/store/redis.js';
 
 /** Herald's queues; one processor module per queue in this folder. */
@@ -99,10 +99,16 @@ export class PartitionedQueue {
     return this.partitions[partitionOfNotice(noticeId, this.partitions.length)]!;
   }
 
-  /** The queues a job may be in: its notice's partition for a job ID derived from a notice ID, else all. */
+  /**
+   * The queues a job may be in: for a job ID derived from a notice ID its notice's partition, and
+   * the one versions before the placement by slot range chose when that differs; else all.
+   */
   private holding(jobId: string): Queue<NoticeJob>[] {
     const noticeId = noticeIdOfJob(jobId);
-    return noticeId === undefined ? this.all : [this.of(noticeId)];
+    if (noticeId === undefined) return this.all;
+    const now = this.of(noticeId);
+    const before = this.partitions[earlierPartitionOfNotice(noticeId, this.partitions.length)]!;
+    return before === now ? [now] : [now, before];
   }
 
   add(name: string, data: NoticeJob, opts?: Parameters<Queue<NoticeJob>['add']>[2]): Promise<Job<NoticeJob>> {

@@ -220,3 +220,12 @@ export function partitionOfShard(shard: number, count: number): number {
 export function partitionOfNotice(id: string, count: number): number {
   return partitionOfShard(shardFor(id), count);
 }
+
+/**
+ * Where versions before partitionOfShard put a notice's jobs: shard modulo the count. Jobs they
+ * queued stay there after an upgrade (every worker consumes every partition), so finding or
+ * removing a notice's job looks there too.
+ */
+export function earlierPartitionOfNotice(id: string, count: number): number {
+  return shardFor(id) % count;
+}

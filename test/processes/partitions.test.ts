@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
-import { partitionOfNotice } from '../../src/store/keys.js';
+import { earlierPartitionOfNotice, partitionOfNotice } from '../../src/store/keys.js';
+import { newNoticeId } from '../../src/notice/ids.js';
 import { startWorker, shareLimit, type WorkerHandle } from '../../src/worker.js';
 import { jobIds } from '../../queues/index.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
@@ -41,6 +42,28 @@ describe('HERALD_QUEUE_PARTITIONS raised on a running deployment', () => {
     // Both are delivered: the one of before from the drained `{q}` queue, the new one from its partition.
     for (const id of [before, after]) expect((await stack.waitForState(id, ['email_delivered'], 30_000)).state).toBe('email_delivered');
     expect(await web3.queues.deadline.getJob(jobIds.deadline(after))).toBeUndefined();
+  });
+});
+
+describe('jobs an earlier version put in the partition of shard modulo the count', () => {
+  it('are found and removed where they are', async () => {
+    const prefix = testPrefix('parts-earlier');
+    web3 = await startWebUnderTest(testConfig(prefix, { HERALD_QUEUE_PARTITIONS: '3' }));
+    // A shard whose partition moved with the placement by slot range.
+    const shard = Array.from({ length: 16 }, (_, s) => s).find((s) => {
+      const id = newNoticeId(s, Date.now());
+      return earlierPartitionOfNotice(id, 3) !== partitionOfNotice(id, 3);
+    })!;
+    const id = newNoticeId(shard, Date.now());
+    const earlier = web3.queues.deadline.partitions[earlierPartitionOfNotice(id, 3)]!;
+    await earlier.add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: 600_000 });
+
+    expect((await web3.queues.deadline.getJob(jobIds.deadline(id)))?.queueQualifiedName).toBe(`${earlier.opts.prefix}:deadline`);
+    expect(await web3.queues.deadline.getJobState(jobIds.deadline(id))).toBe('delayed');
+    await web3.queues.deadline.remove(jobIds.deadline(id));
+    expect(await earlier.getJob(jobIds.deadline(id))).toBeUndefined();
+    expect(await web3.queues.deadline.getJobState(jobIds.deadline(id))).toBe('unknown');
+    await Promise.all(web3.queues.deadline.all.map((q) => q.obliterate({ force: true })));
   });
 });
 
