@@ -8,8 +8,9 @@ import { SentinelSetup } from './sentinel.js';
 
 export default async function setup(): Promise<(() => Promise<void>) | undefined> {
   const topology = process.env.HERALD_TEST_TOPOLOGY ?? 'single';
-  if (topology === 'single') return undefined;
-  if (topology !== 'sentinel') throw new Error(`HERALD_TEST_TOPOLOGY=${topology}: expected single or sentinel`);
+  // A Cluster is test/helpers/cluster-setup.ts's, the other global set-up.
+  if (topology === 'single' || topology === 'cluster') return undefined;
+  if (topology !== 'sentinel') throw new Error(`HERALD_TEST_TOPOLOGY=${topology}: expected single, sentinel or cluster`);
   const sentinel = await SentinelSetup.start();
   process.env.HERALD_TEST_REDIS_ENV = JSON.stringify(sentinel.env);
   return async () => {
