@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
+import { masterNodes } from '../../src/store/redis.js';
 
 const prefix = testPrefix('api');
 const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
@@ -15,9 +16,9 @@ afterAll(async () => {
   await cleanUp(prefix);
 });
 
-/** Everything Herald stored or queued under the test prefix. */
+/** Everything Herald stored or queued under the test prefix (on every master of a Cluster). */
 async function storedKeys(): Promise<string[]> {
-  return web.redis.keys(`${prefix}:*`);
+  return (await Promise.all(masterNodes(web.redis).map((node) => node.keys(`${prefix}:*`)))).flat();
 }
 async function queuedJobs(): Promise<number> {
   const counts = await Promise.all([web.queues.emailSend.count(), web.queues.deadline.count()]);
