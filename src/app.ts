@@ -80,17 +80,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Fastify parses text/plain by default; Herald's API takes JSON only (415 for the rest).
   app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', urlGuard);
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.routeOptions.url ?? quotedPath(request.url),
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      'request',
-    );
-  });
+  // Below info (LOG_LEVEL=warn) the line would not be written: no hook then puts it together.
+  if (deps.logger.isLevelEnabled('info'))
+    app.addHook('onResponse', async (request, reply) => {
+      request.log.info(
+        {
+          method: request.method,
+          url: request.routeOptions.url ?? quotedPath(request.url),
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime),
+        },
+        'request',
+      );
+    });
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send(errorBody('not_found', `No route ${request.method} ${quotedPath(request.url)}.`)),
   );
