@@ -50,6 +50,8 @@ describe('when a Redis script fails while a notice is stored', () => {
 
     const log = captured.text();
     expect(log).toMatch(/WRONGTYPE/);
+    // At info, each request leaves its one line, errors too.
+    expect(log).toMatch(/"url":"\/v1\/notices","status":500.*"msg":"request"/);
     expect(log).toMatch(/"command":"eval(sha)?"/);
     for (const secret of ['Secret subject line', 'Secret body text', 'Secret SMS text', 'brien+winter', '2025550123', 'player-7']) {
       expect(log).not.toContain(secret);
