@@ -76,7 +76,6 @@ const fields = (): NoticeFields => ({
   providerTimeoutMs: 5000,
   pollFirstMs: 2000,
   pollIntervalMs: 1500,
-  contentSha256: 'a'.repeat(64),
 });
 const acceptedEntries = (): LogEntry[] => [
   {

@@ -177,7 +177,6 @@ export async function acceptNotice(
     providerTimeoutMs: settings.providerTimeoutMs,
     pollFirstMs: plan.firstCheckAfterMs,
     pollIntervalMs: plan.minCheckIntervalMs,
-    contentSha256,
   };
   if (phone !== undefined) fields.phone = phone;
   if (region !== undefined) fields.region = region;

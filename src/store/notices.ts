@@ -56,7 +56,6 @@ export interface StoredNotice {
   smsPlanAt: number | undefined;
   smsPlanFloorMs: number | undefined;
   smsPlanMax: number | undefined;
-  contentSha256: string;
   /** When the content was purged (`content.purged`); undefined while it may still be there. */
   contentPurgedAt: number | undefined;
   idempotencyKey: string | undefined;
@@ -110,6 +109,7 @@ export type NoticeField =
   | 'providerTimeoutMs'
   | 'pollFirstMs'
   | 'pollIntervalMs'
+  /** Written by earlier versions only: the content's digest is the `notice.accepted` entry's. */
   | 'contentSha256'
   | 'contentPurgedAt'
   | 'idempotencyKey'
@@ -583,7 +583,6 @@ function parseNotice(id: string, hash: Partial<Record<NoticeField, string>>): St
     smsPlanAt: num('smsPlanAt'),
     smsPlanFloorMs: num('smsPlanFloorMs'),
     smsPlanMax: num('smsPlanMax'),
-    contentSha256: hash.contentSha256!,
     contentPurgedAt: num(CONTENT_PURGED_FIELD),
     idempotencyKey: hash.idempotencyKey,
     complianceDeadline: num('complianceDeadline'),

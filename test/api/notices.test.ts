@@ -54,6 +54,8 @@ describe('POST /v1/notices', () => {
     });
     expect(events[0].pollPlan).toEqual(body.plannedChecks);
     expect(events[0].contentSha256).toMatch(/^[0-9a-f]{64}$/);
+    // The notice hash keeps neither its ID (the key's) nor the content's digest (the entry's).
+    expect(await web.redis.hmget(web.store.keys.notice(body.id), 'id', 'contentSha256')).toEqual([null, null]);
     expect(events[1]).toMatchObject({ type: 'policy.checked', channel: 'email', outcome: 'allowed', policyVersion: 0 });
     expect(JSON.stringify(events)).not.toContain('The terms change on Monday');
 

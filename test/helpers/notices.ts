@@ -18,7 +18,6 @@ export function storedNoticeFields(
     providerTimeoutMs: 5000,
     pollFirstMs: 60_000,
     pollIntervalMs: 60_000,
-    contentSha256: 'x',
     metadata: '{}',
   };
 }

@@ -41,7 +41,6 @@ function stored(overrides: Partial<StoredNotice> = {}): StoredNotice {
     smsPlanAt: undefined,
     smsPlanFloorMs: undefined,
     smsPlanMax: undefined,
-    contentSha256: 'ab',
     contentPurgedAt: undefined,
     idempotencyKey: undefined,
     complianceDeadline: undefined,
