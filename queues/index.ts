@@ -23,11 +23,22 @@ export const QUEUE_NAMES = {
 
 export type QueueKey = keyof typeof QUEUE_NAMES;
 
-/** Every job of a notice carries only its ID: the notice's state in Redis is the truth. */
+/**
+ * A notice's job carries nothing but, after an unexpected error, its count: the job ID names the
+ * notice (jobIds), and the notice's state in Redis is the truth. Jobs of earlier versions carry
+ * `noticeId` as well, which `noticeOfJob` reads first.
+ */
 export interface NoticeJob {
-  noticeId: string;
+  noticeId?: string;
   /** Unexpected errors so far (runStep); absent until the first. */
   errors?: number;
+}
+
+/** The notice a job is for: from its ID (jobIds), or the data of a job queued by an earlier version. */
+export function noticeOfJob(job: Job<NoticeJob>): string {
+  const id = job.data.noticeId ?? noticeIdOfJob(job.id ?? '');
+  if (id === undefined) throw new Error(`job ${job.id} of ${job.queueName} names no notice`);
+  return id;
 }
 
 /**
@@ -111,8 +122,11 @@ export class PartitionedQueue {
     return before === now ? [now] : [now, before];
   }
 
-  add(name: string, data: NoticeJob, opts?: Parameters<Queue<NoticeJob>['add']>[2]): Promise<Job<NoticeJob>> {
-    return this.of(data.noticeId).add(name, data, opts);
+  /** Adds a notice's job to its notice's partition: the notice the data names, or else its job ID (jobIds). */
+  add(name: string, data: NoticeJob, opts: NonNullable<Parameters<Queue<NoticeJob>['add']>[2]> & { jobId: string }): Promise<Job<NoticeJob>> {
+    const noticeId = data.noticeId ?? noticeIdOfJob(opts.jobId);
+    if (noticeId === undefined) throw new Error(`job ${opts.jobId} names no notice`);
+    return this.of(noticeId).add(name, data, opts);
   }
   async getJob(jobId: string): Promise<Job<NoticeJob> | undefined> {
     for (const queue of this.holding(jobId)) {
@@ -269,13 +283,13 @@ export class QueueScheduler implements Scheduler {
   }
 
   async emailSend(id: string, at: number): Promise<void> {
-    await this.queues.emailSend.add('email-send', { noticeId: id }, { jobId: jobIds.emailSend(id), delay: this.delay(at) });
+    await this.queues.emailSend.add('email-send', {}, { jobId: jobIds.emailSend(id), delay: this.delay(at) });
   }
   async emailPoll(id: string, at: number): Promise<void> {
-    await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id), id, at);
+    await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id), at);
   }
   async deadline(id: string, at: number): Promise<void> {
-    await this.queues.deadline.add('deadline', { noticeId: id }, { jobId: jobIds.deadline(id), delay: this.delay(at) });
+    await this.queues.deadline.add('deadline', {}, { jobId: jobIds.deadline(id), delay: this.delay(at) });
   }
   async dropDeadline(id: string): Promise<void> {
     // Notice jobs have no child jobs (no flows): the removal skips BullMQ's search for them.
@@ -286,10 +300,10 @@ export class QueueScheduler implements Scheduler {
     else await this.queues.smsPoll.remove(jobIds.smsPoll(id), { removeChildren: false });
   }
   async smsSend(id: string, at: number): Promise<void> {
-    await this.queues.smsSend.add('sms-send', { noticeId: id }, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
+    await this.queues.smsSend.add('sms-send', {}, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
   }
   async smsPoll(id: string, at: number): Promise<void> {
-    await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsPoll(id), id, at);
+    await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsPoll(id), at);
   }
 
   /**
@@ -299,10 +313,10 @@ export class QueueScheduler implements Scheduler {
    * too early, a job that failed for good), and then it must run: the finished job makes way.
    * A job still waiting, delayed or running keeps its place, so asking twice stays harmless.
    */
-  private async statusCheck(queue: PartitionedQueue, name: string, jobId: string, noticeId: string, at: number): Promise<void> {
+  private async statusCheck(queue: PartitionedQueue, name: string, jobId: string, at: number): Promise<void> {
     const existing = await queue.getJob(jobId);
     if (existing?.finishedOn) await queue.remove(jobId);
-    await queue.add(name, { noticeId }, { jobId, delay: this.delay(at) });
+    await queue.add(name, {}, { jobId, delay: this.delay(at) });
   }
 }
 
@@ -345,7 +359,7 @@ export async function runStep(
   if (outcome.pauseMs && pause) await pause(outcome.pauseMs);
   if (outcome.kind === 'retry' && token) {
     // A job that comes back for its next check starts that check with a clean error count.
-    if (job.data.errors) await job.updateData({ noticeId: job.data.noticeId });
+    if (job.data.errors) await job.updateData(job.data.noticeId === undefined ? {} : { noticeId: job.data.noticeId });
     const delay = outcome.at - clock.now();
     // Already due (a check that a slow provider call made late): straight back to waiting, not
     // through the delayed set, whose promotion would make it later still.

@@ -1,6 +1,6 @@
 import type { Processor } from 'bullmq';
 import type { NoticeEngine } from '../src/notice/engine.js';
-import { runStep, type NoticeJob, type StepContext } from './index.js';
+import { noticeOfJob, runStep, type NoticeJob, type StepContext } from './index.js';
 
 /**
  * The `sms-poll` queue: one job per notice runs `pollSms` at each check of the SMS plan, moved back
@@ -8,5 +8,5 @@ import { runStep, type NoticeJob, type StepContext } from './index.js';
  * share the provider's status-call limit.
  */
 export function pollSmsProcessor(engine: NoticeEngine, ctx: StepContext): Processor<NoticeJob> {
-  return (job, token) => runStep(job, token, ctx, () => engine.pollSms(job.data.noticeId));
+  return (job, token) => runStep(job, token, ctx, () => engine.pollSms(noticeOfJob(job)));
 }

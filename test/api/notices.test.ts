@@ -40,9 +40,11 @@ describe('POST /v1/notices', () => {
     const body = res.json();
     expect(body).toMatchObject({ state: 'accepted', deadline: '2026-11-29T14:10:00.000Z' });
     expect(body.plannedChecks).toEqual(['2026-11-29T14:02:00.000Z', '2026-11-29T14:07:00.000Z', '2026-11-29T14:10:00.000Z']);
-    expect(await web.queues.emailSend.getJob(`${body.id}-email-send`)).toBeTruthy();
+    // The jobs carry nothing: their IDs name the notice.
+    expect((await web.queues.emailSend.getJob(`${body.id}-email-send`))?.data).toEqual({});
     const deadlineJob = await web.queues.deadline.getJob(`${body.id}-deadline`);
     expect(deadlineJob?.opts.delay).toBe(600_000);
+    expect(deadlineJob?.data).toEqual({});
 
     const events = (await web.call('GET', `/v1/notices/${body.id}/events`)).json().events;
     expect(events[0]).toMatchObject({

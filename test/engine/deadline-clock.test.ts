@@ -8,7 +8,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { engineUnderTest } from '../helpers/engine.js';
-import { jobIds } from '../../queues/index.js';
+import { jobIds, noticeOfJob } from '../../queues/index.js';
 
 const prefix = testPrefix('clock');
 const clock = new ManualClock(Date.parse('2026-11-29T14:00:00Z'));
@@ -177,7 +177,7 @@ describe('status checks after an early fallback', () => {
 
     // Before the deadline, with checks still planned: the next one is not asked for.
     const checks = async () =>
-      (await web.queues.emailPoll.getJobs(['delayed', 'waiting'])).filter((job) => job.data.noticeId === id).map((job) => job.id);
+      (await web.queues.emailPoll.getJobs(['delayed', 'waiting'])).filter((job) => noticeOfJob(job) === id).map((job) => job.id);
     const before = await checks();
     clock.set(plan[1]!);
     sandbox.injectFault({ operation: 'postmark.details', mode: 'status_500', match: 'bounce+0ms' });

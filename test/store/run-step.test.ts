@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { systemClock } from '../../src/clock.js';
 import { done, type StepOutcome } from '../../src/notice/outcome.js';
-import { MAX_STEP_RUNS, runStep, type NoticeJob } from '../../queues/index.js';
+import { MAX_STEP_RUNS, noticeOfJob, runStep, type NoticeJob } from '../../queues/index.js';
 import { deleteKeys, plainRedis, testPrefix, waitFor } from '../helpers/env.js';
 
 let redis: Redis;
@@ -29,7 +29,7 @@ beforeAll(async () => {
     }
     return done('ok');
   };
-  worker = new Worker<NoticeJob>('steps', (job, token) => runStep(job, token, ctx, () => step(job.data.noticeId)), {
+  worker = new Worker<NoticeJob>('steps', (job, token) => runStep(job, token, ctx, () => step(noticeOfJob(job))), {
     connection,
     prefix: `${prefix}:{q}`,
     concurrency: 4,
