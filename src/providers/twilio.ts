@@ -10,7 +10,9 @@
  * - the SDK's 429 auto-retry is off (Herald schedules its own retries), and `timeout` bounds
  *   each HTTP request (axios: a wall-clock timer until the answer starts, then socket idle);
  * - RestException keeps the body but not the headers, so a RequestClient subclass records
- *   each answer's status and `Retry-After` on the call's trace (see http-trace.ts).
+ *   each answer's status and `Retry-After` on the call's trace (see http-trace.ts);
+ * - its axios instance is given the adapter's own keep-alive agents (transport.ts), for `http:`
+ *   (emulators, proxies) as for `https:`: the SDK's own agent serves `https:` only.
  */
 import twilio from 'twilio';
 import type RequestClient from 'twilio/lib/base/RequestClient.js';
@@ -18,6 +20,7 @@ import type TwilioHttp from 'twilio/lib/http/response.js';
 import type { MessageInstance } from 'twilio/lib/rest/api/v2010/account/message.js';
 import { classifyTwilioError } from './classify.js';
 import { recordResponse, traced } from './http-trace.js';
+import { createTransport, type ProviderTransport } from './transport.js';
 import { twilioStatusCallbackUrl } from '../webhooks/twilio.js';
 import { twilioObservation } from './normalize.js';
 import type { SendResult, SmsMessage, SmsProvider, StatusObservation } from './types.js';
@@ -48,6 +51,12 @@ const DEFAULT_PAGE_SIZE = 100;
 
 /** The SDK's RequestClient, recording each answer's status and Retry-After on the current trace. */
 class TracingRequestClient extends twilio.RequestClient {
+  constructor(opts: RequestClient.RequestClientOptions, transport: ProviderTransport) {
+    super(opts);
+    this.axios.defaults.httpAgent = transport.httpAgent;
+    this.axios.defaults.httpsAgent = transport.httpsAgent;
+  }
+
   override async request<TData>(opts: RequestClient.RequestOptions<TData>): Promise<TwilioHttp.default<TData>> {
     const response = await super.request<TData>(opts);
     const retryAfter: unknown = response.headers?.['retry-after'];
@@ -69,8 +78,9 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
   }
   if (!(opts.timeoutMs > 0)) throw new Error('twilio: timeoutMs must be a positive number of milliseconds');
   const timeout = Math.ceil(opts.timeoutMs);
+  const transport = createTransport();
   const client = twilio(opts.accountSid, opts.authToken, {
-    httpClient: new TracingRequestClient({ timeout, autoRetry: false }),
+    httpClient: new TracingRequestClient({ timeout, autoRetry: false }, transport),
     autoRetry: false,
     timeout,
   });
@@ -82,6 +92,8 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
 
   return {
     name: 'twilio',
+
+    close: () => transport.close(),
 
     async verify(): Promise<string> {
       const account = await call(() => client.api.v2010.accounts(opts.accountSid).fetch());

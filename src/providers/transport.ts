@@ -1,0 +1,149 @@
+/**
+ * The HTTP connections of one provider client: a keep-alive agent per protocol, handed to the
+ * client's SDK, and a `fetch` over them for the clients that take a fetch (Postmark, Infrai).
+ *
+ * - Sockets are kept open between calls, so a status check or a send does not pay a TCP and TLS
+ *   handshake each time, and at most `maxSockets` are open to one host.
+ * - An idle socket is closed after `idleMs`, below the idle timeouts of the load balancers in
+ *   front of the providers' APIs and of Node's HTTP server (5 s): a socket is seldom reused just
+ *   as the server closes it. Node's agent also honours a server's `Keep-Alive: timeout=` hint.
+ *   A call that still meets a socket closed under it (ECONNRESET, "socket hang up") fails as it
+ *   would on a fresh connection: a transport error, classified `server_error` (classify.ts), so a
+ *   send is left in doubt and searched for before any new attempt. Nothing here resends.
+ * - `close()` destroys the sockets; the worker calls it once its jobs have stopped.
+ *
+ * The fetch is Node's `http.request` under the fetch signature, for clients that would otherwise
+ * use the global fetch: the global fetch's WHATWG machinery (request objects, body streams, abort
+ * signals) costs several times the CPU of the exchange itself, and its connection pool cannot be
+ * given to one client. It buffers the whole answer (provider answers are small JSON) and follows
+ * no redirects (a provider API answers, it does not redirect).
+ */
+import http from 'node:http';
+import https from 'node:https';
+
+/** Sockets open to one host, at most: beyond it calls wait for a socket (within their timeout). */
+export const MAX_SOCKETS_PER_HOST = 50;
+/** How long a socket may stay idle in the pool before it is closed. */
+export const IDLE_SOCKET_MS = 4_000;
+
+export interface ProviderTransport {
+  readonly httpAgent: http.Agent;
+  readonly httpsAgent: https.Agent;
+  /** `fetch` over the agents, each exchange (answer body included) bounded by `timeoutMs`. */
+  fetch(timeoutMs: number): typeof fetch;
+  /** Destroys every socket of the agents; calls made after it open new ones. */
+  close(): void;
+}
+
+/** The options of a provider client's agents (also given to the AWS clients, which build their own from them). */
+export function keepAliveAgentOptions(opts: { maxSockets?: number; idleMs?: number } = {}) {
+  const maxSockets = opts.maxSockets ?? MAX_SOCKETS_PER_HOST;
+  return {
+    keepAlive: true,
+    maxSockets,
+    maxFreeSockets: maxSockets,
+    // The agent applies `timeout` to the sockets it keeps idle; requests set their own bounds.
+    timeout: opts.idleMs ?? IDLE_SOCKET_MS,
+    scheduling: 'lifo' as const,
+  };
+}
+
+/** The connections of one provider client. */
+export function createTransport(opts: { maxSockets?: number; idleMs?: number } = {}): ProviderTransport {
+  const agentOptions = keepAliveAgentOptions(opts);
+  const httpAgent = new http.Agent(agentOptions);
+  const httpsAgent = new https.Agent(agentOptions);
+  return {
+    httpAgent,
+    httpsAgent,
+    fetch: (timeoutMs) => agentFetch({ httpAgent, httpsAgent }, timeoutMs),
+    close() {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+/** The error a fetch rejects with when its bound passes: what `AbortSignal.timeout` aborts with. */
+function timeoutError(): DOMException {
+  return new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+}
+
+function agentFetch(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }, timeoutMs: number): typeof fetch {
+  const bound = Math.ceil(timeoutMs);
+  return (input, init = {}) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
+      if (url === undefined) throw new TypeError('provider fetch: the request must be given as a URL');
+      const signal = init.signal ?? undefined;
+      if (signal?.aborted) throw signal.reason;
+      const secure = url.protocol === 'https:';
+      if (!secure && url.protocol !== 'http:') throw new TypeError(`provider fetch: not an http(s) URL: ${url.href}`);
+      const body = requestBody(init.body);
+      const headers = requestHeaders(init.headers);
+      if (body !== undefined) headers['content-length'] = String(body.byteLength);
+      const request = (secure ? https : http).request(url, {
+        method: init.method ?? 'GET',
+        headers,
+        agent: secure ? agents.httpsAgent : agents.httpAgent,
+      });
+      let settled = false;
+      const finish = (error: unknown, response?: Response) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (response) resolve(response);
+        else {
+          request.destroy();
+          reject(error);
+        }
+      };
+      const onAbort = () => finish(signal!.reason);
+      const timer = setTimeout(() => finish(timeoutError()), bound);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      request.once('error', (error) => finish(error));
+      request.once('response', (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.once('error', (error) => finish(error));
+        answer.once('aborted', () => finish(Object.assign(new Error('the answer was cut off'), { code: 'ECONNRESET' })));
+        answer.once('end', () => {
+          try {
+            finish(undefined, toResponse(answer, Buffer.concat(chunks)));
+          } catch (error) {
+            finish(error);
+          }
+        });
+      });
+      request.end(body);
+    });
+}
+
+/** The request body as bytes; provider clients send strings (JSON, form-encoded). */
+function requestBody(body: RequestInit['body']): Buffer | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body === 'string') return Buffer.from(body);
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (body instanceof URLSearchParams) return Buffer.from(body.toString());
+  throw new TypeError('provider fetch: the body must be a string, bytes or URLSearchParams');
+}
+
+function requestHeaders(headers: RequestInit['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (headers === undefined) return out;
+  const entries = headers instanceof Headers || Array.isArray(headers) ? new Headers(headers).entries() : Object.entries(headers);
+  for (const [name, value] of entries) out[name.toLowerCase()] = typeof value === 'string' ? value : value.join(', ');
+  return out;
+}
+
+/** Statuses whose answer has no body by definition (a Response refuses one). */
+const NO_BODY = new Set([101, 204, 205, 304]);
+
+function toResponse(answer: http.IncomingMessage, body: Buffer): Response {
+  const headers = new Headers();
+  const raw = answer.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+  const status = answer.statusCode ?? 0;
+  return new Response(NO_BODY.has(status) ? null : body, { status, statusText: answer.statusMessage ?? '', headers });
+}
