@@ -4,8 +4,6 @@
  * turn a send into a refusal or a second message. The adapters talk to the sandbox through a TCP
  * relay that counts the connections it is given.
  */
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createAwsSmsProvider } from '../../src/providers/aws-sms.js';
 import { createInfraiEmailProvider, createInfraiSmsProvider } from '../../src/providers/infrai.js';
@@ -17,62 +15,7 @@ import { createTwilioProvider } from '../../src/providers/twilio.js';
 import type { EmailProvider, SmsProvider } from '../../src/providers/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { ACCOUNT_SID, AUTH_TOKEN, failure, sleep, unique } from '../helpers/providers.js';
-
-/** A TCP relay to the sandbox that counts connections and can close or cut them. */
-class Relay {
-  private server: Server | undefined;
-  /** Client-side sockets the relay holds, open or not. */
-  readonly sockets: Socket[] = [];
-  /** When set, the next bytes a client writes on a connection that already carried a request are dropped with the connection. */
-  cutReusedConnections = false;
-  url = '';
-
-  constructor(private readonly targetPort: number) {}
-
-  async start(): Promise<this> {
-    this.server = createServer((client) => {
-      this.sockets.push(client);
-      const upstream = connect(this.targetPort, '127.0.0.1');
-      let requests = 0;
-      client.on('data', (chunk) => {
-        if (this.cutReusedConnections && requests > 0) {
-          client.destroy();
-          upstream.destroy();
-          return;
-        }
-        requests += 1;
-        upstream.write(chunk);
-      });
-      upstream.pipe(client);
-      client.on('end', () => upstream.end());
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-      client.on('error', () => upstream.destroy());
-      upstream.on('error', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
-  }
-
-  get connections(): number {
-    return this.sockets.length;
-  }
-
-  get open(): number {
-    return this.sockets.filter((s) => !s.destroyed).length;
-  }
-
-  /** Closes every connection from the server's side, as a server does with idle keep-alive connections. */
-  closeAll(): void {
-    for (const socket of this.sockets) socket.end();
-  }
-
-  async stop(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise((resolve) => this.server?.close(resolve));
-  }
-}
+import { Relay } from '../helpers/relay.js';
 
 let sandbox: Sandbox;
 const relays: Relay[] = [];
