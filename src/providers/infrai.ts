@@ -23,7 +23,7 @@
  * stays in doubt, and the deadline rule decides), never by answering "not found".
  */
 import { classifyInfraiError, InfraiApiError } from './classify.js';
-import { recordResponse, recordTransportError, traced } from './http-trace.js';
+import { issuingTrace, recordResponse, recordTransportError, traced } from './http-trace.js';
 import { createTransport } from './transport.js';
 import {
   ProviderError,
@@ -90,6 +90,8 @@ function infraiClient(opts: InfraiProviderOptions) {
 
   /** One HTTP exchange: the envelope's `data`, or an InfraiApiError for an error answer. */
   async function request<T>(method: 'GET' | 'POST', path: string, body?: Record<string, unknown>, idempotencyKey?: string): Promise<T> {
+    // Called synchronously by `call`'s function: the call's trace.
+    const trace = issuingTrace();
     const headers: Record<string, string> = { authorization: `Bearer ${opts.apiKey}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
@@ -97,10 +99,10 @@ function infraiClient(opts: InfraiProviderOptions) {
     let text: string;
     try {
       response = await fetchBounded(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      recordResponse(response.status, response.headers.get('retry-after'));
+      recordResponse(trace, response.status, response.headers.get('retry-after'));
       text = await response.text();
     } catch (error) {
-      recordTransportError(error);
+      recordTransportError(trace, error);
       throw error;
     }
     let parsed: Envelope<T> | undefined;

@@ -8,12 +8,12 @@
  *   so the SDK is given whole seconds, its per-request signal is left out
  *   (`withoutSdkTimeoutSignal`), and the fetch enforces `timeoutMs` exactly;
  * - it drops response headers and reduces network failures to a message; the fetch records the
- *   `Retry-After` header and the original error on the call's trace (see http-trace.ts).
+ *   `Retry-After` header and the original error on the trace of the call (see http-trace.ts).
  */
 import { ServerClient } from 'postmark';
 import { sha256Hex } from '../digest.js';
 import { classifyPostmarkError } from './classify.js';
-import { recordResponse, recordTransportError, traced } from './http-trace.js';
+import { issuingTrace, recordResponse, recordTransportError, traced } from './http-trace.js';
 import { createTransport } from './transport.js';
 import {
   postmarkBounceIds,
@@ -194,15 +194,19 @@ function withoutSdkTimeoutSignal(client: ServerClient): void {
   if (http && typeof http.buildTimeoutSignal === 'function') http.buildTimeoutSignal = () => undefined;
 }
 
-/** A fetch that records each answer's status and Retry-After, and transport failures, on the call's trace. */
+/**
+ * A fetch that records each answer's status and Retry-After, and transport failures, on the trace
+ * of the call that issued it (the SDK calls its fetch synchronously within each method).
+ */
 function tracedFetch(bounded: typeof fetch): typeof fetch {
   return async (input, init) => {
+    const trace = issuingTrace();
     try {
       const response = await bounded(input, init);
-      recordResponse(response.status, response.headers.get('retry-after'));
+      recordResponse(trace, response.status, response.headers.get('retry-after'));
       return response;
     } catch (error) {
-      recordTransportError(error);
+      recordTransportError(trace, error);
       throw error;
     }
   };

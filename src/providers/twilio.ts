@@ -19,7 +19,7 @@ import type RequestClient from 'twilio/lib/base/RequestClient.js';
 import type TwilioHttp from 'twilio/lib/http/response.js';
 import type { MessageInstance } from 'twilio/lib/rest/api/v2010/account/message.js';
 import { classifyTwilioError } from './classify.js';
-import { recordResponse, traced } from './http-trace.js';
+import { issuingTrace, recordResponse, traced, type Issue } from './http-trace.js';
 import { createTransport, type ProviderTransport } from './transport.js';
 import { twilioStatusCallbackUrl } from '../webhooks/twilio.js';
 import { twilioObservation } from './normalize.js';
@@ -58,9 +58,11 @@ class TracingRequestClient extends twilio.RequestClient {
   }
 
   override async request<TData>(opts: RequestClient.RequestOptions<TData>): Promise<TwilioHttp.default<TData>> {
+    // The SDK calls this synchronously within each method (and within `nextPage`): the issuing call's trace.
+    const trace = issuingTrace();
     const response = await super.request<TData>(opts);
     const retryAfter: unknown = response.headers?.['retry-after'];
-    recordResponse(response.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined);
+    recordResponse(trace, response.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined);
     return response;
   }
 }
@@ -88,7 +90,7 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
   client.edge = undefined;
   client.region = undefined;
   const pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
-  const call = <T>(request: () => Promise<T>): Promise<T> => traced(request, classifyTwilioError);
+  const call = <T>(request: (issue: Issue) => Promise<T>): Promise<T> => traced(request, classifyTwilioError);
 
   return {
     name: 'twilio',
@@ -124,7 +126,7 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
       // date_created has second precision: a message created in the same second as `since`
       // shows an earlier time than `since` itself.
       const sinceSecond = Math.floor(since / 1000) * 1000;
-      return call(async () => {
+      return call(async (issue) => {
         const found: SendResult[] = [];
         // Every page is read: a listing is ordered by date sent, which a queued message does not
         // have yet, so creation order cannot be relied on to stop early.
@@ -135,7 +137,8 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
               found.push({ providerMessageId: message.sid, providerStatus: message.status });
             }
           }
-          page = await page.nextPage();
+          const current: MessagesPage = page;
+          page = await issue(() => current.nextPage());
         }
         return found;
       });
