@@ -31,6 +31,8 @@ export interface ProviderTransport {
   readonly httpsAgent: https.Agent;
   /** `fetch` over the agents, each exchange (answer body included) bounded by `timeoutMs`. */
   fetch(timeoutMs: number): typeof fetch;
+  /** One request over the agents, bounded by `timeoutMs` (see `exchange`). */
+  exchange(url: URL, init: ExchangeRequest, timeoutMs: number): Promise<ExchangeAnswer>;
   /** Destroys every socket of the agents; calls made after it open new ones. */
   close(): void;
 }
@@ -57,6 +59,7 @@ export function createTransport(opts: { maxSockets?: number; idleMs?: number } =
     httpAgent,
     httpsAgent,
     fetch: (timeoutMs) => agentFetch({ httpAgent, httpsAgent }, timeoutMs),
+    exchange: (url, init, timeoutMs) => exchange({ httpAgent, httpsAgent }, url, init, timeoutMs),
     close() {
       httpAgent.destroy();
       httpsAgent.destroy();
@@ -69,55 +72,87 @@ function timeoutError(): DOMException {
   return new DOMException('The operation was aborted due to timeout', 'TimeoutError');
 }
 
-function agentFetch(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }, timeoutMs: number): typeof fetch {
-  const bound = Math.ceil(timeoutMs);
-  return (input, init = {}) =>
-    new Promise<Response>((resolve, reject) => {
-      const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
-      if (url === undefined) throw new TypeError('provider fetch: the request must be given as a URL');
-      const signal = init.signal ?? undefined;
-      if (signal?.aborted) throw signal.reason;
-      const secure = url.protocol === 'https:';
-      if (!secure && url.protocol !== 'http:') throw new TypeError(`provider fetch: not an http(s) URL: ${url.href}`);
-      const body = requestBody(init.body);
-      const headers = requestHeaders(init.headers);
-      if (body !== undefined) headers['content-length'] = String(body.byteLength);
-      const request = (secure ? https : http).request(url, {
-        method: init.method ?? 'GET',
-        headers,
-        agent: secure ? agents.httpsAgent : agents.httpAgent,
-      });
-      let settled = false;
-      const finish = (error: unknown, response?: Response) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        if (response) resolve(response);
-        else {
-          request.destroy();
-          reject(error);
-        }
-      };
-      const onAbort = () => finish(signal!.reason);
-      const timer = setTimeout(() => finish(timeoutError()), bound);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      request.once('error', (error) => finish(error));
-      request.once('response', (answer) => {
-        const chunks: Buffer[] = [];
-        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-        answer.once('error', (error) => finish(error));
-        answer.once('aborted', () => finish(Object.assign(new Error('the answer was cut off'), { code: 'ECONNRESET' })));
-        answer.once('end', () => {
-          try {
-            finish(undefined, toResponse(answer, Buffer.concat(chunks)));
-          } catch (error) {
-            finish(error);
-          }
-        });
-      });
-      request.end(body);
+/** One HTTP exchange as the transport makes it. */
+export interface ExchangeRequest {
+  method: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+  /** Aborts the exchange with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** A whole answer: status, headers (lower-case names) and the body's bytes. */
+export interface ExchangeAnswer {
+  status: number;
+  statusText: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * One request over the agents, bounded by `timeoutMs` from its start to the last byte of the
+ * answer: a transport failure rejects with Node's error (its `code`), the bound with a
+ * `TimeoutError` like `AbortSignal.timeout`'s. Redirects are not followed.
+ */
+function exchange(
+  agents: { httpAgent: http.Agent; httpsAgent: https.Agent },
+  url: URL,
+  init: ExchangeRequest,
+  timeoutMs: number,
+): Promise<ExchangeAnswer> {
+  return new Promise<ExchangeAnswer>((resolve, reject) => {
+    const { signal } = init;
+    if (signal?.aborted) throw signal.reason;
+    const secure = url.protocol === 'https:';
+    if (!secure && url.protocol !== 'http:') throw new TypeError(`provider transport: not an http(s) URL: ${url.href}`);
+    const headers = init.body === undefined ? init.headers : { ...init.headers, 'content-length': String(init.body.byteLength) };
+    const request = (secure ? https : http).request(url, {
+      method: init.method,
+      headers,
+      agent: secure ? agents.httpsAgent : agents.httpAgent,
     });
+    let settled = false;
+    const finish = (error: unknown, answer?: ExchangeAnswer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (answer) resolve(answer);
+      else {
+        request.destroy();
+        reject(error);
+      }
+    };
+    const onAbort = () => finish(signal!.reason);
+    const timer = setTimeout(() => finish(timeoutError()), Math.ceil(timeoutMs));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    request.once('error', (error) => finish(error));
+    request.once('response', (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.once('error', (error) => finish(error));
+      answer.once('aborted', () => finish(Object.assign(new Error('the answer was cut off'), { code: 'ECONNRESET' })));
+      answer.once('end', () =>
+        finish(undefined, { status: answer.statusCode ?? 0, statusText: answer.statusMessage ?? '', headers: answer.headers, body: Buffer.concat(chunks) }),
+      );
+    });
+    request.end(init.body);
+  });
+}
+
+function agentFetch(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }, timeoutMs: number): typeof fetch {
+  return async (input, init = {}) => {
+    const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : undefined;
+    if (url === undefined) throw new TypeError('provider fetch: the request must be given as a URL');
+    const answer = await exchange(
+      agents,
+      url,
+      { method: init.method ?? 'GET', headers: requestHeaders(init.headers), body: requestBody(init.body), signal: init.signal ?? undefined },
+      timeoutMs,
+    );
+    // The clients it is given to read no more of a Response than BufferedResponse has (test/adapters).
+    return new BufferedResponse(answer.status, answer.statusText, answer.headers, answer.body) as unknown as Response;
+  };
 }
 
 /** The request body as bytes; provider clients send strings (JSON, form-encoded). */
@@ -183,10 +218,4 @@ export class BufferedResponse {
     const bytes = this.consume();
     return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
   }
-}
-
-function toResponse(answer: http.IncomingMessage, body: Buffer): Response {
-  const response = new BufferedResponse(answer.statusCode ?? 0, answer.statusMessage ?? '', answer.headers, body);
-  // The clients it is given to read no more of a Response than BufferedResponse has (test/adapters).
-  return response as unknown as Response;
 }
