@@ -168,7 +168,8 @@ type MailgunClient = ReturnType<Mailgun['client']>;
 /** Every request of `client` goes through the transport's agents (added to what makeRequest hands axios). */
 function useAgents(client: MailgunClient, transport: ProviderTransport): void {
   const provider = client.request.requestProvider as { makeRequest: (...args: unknown[]) => Promise<unknown> };
-  if (typeof provider?.makeRequest !== 'function') throw new Error('mailgun: this mailgun.js has no request provider to give HTTP agents to');
+  if (typeof provider?.makeRequest !== 'function')
+    throw new Error('mailgun: this mailgun.js has no request provider to give HTTP agents to');
   const makeRequest = provider.makeRequest.bind(provider);
   provider.makeRequest = (url, method, data, config) =>
     makeRequest(url, method, { ...(data as object), httpAgent: transport.httpAgent, httpsAgent: transport.httpsAgent }, config);

@@ -89,7 +89,9 @@ export function createSendgridProvider(opts: SendgridProviderOptions): EmailProv
   client.setDefaultRequest('baseUrl', opts.apiUrl.replace(/\/+$/, ''));
   const transport = createTransport();
   // Axios options the SDK passes through; its type declares `httpsAgent` only.
-  client.setDefaultRequest({ httpsAgent: transport.httpsAgent, httpAgent: transport.httpAgent } as unknown as Parameters<Client['setDefaultRequest']>[0]);
+  client.setDefaultRequest({ httpsAgent: transport.httpsAgent, httpAgent: transport.httpAgent } as unknown as Parameters<
+    Client['setDefaultRequest']
+  >[0]);
   const mail = new MailService();
   mail.setClient(client);
   mail.setTimeout(Math.ceil(opts.timeoutMs));

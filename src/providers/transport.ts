@@ -133,7 +133,12 @@ function exchange(
       answer.once('error', (error) => finish(error));
       answer.once('aborted', () => finish(Object.assign(new Error('the answer was cut off'), { code: 'ECONNRESET' })));
       answer.once('end', () =>
-        finish(undefined, { status: answer.statusCode ?? 0, statusText: answer.statusMessage ?? '', headers: answer.headers, body: Buffer.concat(chunks) }),
+        finish(undefined, {
+          status: answer.statusCode ?? 0,
+          statusText: answer.statusMessage ?? '',
+          headers: answer.headers,
+          body: Buffer.concat(chunks),
+        }),
       );
     });
     request.end(init.body);
@@ -147,7 +152,12 @@ function agentFetch(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }, 
     const answer = await exchange(
       agents,
       url,
-      { method: init.method ?? 'GET', headers: requestHeaders(init.headers), body: requestBody(init.body), signal: init.signal ?? undefined },
+      {
+        method: init.method ?? 'GET',
+        headers: requestHeaders(init.headers),
+        body: requestBody(init.body),
+        signal: init.signal ?? undefined,
+      },
       timeoutMs,
     );
     // The clients it is given to read no more of a Response than BufferedResponse has (test/adapters).

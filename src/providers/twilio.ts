@@ -89,7 +89,11 @@ class TransportRequestClient extends twilio.RequestClient {
     const answer = await this.transport.exchange(url, { method: opts.method.toUpperCase(), headers, body }, opts.timeout ?? this.timeoutMs);
     const retryAfter = answer.headers['retry-after'];
     recordResponse(trace, answer.status, typeof retryAfter === 'string' ? retryAfter : undefined);
-    return { statusCode: answer.status, body: answer.body.toString('utf8'), headers: answer.headers } as unknown as TwilioHttp.default<TData>;
+    return {
+      statusCode: answer.status,
+      body: answer.body.toString('utf8'),
+      headers: answer.headers,
+    } as unknown as TwilioHttp.default<TData>;
   }
 }
 

@@ -42,18 +42,32 @@ const aws = (url: string) => ({
 
 const emailAdapters: Record<string, (url: string) => EmailProvider> = {
   postmark: (apiUrl) =>
-    createPostmarkProvider({ serverToken: 'sandbox-server-token', from: 'herald@sandbox.example', messageStream: 'outbound', apiUrl, timeoutMs: 2000 }),
+    createPostmarkProvider({
+      serverToken: 'sandbox-server-token',
+      from: 'herald@sandbox.example',
+      messageStream: 'outbound',
+      apiUrl,
+      timeoutMs: 2000,
+    }),
   sendgrid: (apiUrl) =>
     createSendgridProvider({ apiKey: 'SG.sandbox-api-key', from: 'herald@sandbox.example', apiUrl, timeoutMs: 2000, logsLagMs: 1000 }),
   mailgun: (apiUrl) =>
-    createMailgunProvider({ apiKey: 'sandbox-mailgun-key', domain: 'mg.sandbox.example', from: 'herald@mg.sandbox.example', apiUrl, timeoutMs: 2000 }),
+    createMailgunProvider({
+      apiKey: 'sandbox-mailgun-key',
+      domain: 'mg.sandbox.example',
+      from: 'herald@mg.sandbox.example',
+      apiUrl,
+      timeoutMs: 2000,
+    }),
   ses: (url) => createSesProvider({ ...aws(url), from: 'herald@sandbox.example', configurationSet: 'herald', feed: undefined }),
   infrai: (apiUrl) => createInfraiEmailProvider({ apiKey: 'sandbox-infrai-key', from: 'herald@sandbox.example', apiUrl, timeoutMs: 2000 }),
 };
 
 const smsAdapters: Record<string, (url: string) => SmsProvider> = {
-  twilio: (apiUrl) => createTwilioProvider({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN, from: '+15005550006', apiUrl, timeoutMs: 2000 }),
-  'aws-sms': (url) => createAwsSmsProvider({ ...aws(url), originationIdentity: '+15005550006', configurationSet: 'herald', feed: undefined }),
+  twilio: (apiUrl) =>
+    createTwilioProvider({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN, from: '+15005550006', apiUrl, timeoutMs: 2000 }),
+  'aws-sms': (url) =>
+    createAwsSmsProvider({ ...aws(url), originationIdentity: '+15005550006', configurationSet: 'herald', feed: undefined }),
   infrai: (apiUrl) => createInfraiSmsProvider({ apiKey: 'sandbox-infrai-key', from: 'herald@sandbox.example', apiUrl, timeoutMs: 2000 }),
 };
 
@@ -96,7 +110,12 @@ describe('provider connections', () => {
 
   describe('when the server closes an idle connection', () => {
     it.each([
-      ['postmark', () => emailAdapters.postmark!, () => sandbox.emails().length, (a: EmailProvider | SmsProvider) => (a as EmailProvider).send(email())],
+      [
+        'postmark',
+        () => emailAdapters.postmark!,
+        () => sandbox.emails().length,
+        (a: EmailProvider | SmsProvider) => (a as EmailProvider).send(email()),
+      ],
       ['twilio', () => smsAdapters.twilio!, () => sandbox.sms().length, (a: EmailProvider | SmsProvider) => (a as SmsProvider).send(sms())],
     ] as const)('%s: the next send opens a new connection and is made once', async (_name, adapterOf, sent, send) => {
       const through = await relay();
@@ -114,26 +133,44 @@ describe('provider connections', () => {
 
   describe('when a kept connection is cut as a send is written on it', () => {
     it.each([
-      ['postmark', () => emailAdapters.postmark!, () => sandbox.emails().length, (a: EmailProvider | SmsProvider) => (a as EmailProvider).send(email())],
+      [
+        'postmark',
+        () => emailAdapters.postmark!,
+        () => sandbox.emails().length,
+        (a: EmailProvider | SmsProvider) => (a as EmailProvider).send(email()),
+      ],
       ['twilio', () => smsAdapters.twilio!, () => sandbox.sms().length, (a: EmailProvider | SmsProvider) => (a as SmsProvider).send(sms())],
-      ['aws-sms', () => smsAdapters['aws-sms']!, () => sandbox.sms().length, (a: EmailProvider | SmsProvider) => (a as SmsProvider).send(sms())],
-      ['sendgrid', () => emailAdapters.sendgrid!, () => sandbox.emails().length, (a: EmailProvider | SmsProvider) => (a as EmailProvider).send(email())],
-    ] as const)('%s: the send fails as a transport error (left in doubt, never a refusal) and nothing is resent', async (_name, adapterOf, sent, send) => {
-      const through = await relay();
-      const adapter = adapterOf()(through.url);
-      const before = sent();
-      await send(adapter);
-      through.cutReusedConnections = true;
-      const error = await failure(send(adapter));
-      // A transport error: `server_error`, or `timeout` where the SDK names a reset so (the AWS SDK); both leave a send in doubt.
-      expect(['server_error', 'timeout']).toContain(error.kind);
-      expect(error.message).toMatch(/ECONNRESET|socket hang up/);
-      expect(error.httpStatus).toBeUndefined();
-      await settle();
-      // The adapter does not retry on its own: one connection was used, and the sandbox holds the first message only.
-      expect(through.connections).toBe(1);
-      expect(sent() - before).toBe(1);
-      adapter.close?.();
-    });
+      [
+        'aws-sms',
+        () => smsAdapters['aws-sms']!,
+        () => sandbox.sms().length,
+        (a: EmailProvider | SmsProvider) => (a as SmsProvider).send(sms()),
+      ],
+      [
+        'sendgrid',
+        () => emailAdapters.sendgrid!,
+        () => sandbox.emails().length,
+        (a: EmailProvider | SmsProvider) => (a as EmailProvider).send(email()),
+      ],
+    ] as const)(
+      '%s: the send fails as a transport error (left in doubt, never a refusal) and nothing is resent',
+      async (_name, adapterOf, sent, send) => {
+        const through = await relay();
+        const adapter = adapterOf()(through.url);
+        const before = sent();
+        await send(adapter);
+        through.cutReusedConnections = true;
+        const error = await failure(send(adapter));
+        // A transport error: `server_error`, or `timeout` where the SDK names a reset so (the AWS SDK); both leave a send in doubt.
+        expect(['server_error', 'timeout']).toContain(error.kind);
+        expect(error.message).toMatch(/ECONNRESET|socket hang up/);
+        expect(error.httpStatus).toBeUndefined();
+        await settle();
+        // The adapter does not retry on its own: one connection was used, and the sandbox holds the first message only.
+        expect(through.connections).toBe(1);
+        expect(sent() - before).toBe(1);
+        adapter.close?.();
+      },
+    );
   });
 });

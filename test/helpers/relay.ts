@@ -55,4 +55,3 @@ export class Relay {
     await new Promise((resolve) => this.server?.close(resolve));
   }
 }
-

@@ -75,13 +75,15 @@ describe('a worker closed after it called the providers', () => {
       const handle = await startWorker(testConfig(stack.config.prefix, { ...stack.env, ...urls }), {
         logger: createLogger('herald-test-worker', 'silent'),
       });
-      const id = await stack.createNotice(noticeBody({ recipient: { id: 'conns-1', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }));
+      const id = await stack.createNotice(
+        noticeBody({ recipient: { id: 'conns-1', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }),
+      );
       await stack.waitForState(id, ['email_delivered']);
       // The send and the status checks went over connections the worker keeps open.
       expect(relay.connections).toBeGreaterThan(0);
       expect(relay.open).toBeGreaterThan(0);
       await handle.close();
-      await waitFor(async () => relay.open === 0, 2_000, 'the worker\'s provider connections to close');
+      await waitFor(async () => relay.open === 0, 2_000, "the worker's provider connections to close");
     } finally {
       await relay.stop();
     }
