@@ -86,7 +86,10 @@ export async function startWorker(
 ): Promise<WorkerHandle> {
   const clock = opts.clock ?? systemClock;
   const log = opts.logger ?? createLogger('herald-worker');
-  const made = opts.providers ? { ...opts.providers, sandbox: undefined, feed: undefined } : await createProviders(config, log);
+  // Providers passed in belong to the caller, who closes them; those made here are closed by `close`.
+  const made = opts.providers
+    ? { ...opts.providers, sandbox: undefined, feed: undefined, owned: false }
+    : { ...(await createProviders(config, log)), owned: true };
   const parts = composeWorker(config, { clock, log, providers: made });
   const { redis, stepRedis, store, queues, engine, reconciler, archive, mirror } = parts;
 
@@ -199,6 +202,11 @@ export async function startWorker(
     );
     await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));
     await made.feed?.close();
+    if (made.owned) {
+      // The adapters' keep-alive sockets, once no job can call a provider any more.
+      made.email.close?.();
+      made.sms.close?.();
+    }
     await made.sandbox?.close();
   });
   return { engine, reconciler, sandbox: made.sandbox, mirror, archive, close };

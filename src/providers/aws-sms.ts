@@ -40,6 +40,8 @@ export function createAwsSmsProvider(opts: AwsSmsProviderOptions): SmsProvider {
   return {
     name: AWS_SMS_PROVIDER,
 
+    close: () => client.destroy(),
+
     async verify(): Promise<string> {
       const answer = await call((abortSignal) => client.send(new DescribeAccountAttributesCommand({}), { abortSignal }));
       const attributes = (answer.AccountAttributes ?? []).map((a) => `${a.Name}=${a.Value}`).join(', ');

@@ -6,9 +6,13 @@
  *   and timeouts, which for a send in doubt would be a second email or SMS. Herald retries.
  * - Each call is bounded by `timeoutMs` through an abort signal (the request handler's
  *   `requestTimeout` only warns unless told to throw, and does not cover the whole call).
+ * - The request handler builds each client's own keep-alive agents from Herald's agent options
+ *   (transport.ts: sockets per host, idle sockets closed after a few seconds); `destroy()` on the
+ *   client closes them.
  */
 import { fromHttpStatus, fromTransportError } from './classify.js';
 import { parseRetryAfter } from './http-trace.js';
+import { keepAliveAgentOptions } from './transport.js';
 import { ProviderError, type ProviderErrorKind } from './types.js';
 
 export interface AwsClientOptions {
@@ -28,7 +32,13 @@ export function awsClientConfig(opts: AwsClientOptions) {
     // A copy: the SDK marks the credentials it resolves, and the configuration's are frozen.
     ...(opts.credentials ? { credentials: { ...opts.credentials } } : {}),
     maxAttempts: 1,
-    requestHandler: { requestTimeout: opts.timeoutMs, connectionTimeout: opts.timeoutMs, throwOnRequestTimeout: true },
+    requestHandler: {
+      requestTimeout: opts.timeoutMs,
+      connectionTimeout: opts.timeoutMs,
+      throwOnRequestTimeout: true,
+      httpAgent: keepAliveAgentOptions(),
+      httpsAgent: keepAliveAgentOptions(),
+    },
   };
 }
 

@@ -1,5 +1,6 @@
 /**
- * Email and SMS through Infrai, over plain `fetch`: Infrai publishes no Node SDK.
+ * Email and SMS through Infrai, over plain HTTP (the fetch of transport.ts, on the adapter's own
+ * keep-alive connections): Infrai publishes no Node SDK.
  *
  * What Infrai states and this adapter relies on: `Authorization: Bearer <INFRAI_API_KEY>`;
  * JSON answers in the envelope `{ ok, data, error, metadata }`; `POST /v1/email/send` and
@@ -22,7 +23,8 @@
  * stays in doubt, and the deadline rule decides), never by answering "not found".
  */
 import { classifyInfraiError, InfraiApiError } from './classify.js';
-import { recordResponse, recordTransportError, traced } from './http-trace.js';
+import { issuingTrace, recordResponse, recordTransportError, traced } from './http-trace.js';
+import { createTransport } from './transport.js';
 import {
   ProviderError,
   type EmailMessage,
@@ -82,22 +84,25 @@ function infraiClient(opts: InfraiProviderOptions) {
   const url = new URL(opts.apiUrl);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`infrai: apiUrl must be an http(s) URL, got ${opts.apiUrl}`);
   const base = url.href.replace(/\/+$/, '');
+  // The adapter's own keep-alive connections; the fetch bounds the whole exchange, the body included.
+  const transport = createTransport();
+  const fetchBounded = transport.fetch(opts.timeoutMs);
 
   /** One HTTP exchange: the envelope's `data`, or an InfraiApiError for an error answer. */
   async function request<T>(method: 'GET' | 'POST', path: string, body?: Record<string, unknown>, idempotencyKey?: string): Promise<T> {
+    // Called synchronously by `call`'s function: the call's trace.
+    const trace = issuingTrace();
     const headers: Record<string, string> = { authorization: `Bearer ${opts.apiKey}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
     let response: Response;
     let text: string;
     try {
-      // The timeout bounds the whole exchange, the body included.
-      const signal = AbortSignal.timeout(Math.ceil(opts.timeoutMs));
-      response = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
-      recordResponse(response.status, response.headers.get('retry-after'));
+      response = await fetchBounded(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      recordResponse(trace, response.status, response.headers.get('retry-after'));
       text = await response.text();
     } catch (error) {
-      recordTransportError(error);
+      recordTransportError(trace, error);
       throw error;
     }
     let parsed: Envelope<T> | undefined;
@@ -120,12 +125,12 @@ function infraiClient(opts: InfraiProviderOptions) {
   }
 
   const call = <T>(run: () => Promise<T>): Promise<T> => traced(run, classifyInfraiError);
-  return { request, call };
+  return { request, call, close: () => transport.close() };
 }
 
 /** Creates the Infrai email provider. */
 export function createInfraiEmailProvider(opts: InfraiProviderOptions): EmailProvider {
-  const { request, call } = infraiClient(opts);
+  const { request, call, close } = infraiClient(opts);
 
   const send = async (message: EmailMessage): Promise<SendResult> => {
     const record = await call(() =>
@@ -151,6 +156,8 @@ export function createInfraiEmailProvider(opts: InfraiProviderOptions): EmailPro
 
   return {
     name: 'infrai',
+
+    close,
 
     async verify(): Promise<string> {
       // An authenticated read that sends nothing: one row of the account's event list.
@@ -183,7 +190,7 @@ export function createInfraiEmailProvider(opts: InfraiProviderOptions): EmailPro
 
 /** Creates the Infrai SMS provider. */
 export function createInfraiSmsProvider(opts: InfraiProviderOptions): SmsProvider {
-  const { request, call } = infraiClient(opts);
+  const { request, call, close } = infraiClient(opts);
 
   const send = async (message: SmsMessage): Promise<SendResult> => {
     const record = await call(() =>
@@ -207,6 +214,8 @@ export function createInfraiSmsProvider(opts: InfraiProviderOptions): SmsProvide
 
   return {
     name: 'infrai',
+
+    close,
 
     async verify(): Promise<string> {
       const list = await call(() => request<{ items?: unknown[] }>('GET', '/v1/email/event/list?limit=1'));

@@ -11,12 +11,16 @@
  * Two SDK traps are handled in `classifyMailgunError`: a request that got no answer (timeout,
  * refused connection) becomes an `APIError` with status 400 and the axios code as its message,
  * and response headers are dropped, so a 429's retry time is read from Mailgun's message text.
+ *
+ * The SDK takes no HTTP agent: its request provider's `makeRequest` spreads the data it is given
+ * into the axios request, so the adapter's keep-alive agents (transport.ts) are added there.
  */
 import FormData from 'form-data';
 import Mailgun from 'mailgun.js';
 import { sha256Hex } from '../digest.js';
 import { classifyMailgunError } from './classify.js';
 import { traced } from './http-trace.js';
+import { createTransport, type ProviderTransport } from './transport.js';
 import { mailgunObservation, type MailgunEvent } from './normalize.js';
 import { ProviderError, type EmailMessage, type EmailProvider, type SendResult, type StatusObservation } from './types.js';
 
@@ -60,6 +64,8 @@ export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvid
     url: opts.apiUrl.replace(/\/+$/, ''),
     timeout: Math.ceil(opts.timeoutMs),
   });
+  const transport = createTransport();
+  useAgents(client, transport);
   // The SDK warns on the console at every events read that the Events API is deprecated in
   // favour of the Logs API; Herald reads events on purpose (per-message filter, user variables).
   Object.assign(client.events, { logger: { warn: () => undefined } });
@@ -98,6 +104,8 @@ export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvid
 
   return {
     name: 'mailgun',
+
+    close: () => transport.close(),
 
     async verify(): Promise<string> {
       const found = await call(() => client.domains.get(domain));
@@ -153,6 +161,18 @@ export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvid
       return null;
     },
   };
+}
+
+type MailgunClient = ReturnType<Mailgun['client']>;
+
+/** Every request of `client` goes through the transport's agents (added to what makeRequest hands axios). */
+function useAgents(client: MailgunClient, transport: ProviderTransport): void {
+  const provider = client.request.requestProvider as { makeRequest: (...args: unknown[]) => Promise<unknown> };
+  if (typeof provider?.makeRequest !== 'function')
+    throw new Error('mailgun: this mailgun.js has no request provider to give HTTP agents to');
+  const makeRequest = provider.makeRequest.bind(provider);
+  provider.makeRequest = (url, method, data, config) =>
+    makeRequest(url, method, { ...(data as object), httpAgent: transport.httpAgent, httpsAgent: transport.httpsAgent }, config);
 }
 
 /** The body parts of a send; without either, Mailgun refuses the send (400) and says why. */

@@ -1,17 +1,20 @@
 /**
  * Email through Postmark, with the official `postmark` SDK (fetch based).
  *
- * Two transport details the SDK does not cover are handled by the custom `fetch` handed to it:
+ * The SDK is handed a `fetch` over the adapter's own keep-alive connections (transport.ts),
+ * which also covers two details the SDK does not:
  * - it converts `timeout` (seconds) to `AbortSignal.timeout(timeout * 1000)`, which throws a
  *   RangeError in Node when the product is not an integer (1001 ms → 1.001 s → 1000.9999999999999);
- *   so the SDK gets a whole-second backstop and the fetch enforces `timeoutMs` exactly;
+ *   so the SDK is given whole seconds, its per-request signal is left out
+ *   (`withoutSdkTimeoutSignal`), and the fetch enforces `timeoutMs` exactly;
  * - it drops response headers and reduces network failures to a message; the fetch records the
- *   `Retry-After` header and the original error on the call's trace (see http-trace.ts).
+ *   `Retry-After` header and the original error on the trace of the call (see http-trace.ts).
  */
 import { ServerClient } from 'postmark';
 import { sha256Hex } from '../digest.js';
 import { classifyPostmarkError } from './classify.js';
-import { recordResponse, recordTransportError, traced } from './http-trace.js';
+import { issuingTrace, recordResponse, recordTransportError, traced } from './http-trace.js';
+import { createTransport } from './transport.js';
 import {
   postmarkBounceIds,
   postmarkNotIndexedObservation,
@@ -45,11 +48,13 @@ const SEARCH_WINDOW = 10_000;
 /** Creates the Postmark email provider. */
 export function createPostmarkProvider(opts: PostmarkProviderOptions): EmailProvider {
   if (!(opts.timeoutMs > 0)) throw new Error('postmark: timeoutMs must be a positive number of milliseconds');
+  const transport = createTransport();
   const client = new ServerClient(opts.serverToken, {
     ...postmarkEndpoint(opts.apiUrl),
     timeout: Math.ceil(opts.timeoutMs / 1000),
-    fetch: boundedFetch(opts.timeoutMs),
+    fetch: tracedFetch(transport.fetch(opts.timeoutMs)),
   });
+  withoutSdkTimeoutSignal(client);
   const call = <T>(request: () => Promise<T>): Promise<T> => traced(request, classifyPostmarkError);
 
   async function lookUpBounces(details: PostmarkDetails): Promise<Map<string, PostmarkBounce>> {
@@ -71,6 +76,8 @@ export function createPostmarkProvider(opts: PostmarkProviderOptions): EmailProv
 
   return {
     name: 'postmark',
+
+    close: () => transport.close(),
 
     async verify(): Promise<string> {
       const server = await call(() => client.getServer());
@@ -176,17 +183,30 @@ function postmarkEndpoint(apiUrl: string): { useHttps: boolean; requestHost: str
   return { useHttps: url.protocol === 'https:', requestHost: url.host + url.pathname.replace(/\/+$/, '') };
 }
 
-/** A fetch bounded by `timeoutMs` that records each answer's status and Retry-After, and transport failures. */
-function boundedFetch(timeoutMs: number): typeof fetch {
+/**
+ * The SDK hands each request an `AbortSignal.timeout` of its whole-second `timeout`; the
+ * transport's fetch already bounds each exchange to `timeoutMs`, so the SDK's signal (a timer and
+ * an abort signal per request, for a bound that never comes first) is left out. Should an SDK
+ * version build its signal elsewhere, it is simply kept: the bound stays the transport's.
+ */
+function withoutSdkTimeoutSignal(client: ServerClient): void {
+  const http = (client as unknown as { httpClient?: { buildTimeoutSignal?: unknown } }).httpClient;
+  if (http && typeof http.buildTimeoutSignal === 'function') http.buildTimeoutSignal = () => undefined;
+}
+
+/**
+ * A fetch that records each answer's status and Retry-After, and transport failures, on the trace
+ * of the call that issued it (the SDK calls its fetch synchronously within each method).
+ */
+function tracedFetch(bounded: typeof fetch): typeof fetch {
   return async (input, init) => {
-    const timeout = AbortSignal.timeout(Math.ceil(timeoutMs));
-    const signal = init?.signal ? AbortSignal.any([timeout, init.signal]) : timeout;
+    const trace = issuingTrace();
     try {
-      const response = await fetch(input, { ...init, signal });
-      recordResponse(response.status, response.headers.get('retry-after'));
+      const response = await bounded(input, init);
+      recordResponse(trace, response.status, response.headers.get('retry-after'));
       return response;
     } catch (error) {
-      recordTransportError(error);
+      recordTransportError(trace, error);
       throw error;
     }
   };

@@ -11,11 +11,14 @@
  * - A send in doubt: the same search, then each hit's `custom_args.herald_key` is compared;
  *   not found is "no such message" only once the attempt is older than the logs may lag.
  *
- * `setApiKey` resets the SDK's base URL to SendGrid's, so the configured URL is set after it.
+ * `setApiKey` resets the SDK's base URL to SendGrid's, so the configured URL is set after it. The
+ * client's requests go through the adapter's own keep-alive agents (transport.ts), set as default
+ * request options, which the SDK hands to axios.
  */
 import sendgridClient from '@sendgrid/client';
 import sendgridMail from '@sendgrid/mail';
 import { classifySendgridError } from './classify.js';
+import { createTransport } from './transport.js';
 import { sendgridNotIndexedObservation, sendgridObservation, type SendgridLogMessage } from './normalize.js';
 import {
   ProviderError,
@@ -84,6 +87,11 @@ export function createSendgridProvider(opts: SendgridProviderOptions): EmailProv
   const client = new Client();
   client.setApiKey(opts.apiKey);
   client.setDefaultRequest('baseUrl', opts.apiUrl.replace(/\/+$/, ''));
+  const transport = createTransport();
+  // Axios options the SDK passes through; its type declares `httpsAgent` only.
+  client.setDefaultRequest({ httpsAgent: transport.httpsAgent, httpAgent: transport.httpAgent } as unknown as Parameters<
+    Client['setDefaultRequest']
+  >[0]);
   const mail = new MailService();
   mail.setClient(client);
   mail.setTimeout(Math.ceil(opts.timeoutMs));
@@ -143,6 +151,8 @@ export function createSendgridProvider(opts: SendgridProviderOptions): EmailProv
 
   return {
     name: 'sendgrid',
+
+    close: () => transport.close(),
 
     async verify(): Promise<string> {
       const [, body] = await call(() => client.request({ method: 'GET', url: '/v3/scopes' }));

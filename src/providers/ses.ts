@@ -46,6 +46,8 @@ export function createSesProvider(opts: SesProviderOptions): EmailProvider {
   return {
     name: SES_PROVIDER,
 
+    close: () => client.destroy(),
+
     async verify(): Promise<string> {
       const account = await call((abortSignal) => client.send(new GetAccountCommand({}), { abortSignal }));
       const quota = account.SendQuota;

@@ -1,5 +1,5 @@
 /**
- * SMS through Twilio, with the official `twilio` SDK (axios based).
+ * SMS through Twilio, with the official `twilio` SDK.
  *
  * Transport choices, checked against the v6 sources:
  * - the base URL is the `api` domain's `baseUrl` (lib/base/Domain.js builds every URL from it,
@@ -7,17 +7,21 @@
  * - BaseTwilio rewrites host names when `edge` or `region` is set (`localhost` would become
  *   `localhost.dublin.ie1.localhost`), and reads both from TWILIO_EDGE / TWILIO_REGION when
  *   not passed, so they are cleared after construction: `apiUrl` alone decides the host;
- * - the SDK's 429 auto-retry is off (Herald schedules its own retries), and `timeout` bounds
- *   each HTTP request (axios: a wall-clock timer until the answer starts, then socket idle);
- * - RestException keeps the body but not the headers, so a RequestClient subclass records
- *   each answer's status and `Retry-After` on the call's trace (see http-trace.ts).
+ * - the SDK's HTTP client is replaced (its `httpClient` option) by `TransportRequestClient`,
+ *   which makes the requests RequestClient would, over the adapter's own keep-alive connections
+ *   (transport.ts) instead of axios, whose per-request work cost more CPU than the rest of a
+ *   Twilio call; no 429 auto-retry (Herald schedules its own retries), no redirects, and
+ *   `timeout` bounds each HTTP request from its start to the answer's last byte;
+ * - RestException keeps the body but not the headers, so that client records each answer's
+ *   status and `Retry-After` on the call's trace (see http-trace.ts).
  */
 import twilio from 'twilio';
 import type RequestClient from 'twilio/lib/base/RequestClient.js';
 import type TwilioHttp from 'twilio/lib/http/response.js';
 import type { MessageInstance } from 'twilio/lib/rest/api/v2010/account/message.js';
 import { classifyTwilioError } from './classify.js';
-import { recordResponse, traced } from './http-trace.js';
+import { issuingTrace, recordResponse, traced, type Issue } from './http-trace.js';
+import { createTransport, type ProviderTransport } from './transport.js';
 import { twilioStatusCallbackUrl } from '../webhooks/twilio.js';
 import { twilioObservation } from './normalize.js';
 import type { SendResult, SmsMessage, SmsProvider, StatusObservation } from './types.js';
@@ -46,14 +50,73 @@ const SMS_KEY_SUFFIX = '-sms';
 
 const DEFAULT_PAGE_SIZE = 100;
 
-/** The SDK's RequestClient, recording each answer's status and Retry-After on the current trace. */
-class TracingRequestClient extends twilio.RequestClient {
-  override async request<TData>(opts: RequestClient.RequestOptions<TData>): Promise<TwilioHttp.default<TData>> {
-    const response = await super.request<TData>(opts);
-    const retryAfter: unknown = response.headers?.['retry-after'];
-    recordResponse(response.statusCode, typeof retryAfter === 'string' ? retryAfter : undefined);
-    return response;
+/**
+ * The SDK's HTTP client over the adapter's transport. It does what the SDK's RequestClient does
+ * with a request (v6 `lib/base/RequestClient.js`): basic auth from the username and password (or
+ * the auth strategy), the body form-encoded or JSON as its Content-Type says, the query string
+ * with repeated keys for lists, the SDK's headers as they are; and answers `{ statusCode, body,
+ * headers }` with the body as text, which the SDK parses (Version, Page and the exceptions all
+ * take text). It records each answer's status and Retry-After on the issuing call's trace.
+ */
+class TransportRequestClient extends twilio.RequestClient {
+  constructor(
+    private readonly transport: ProviderTransport,
+    private readonly timeoutMs: number,
+  ) {
+    super({ timeout: timeoutMs, autoRetry: false });
   }
+
+  override async request<TData>(opts: RequestClient.RequestOptions<TData>): Promise<TwilioHttp.default<TData>> {
+    // The SDK calls this synchronously within each method (and within `nextPage`): the issuing call's trace.
+    const trace = issuingTrace();
+    if (!opts.method) throw new Error('http method is required');
+    if (!opts.uri) throw new Error('uri is required');
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(opts.headers ?? {})) if (value !== undefined) headers[name] = String(value);
+    if (opts.username && opts.password) {
+      headers.Authorization = `Basic ${Buffer.from(`${opts.username}:${opts.password}`).toString('base64')}`;
+    } else if (opts.authStrategy) {
+      headers.Authorization = await opts.authStrategy.getAuthString();
+    }
+    const url = new URL(opts.uri);
+    if (opts.params) for (const [name, value] of formEntries(opts.params)) url.searchParams.append(name, value);
+    let body: Buffer | undefined;
+    const contentType = headers['Content-Type'];
+    if (opts.data !== undefined && opts.data !== null) {
+      if (contentType === 'application/x-www-form-urlencoded') body = Buffer.from(new URLSearchParams(formEntries(opts.data)).toString());
+      else if (contentType === 'application/json') body = Buffer.from(JSON.stringify(opts.data));
+    }
+    const answer = await this.transport.exchange(url, { method: opts.method.toUpperCase(), headers, body }, opts.timeout ?? this.timeoutMs);
+    const retryAfter = answer.headers['retry-after'];
+    recordResponse(trace, answer.status, typeof retryAfter === 'string' ? retryAfter : undefined);
+    return {
+      statusCode: answer.status,
+      body: answer.body.toString('utf8'),
+      headers: answer.headers,
+    } as unknown as TwilioHttp.default<TData>;
+  }
+}
+
+/**
+ * Request parameters as form fields, as the SDK's `qs.stringify(data, { arrayFormat: 'repeat' })`
+ * writes them: an array repeats its key, a date is written in ISO form, null as an empty value. The SDK hands over flat
+ * parameters (it serializes dates, booleans and lists itself); a nested object is refused rather
+ * than written in a form Twilio would not read.
+ */
+function formEntries(params: object): [string, string][] {
+  const entries: [string, string][] = [];
+  const add = (name: string, value: unknown) => {
+    if (value === undefined) return;
+    if (value === null) entries.push([name, '']);
+    else if (value instanceof Date) entries.push([name, value.toISOString()]);
+    else if (typeof value === 'object') throw new TypeError(`twilio: the request parameter ${name} is not flat`);
+    else entries.push([name, String(value)]);
+  };
+  for (const [name, value] of Object.entries(params)) {
+    if (Array.isArray(value)) for (const item of value) add(name, item);
+    else add(name, value);
+  }
+  return entries;
 }
 
 /** One page of a message listing, as the SDK's MessagePage and its base Page both are. */
@@ -69,8 +132,9 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
   }
   if (!(opts.timeoutMs > 0)) throw new Error('twilio: timeoutMs must be a positive number of milliseconds');
   const timeout = Math.ceil(opts.timeoutMs);
+  const transport = createTransport();
   const client = twilio(opts.accountSid, opts.authToken, {
-    httpClient: new TracingRequestClient({ timeout, autoRetry: false }),
+    httpClient: new TransportRequestClient(transport, timeout),
     autoRetry: false,
     timeout,
   });
@@ -78,10 +142,12 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
   client.edge = undefined;
   client.region = undefined;
   const pageSize = opts.pageSize ?? DEFAULT_PAGE_SIZE;
-  const call = <T>(request: () => Promise<T>): Promise<T> => traced(request, classifyTwilioError);
+  const call = <T>(request: (issue: Issue) => Promise<T>): Promise<T> => traced(request, classifyTwilioError);
 
   return {
     name: 'twilio',
+
+    close: () => transport.close(),
 
     async verify(): Promise<string> {
       const account = await call(() => client.api.v2010.accounts(opts.accountSid).fetch());
@@ -112,7 +178,7 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
       // date_created has second precision: a message created in the same second as `since`
       // shows an earlier time than `since` itself.
       const sinceSecond = Math.floor(since / 1000) * 1000;
-      return call(async () => {
+      return call(async (issue) => {
         const found: SendResult[] = [];
         // Every page is read: a listing is ordered by date sent, which a queued message does not
         // have yet, so creation order cannot be relied on to stop early.
@@ -123,7 +189,8 @@ export function createTwilioProvider(opts: TwilioProviderOptions): SmsProvider {
               found.push({ providerMessageId: message.sid, providerStatus: message.status });
             }
           }
-          page = await page.nextPage();
+          const current: MessagesPage = page;
+          page = await issue(() => current.nextPage());
         }
         return found;
       });

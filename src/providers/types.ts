@@ -105,6 +105,8 @@ export interface StatusObservation {
 
 export interface EmailProvider {
   readonly name: string;
+  /** Closes the adapter's connections (its keep-alive sockets); the worker calls it at shutdown. */
+  close?(): void;
   /** An authenticated call that sends nothing (`herald doctor`); resolves with what the provider said of the account. Throws ProviderError. */
   verify(): Promise<string>;
   /** Hand one email to the provider. Throws ProviderError. */
@@ -149,6 +151,8 @@ export interface SmsMessage {
 
 export interface SmsProvider {
   readonly name: string;
+  /** Closes the adapter's connections (its keep-alive sockets); the worker calls it at shutdown. */
+  close?(): void;
   /** An authenticated call that sends nothing (`herald doctor`); resolves with what the provider said of the account. Throws ProviderError. */
   verify(): Promise<string>;
   /** Hand one SMS to the provider. Throws ProviderError. */

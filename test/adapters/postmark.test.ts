@@ -155,6 +155,17 @@ describe('Postmark adapter against the sandbox', () => {
       expect(await failure(email.send(message(to)))).toMatchObject({ kind, httpStatus });
     });
 
+    it('concurrent calls each get the Retry-After of their own answer', async () => {
+      const [slow, slower, fine] = [`p+${unique()}@example.com`, `p+${unique()}@example.com`, `p+${unique()}@example.com`];
+      const sent = await Promise.all([slow, slower, fine].map((to) => email.send(message(to))));
+      sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 3, match: slow });
+      sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 5, match: slower });
+      const [first, second, third] = await Promise.allSettled(sent.map((s) => email.status(s.providerMessageId)));
+      expect(first.status === 'rejected' && first.reason).toMatchObject({ kind: 'rate_limited', retryAfterMs: 3000 });
+      expect(second.status === 'rejected' && second.reason).toMatchObject({ kind: 'rate_limited', retryAfterMs: 5000 });
+      expect(third.status).toBe('fulfilled');
+    });
+
     it('status_429 → rate_limited with the Retry-After the sandbox sent', async () => {
       const to = `p+${unique()}@example.com`;
       sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 3, match: to });

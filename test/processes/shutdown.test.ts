@@ -3,6 +3,10 @@ import { noticeBody } from '../helpers/herald.js';
 import { sleep, testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
+import { Relay } from '../helpers/relay.js';
+import { testConfig } from '../helpers/env.js';
+import { createLogger } from '../../src/logger.js';
+import { startWorker } from '../../src/worker.js';
 import { SHUTDOWN_BOUND_MS } from '../../src/signals.js';
 
 let stack: Stack | undefined;
@@ -58,6 +62,30 @@ describe('a worker process sent SIGTERM while Redis is down', () => {
     } finally {
       await worker?.stop('SIGKILL');
       await redis.stop();
+    }
+  });
+});
+
+describe('a worker closed after it called the providers', () => {
+  it('closes its kept provider connections', async () => {
+    stack = await startStack({ prefix: testPrefix('conns'), inProcessWorker: false });
+    const relay = await new Relay(stack.sandbox.port).start();
+    try {
+      const urls = { POSTMARK_API_URL: relay.url, TWILIO_API_URL: relay.url };
+      const handle = await startWorker(testConfig(stack.config.prefix, { ...stack.env, ...urls }), {
+        logger: createLogger('herald-test-worker', 'silent'),
+      });
+      const id = await stack.createNotice(
+        noticeBody({ recipient: { id: 'conns-1', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }),
+      );
+      await stack.waitForState(id, ['email_delivered']);
+      // The send and the status checks went over connections the worker keeps open.
+      expect(relay.connections).toBeGreaterThan(0);
+      expect(relay.open).toBeGreaterThan(0);
+      await handle.close();
+      await waitFor(async () => relay.open === 0, 2_000, "the worker's provider connections to close");
+    } finally {
+      await relay.stop();
     }
   });
 });
