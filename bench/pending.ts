@@ -45,6 +45,12 @@ export interface PendingRun {
 export const BURST_WINDOW_MS = 10_000;
 /** The steady load: deadlines evenly spread over this window, at a rate the burst showed Herald sustains. */
 export const STEADY_WINDOW_MS = 20_000;
+/**
+ * The steady load runs this long before its window at the same rate, and only the window is
+ * measured: the load is then steady when the measurement begins (a worker that has run the
+ * deadline path is past its start-up, as any running deployment's is), not starting from nothing.
+ */
+export const STEADY_LEAD_IN_MS = 5_000;
 
 /**
  * Every key name starts with the prefix, so the runs use prefixes as long as the default
@@ -54,7 +60,17 @@ export const STEADY_WINDOW_MS = 20_000;
 const heraldPrefix = (ctx: BenchContext) => `${ctx.runPrefix}p`;
 const rawPrefix = (ctx: BenchContext) => `${ctx.runPrefix}r`;
 
-export async function heraldPending(ctx: BenchContext, notices: number, workers: number, windowMs = BURST_WINDOW_MS): Promise<PendingRun> {
+/**
+ * `notices` deadlines over `windowMs`, and at the same rate over `leadInMs` before it (those
+ * unmeasured): the memory is read with all of them pending.
+ */
+export async function heraldPending(
+  ctx: BenchContext,
+  notices: number,
+  workers: number,
+  windowMs = BURST_WINDOW_MS,
+  leadInMs = 0,
+): Promise<PendingRun> {
   // Archived log entries stay in Redis for 1 s instead of 10 minutes: the state every notice pending
   // longer than HERALD_LOG_KEEP_HOT is in, reached within the benchmark's minutes.
   const herald = new HeraldDeployment(ctx, heraldPrefix(ctx), { HERALD_LOG_KEEP_HOT: '1s' });
@@ -69,18 +85,18 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
     // (about 150 notices a second do both on this benchmark's 2-core machine).
     // (about 150 notices a second do both on this benchmark's 2-core machine), and the log mirror
     // has archived their entries.
-    const windowStart = Date.now() + 20_000 + Math.ceil(notices / 100) * 1000;
-    const deadlineOf = (i: number) => windowStart + Math.floor((i * windowMs) / notices);
-    ctx.log(`pending: creating ${notices} notices`);
+    const leadIn = Math.round((notices * leadInMs) / windowMs);
+    const total = notices + leadIn;
+    const windowStart = Date.now() + 20_000 + leadInMs + Math.ceil(total / 100) * 1000;
+    const deadlineOf = (i: number) => windowStart - leadInMs + Math.floor((i * (windowMs + leadInMs)) / total);
+    ctx.log(`pending: creating ${total} notices`);
     const creating = Date.now();
-    await createNotices(herald.url, notices, (i) =>
-      noticeBody({ email: 'never@example.com', phone: '+12025550100', deadline: deadlineOf(i) }),
-    );
+    await createNotices(herald.url, total, (i) => noticeBody({ email: 'never@example.com', phone: '+12025550100', deadline: deadlineOf(i) }));
     ctx.log(`pending: created in ${((Date.now() - creating) / 1000).toFixed(1)} s`);
     await until(async () => ctx.sandbox.accepted.emails >= notices, 60_000, 'every email of the pending notices to be sent', 100);
     const hotAfter = await usedMemory(ctx.redis);
     const hotOwn = await keysMemory(ctx.redis, herald.prefix);
-    ctx.log(`pending: ${notices} pending, ${Math.round((hotAfter - before) / notices)} B each with their log entries in Redis`);
+    ctx.log(`pending: ${total} pending, ${Math.round((hotAfter - before) / total)} B each with their log entries in Redis`);
     // Then once the log mirror has caught up (every entry handed out) and trimmed what it archived:
     // only the entries of the last HERALD_LOG_KEEP_HOT (planned checks keep adding some) remain.
     const logs = await scanKeys(ctx.redis, `${herald.prefix}:*:log`);
@@ -89,8 +105,8 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
     globalThis.gc?.();
     const after = await usedMemory(ctx.redis);
     const own = await keysMemory(ctx.redis, herald.prefix);
-    if (Date.now() > windowStart) ctx.log('pending: the memory reading came after the first deadline; raise the lead');
-    ctx.log(`pending: ${notices} pending, ${Math.round((after - before) / notices)} B each once their log is archived; waiting for the deadlines`);
+    if (Date.now() > windowStart - leadInMs) ctx.log('pending: the memory reading came after the first deadline; raise the lead');
+    ctx.log(`pending: ${total} pending, ${Math.round((after - before) / total)} B each once their log is archived; waiting for the deadlines`);
 
     await until(
       async () => (await herald.live()) === 0,
@@ -106,14 +122,14 @@ export async function heraldPending(ctx: BenchContext, notices: number, workers:
       for (const key of noticeKeys.slice(i, i + 1000)) pipeline.hmget(key, 'deadline', 'fallbackDecidedAt');
       for (const [, fields] of (await pipeline.exec()) ?? []) {
         const [deadline, decidedAt] = fields as [string | null, string | null];
-        if (deadline && decidedAt) {
+        if (deadline && decidedAt && Number(deadline) >= windowStart) {
           lateness.push(Number(decidedAt) - Number(deadline));
           lastDecided = Math.max(lastDecided, Number(decidedAt));
         }
       }
     }
-    const run = pendingRun(notices, workers, after - before, own, lateness, windowMs, lastDecided - windowStart);
-    const hot = pendingRun(notices, workers, hotAfter - before, hotOwn, [], windowMs, 0);
+    const run = pendingRun(notices, workers, (after - before) * (notices / total), perItemOf(own, notices / total), lateness, windowMs, lastDecided - windowStart);
+    const hot = pendingRun(notices, workers, (hotAfter - before) * (notices / total), perItemOf(hotOwn, notices / total), [], windowMs, 0);
     return { ...run, hot: { bytesPerItem: hot.bytesPerItem, keyBytesPerItem: hot.keyBytesPerItem, keyBytesByKind: hot.keyBytesByKind } };
   } finally {
     await herald.close();
@@ -133,25 +149,33 @@ function pairs(flat: unknown[]): [string, unknown][] {
   return out;
 }
 
-export async function rawPending(ctx: BenchContext, jobs: number, workers: number, windowMs = BURST_WINDOW_MS): Promise<PendingRun> {
+/** The memory readings of `total` items, scaled to `share` of them (the measured ones of a run with a lead-in). */
+function perItemOf(own: { bytes: number; byKind: Record<string, number> }, share: number): { bytes: number; byKind: Record<string, number> } {
+  return { bytes: own.bytes * share, byKind: Object.fromEntries(Object.entries(own.byKind).map(([kind, bytes]) => [kind, bytes * share])) };
+}
+
+/** As heraldPending: `jobs` delayed jobs over `windowMs`, and at the same rate over `leadInMs` before it. */
+export async function rawPending(ctx: BenchContext, jobs: number, workers: number, windowMs = BURST_WINDOW_MS, leadInMs = 0): Promise<PendingRun> {
   const raw = new RawDeployment(ctx, rawPrefix(ctx));
   try {
     await raw.startWorkers(workers);
     globalThis.gc?.();
     await sleep(500);
     const before = await usedMemory(ctx.redis);
-    const windowStart = Date.now() + 15_000;
+    const leadIn = Math.round((jobs * leadInMs) / windowMs);
+    const total = jobs + leadIn;
+    const windowStart = Date.now() + 15_000 + leadInMs;
     const body = noticeBody({ email: 'never@example.com', phone: '+12025550100', deadlineInSeconds: 600 });
     // Completed jobs are kept so that their start times can be read afterwards.
     const ids = await raw.addBulk(
-      jobs,
+      total,
       () => body,
-      (i) => ({ delay: windowStart + Math.floor((i * windowMs) / jobs) - Date.now(), removeOnComplete: false }),
+      (i) => ({ delay: windowStart - leadInMs + Math.floor((i * (windowMs + leadInMs)) / total) - Date.now(), removeOnComplete: false }),
     );
     const after = await usedMemory(ctx.redis);
     const own = await keysMemory(ctx.redis, raw.prefix);
-    await sleep(Math.max(0, windowStart - Date.now()));
-    await until(() => raw.drained(), windowMs + 120_000, 'every delayed job to run', 250);
+    await sleep(Math.max(0, windowStart - leadInMs - Date.now()));
+    await until(() => raw.drained(), leadInMs + windowMs + 120_000, 'every delayed job to run', 250);
     const lateness: number[] = [];
     let lastStarted = 0;
     for (let i = 0; i < ids.length; i += 1000) {
@@ -161,13 +185,13 @@ export async function rawPending(ctx: BenchContext, jobs: number, workers: numbe
       for (const [, fields] of (await pipeline.exec()) ?? []) {
         const [timestamp, opts, processedOn] = fields as (string | null)[];
         const delay = (JSON.parse(opts ?? '{}') as { delay?: number }).delay ?? 0;
-        if (processedOn) {
+        if (processedOn && Number(timestamp) + delay >= windowStart) {
           lateness.push(Number(processedOn) - (Number(timestamp) + delay));
           lastStarted = Math.max(lastStarted, Number(processedOn));
         }
       }
     }
-    return pendingRun(jobs, workers, after - before, own, lateness, windowMs, lastStarted - windowStart);
+    return pendingRun(jobs, workers, (after - before) * (jobs / total), perItemOf(own, jobs / total), lateness, windowMs, lastStarted - windowStart);
   } finally {
     await raw.close();
   }

@@ -24,7 +24,7 @@ import { clusterScale } from './cluster.js';
 import { noticeCost, rawJobCost } from './cost.js';
 import type { BenchContext } from './herald.js';
 import { deliveredThroughput, fallbackThroughput, rawThroughput } from './lifecycle.js';
-import { heraldPending, rawPending, STEADY_WINDOW_MS, type PendingRun } from './pending.js';
+import { heraldPending, rawPending, STEADY_LEAD_IN_MS, STEADY_WINDOW_MS, type PendingRun } from './pending.js';
 import { deleteKeys } from './redis-stats.js';
 import { ratioOf, table, type Row } from './report.js';
 import { startBenchSandbox } from './sandbox.js';
@@ -133,8 +133,8 @@ try {
   const steadyItems = Math.max(10, Math.round((steadyRate * STEADY_WINDOW_MS) / 1000));
   const steadyPending = pending
     ? {
-        herald: await heraldPending(ctx, steadyItems, PENDING_WORKERS, STEADY_WINDOW_MS),
-        raw: await rawPending(ctx, steadyItems, PENDING_WORKERS, STEADY_WINDOW_MS),
+        herald: await heraldPending(ctx, steadyItems, PENDING_WORKERS, STEADY_WINDOW_MS, STEADY_LEAD_IN_MS),
+        raw: await rawPending(ctx, steadyItems, PENDING_WORKERS, STEADY_WINDOW_MS, STEADY_LEAD_IN_MS),
       }
     : undefined;
   if (pending) ctx.log(`pending: the burst cleared at ${pending.herald.clearingPerSecond.toFixed(0)}/s; steady load ${steadyRate.toFixed(0)}/s`);
