@@ -135,7 +135,7 @@ export async function recordEmailObservation(
     if (!current) return { outcome: done('no such notice'), stored: 'not_stored' };
     const now = ctx.now();
     const undecided = UNDECIDED_STATES.includes(current.state);
-    const { entry: observed, set, unset, next, delivers, keepsPlan } = emailObservationWrite(ctx, current, observation, origin, planned, now);
+    const { entry: observed, set, unset, next, delivers, keepsPlan } = emailObservationWrite(current, observation, origin, planned, now);
     const spec: TransitionSpec = {
       name: 'observeEmail',
       onlyFrom: [current.state],
@@ -199,7 +199,6 @@ export interface ObservationWrite {
  * the plan as it is.
  */
 function emailObservationWrite(
-  ctx: StepContext,
   current: Notice,
   observation: StatusObservation,
   origin: ObservationOrigin,
@@ -258,7 +257,7 @@ function emailObservationWrite(
 export function finalReadBeforeDecision(ctx: StepContext, notice: Notice, observation: StatusObservation): ObservationWrite | undefined {
   const decides = observation.status === 'delivered' || observation.status === 'bounced' || observation.status === 'failed';
   if (decides || observation.suppressed || !UNDECIDED_STATES.includes(notice.state)) return undefined;
-  const { entry, set, unset } = emailObservationWrite(ctx, notice, observation, { final: true }, undefined, ctx.now());
+  const { entry, set, unset } = emailObservationWrite(notice, observation, { final: true }, undefined, ctx.now());
   return { entry, set, unset };
 }
 
