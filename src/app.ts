@@ -36,7 +36,10 @@ declare module 'fastify' {
 /** What the routes run on, built once per process (src/compose.ts): no route opens a store or an archive. */
 export interface AppDeps {
   config: Config;
+  /** Herald's own reads and scripts (stores, rate limits, sessions). */
   redis: RedisClient;
+  /** BullMQ's queues' connection. */
+  queueRedis: RedisClient;
   store: NoticeStore;
   policies: PolicyStore;
   suppressions: SuppressionStore;

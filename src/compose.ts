@@ -24,7 +24,7 @@ import type { ReconcilerDeps } from './notice/reconciler.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { NoticeStore } from './store/notices.js';
 import { PolicyStore } from './store/policies.js';
-import { connectRedis } from './store/redis.js';
+import { connectRedis, type RedisRole } from './store/redis.js';
 import { SuppressionStore } from './store/suppressions.js';
 import { closeQueues, openQueues, QueueScheduler, type HeraldQueues } from '../queues/index.js';
 import { FeedSweep } from './providers/feed.js';
@@ -39,7 +39,7 @@ import { within } from './time-limit.js';
 const MIRROR_SWEEP_BUDGET_MS = 10_000;
 
 /** A connection of one role (src/store/redis.ts), its errors logged rather than thrown. */
-export function openRedis(config: Pick<Config, 'redis'>, role: 'web' | 'worker' | 'worker-steps', name: string, log: Logger): RedisClient {
+export function openRedis(config: Pick<Config, 'redis'>, role: RedisRole, name: string, log: Logger): RedisClient {
   const redis = connectRedis(config.redis, role, name);
   redis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   return redis;
@@ -112,27 +112,30 @@ export interface WebParts {
 }
 
 /**
- * What the web process's app runs on: one fail-fast connection, its stores and queues, one lazy
- * archive — or, when the worker runs in the same process (`npm start`), the worker's archive,
- * which its owner closes.
+ * What the web process's app runs on: two fail-fast connections (Herald's stores on one that
+ * pipelines automatically, BullMQ's queues on one of their own: src/store/redis.ts says why), one
+ * lazy archive — or, when the worker runs in the same process (`npm start`), the worker's
+ * archive, which its owner closes.
  */
 export function composeWeb(
   config: Config,
   opts: { clock: Clock; logger: Logger; connectionName?: string; archive?: Archive },
 ): WebParts {
-  const redis = openRedis(config, 'web', opts.connectionName ?? 'herald-web', opts.logger);
+  const name = opts.connectionName ?? 'herald-web';
+  const redis = openRedis(config, 'web', name, opts.logger);
+  const queueRedis = openRedis(config, 'web-queues', `${name}-queues`, opts.logger);
   const stores = openStores(redis, config);
-  const { queues, scheduler } = openScheduling(redis, stores.store, opts.clock, config.queuePartitions);
+  const { queues, scheduler } = openScheduling(queueRedis, stores.store, opts.clock, config.queuePartitions);
   const shared = opts.archive;
   const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
   const trails = trailReader({ store: stores.store, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
-  const deps: AppDeps = { config, redis, ...stores, scheduler, queues, trails, archive: archive.get, clock: opts.clock, logger: opts.logger };
+  const deps: AppDeps = { config, redis, queueRedis, ...stores, scheduler, queues, trails, archive: archive.get, clock: opts.clock, logger: opts.logger };
   return {
     deps,
     close: async () => {
       await closeQueues(queues);
       await archive.close().catch((error: unknown) => opts.logger.warn({ err: error }, 'closing the archive failed'));
-      await redis.quit().catch(() => redis.disconnect());
+      await Promise.all([redis, queueRedis].map((r) => r.quit().catch(() => r.disconnect())));
     },
   };
 }

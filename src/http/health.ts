@@ -4,7 +4,8 @@ import { readinessWarnings } from '../retention/backlog.js';
 import { errorBody } from './errors.js';
 
 /**
- * `/healthz` (the process answers) and `/readyz` (Redis answers within a second). A ready answer
+ * `/healthz` (the process answers) and `/readyz` (Redis answers within a second on both
+ * of the process's connections). A ready answer
  * carries `warnings` when the decision-log archive falls behind or Redis nears `maxmemory`:
  * the service still works, but an operator must act before Redis fills up.
  */
@@ -12,8 +13,10 @@ export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise
   app.get('/healthz', { schema: { tags: ['operations'], summary: 'The process answers' } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { tags: ['operations'], summary: 'Redis answers (503 otherwise)' } }, async (request, reply) => {
     try {
-      if (deps.redis.status !== 'ready') throw new Error(`redis is ${deps.redis.status}`);
-      await deps.redis.ping();
+      for (const redis of [deps.redis, deps.queueRedis]) {
+        if (redis.status !== 'ready') throw new Error(`redis is ${redis.status}`);
+      }
+      await Promise.all([deps.redis.ping(), deps.queueRedis.ping()]);
     } catch (error) {
       return reply.status(503).send(errorBody('unavailable', `Not ready: ${(error as Error).message}`));
     }

@@ -9,15 +9,25 @@ import { slotOf } from './slots.js';
  */
 export type RedisClient = Redis | Cluster;
 
+export type RedisRole = 'web' | 'web-queues' | 'worker' | 'worker-steps';
+
 /**
  * The kinds of connection Herald opens. Workers wait for Redis to come back
  * (`maxRetriesPerRequest: null`, as BullMQ requires); the web side fails fast so that a request
  * answers 503 at once instead of hanging while Redis is down. `worker-steps` is a worker's
  * connection for its own steps (not BullMQ's): it waits like a worker's and, like the web's,
  * pipelines automatically — the commands of concurrent steps issued in one tick go out in one
- * write instead of one each.
+ * write instead of one each. `web-queues` is the web's connection for BullMQ's queues: it fails
+ * fast like the web's and does not pipeline automatically.
+ *
+ * BullMQ's scripts stay off the pipelining connections. ioredis copies every script defined on a
+ * connection into each automatic pipeline it makes (one per tick), and BullMQ defines some fifty:
+ * on the web's shared connection that copying was a tenth of the process's CPU per accepted
+ * notice. A queue also defines its scripts when it first connects, and a command of a script
+ * defined after that tick's pipeline was made is not in the pipeline: ioredis then answers the
+ * pipeline's other commands never (an uncaught `results[i] is not iterable`).
  */
-export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker' | 'worker-steps', name: string): RedisClient {
+export function connectRedis(target: RedisTarget | string, role: RedisRole, name: string): RedisClient {
   const options: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: name }
@@ -28,12 +38,12 @@ export function connectRedis(target: RedisTarget | string, role: 'web' | 'worker
             enableOfflineQueue: false,
             connectTimeout: 1000,
             commandTimeout: 1000,
-            enableAutoPipelining: true,
+            enableAutoPipelining: role === 'web',
             connectionName: name,
             retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
           };
   if (typeof target === 'string') return new Redis(target, options);
-  if (target.clusterNodes) return connectCluster(target.clusterNodes, target.url, options, role === 'web');
+  if (target.clusterNodes) return connectCluster(target.clusterNodes, target.url, options, role === 'web' || role === 'web-queues');
   if (target.sentinels) {
     // The URL's user, password, database and TLS apply to the master Sentinel names.
     const node = new URL(target.url);

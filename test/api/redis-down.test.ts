@@ -57,4 +57,33 @@ describe('the web side when Redis is reachable', () => {
   it('is ready', async () => {
     expect((await web.call('GET', '/readyz')).json()).toEqual({ status: 'ready' });
   });
+
+  it("keeps BullMQ's scripts off the connection that pipelines automatically", async () => {
+    // Accepting a notice runs Herald's scripts and BullMQ's; each kind stays on its own connection.
+    expect((await web.call('POST', '/v1/notices', noticeBody())).statusCode).toBe(202);
+    const scripts = (redis: unknown) => Object.keys((redis as { scriptsSet: Record<string, unknown> }).scriptsSet);
+    expect(web.deps.redis.options.enableAutoPipelining).toBe(true);
+    expect(scripts(web.deps.redis)).toContain('createNotice');
+    expect(scripts(web.deps.redis).filter((name) => name.startsWith('addStandardJob'))).toEqual([]);
+    expect(web.deps.queueRedis.options.enableAutoPipelining).toBe(false);
+    expect(scripts(web.deps.queueRedis).some((name) => name.startsWith('addStandardJob'))).toBe(true);
+  });
+});
+
+describe("the web side when only its queues' connection is down", () => {
+  let web: WebUnderTest;
+  const prefix = testPrefix('queues-down');
+  beforeAll(async () => {
+    web = await startWebUnderTest(testConfig(prefix));
+  });
+  afterAll(async () => {
+    await web.close();
+    await cleanUp(prefix);
+  });
+  it('is not ready', async () => {
+    web.deps.queueRedis.disconnect();
+    const ready = await web.call('GET', '/readyz');
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().error.code).toBe('unavailable');
+  });
 });

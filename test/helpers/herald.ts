@@ -38,7 +38,7 @@ export async function startWebUnderTest(
   const parts = composeWeb(config, { clock, logger, connectionName: 'herald-test-web' });
   const { deps } = parts;
   const { redis, store, queues } = deps;
-  await waitReady(redis);
+  await Promise.all([waitReady(redis), waitReady(deps.queueRedis)]);
   const app = await buildApp(deps);
   return {
     app,
