@@ -1,8 +1,9 @@
 /**
  * Accept: `POST /v1/notices` under autocannon, against the baseline route (one BullMQ add per
- * request), both as their own processes on the same Redis, no worker running. Rounds alternate
- * which side goes first, and the median round counts, so that a noisy moment of the machine
- * falls on both sides alike.
+ * request) and the floor route (the creation script and two jobs, nothing else: what SPEC §3
+ * makes every acceptance cost), each in its own process on the same Redis, no worker running.
+ * Rounds rotate which side goes first, and the median round counts, so that a noisy moment of the
+ * machine falls on every side alike.
  */
 import autocannon from 'autocannon';
 import { API_KEY, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
@@ -24,7 +25,15 @@ export interface AcceptResult {
   roundSeconds: number;
   herald: AcceptSide;
   baseline: AcceptSide;
+  floor: AcceptSide;
 }
+
+type Side = 'herald' | 'baseline' | 'floor';
+const ORDERS: Side[][] = [
+  ['baseline', 'floor', 'herald'],
+  ['herald', 'baseline', 'floor'],
+  ['floor', 'herald', 'baseline'],
+];
 
 export async function measureAccept(
   ctx: BenchContext,
@@ -47,19 +56,20 @@ export async function measureAccept(
     const targets = {
       herald: `${herald.url}/v1/notices`,
       baseline: `http://127.0.0.1:${baselinePort}/v1/baseline`,
+      floor: `http://127.0.0.1:${baselinePort}/v1/floor`,
     };
     const run = (url: string, duration: number) =>
       autocannon({ url, method: 'POST', body, headers, connections: opts.connections, duration, timeout: 10 });
 
     ctx.log('accept: warming up');
     await run(targets.baseline, 5);
+    await run(targets.floor, 5);
     await run(targets.herald, 5);
 
-    const rounds: Record<'herald' | 'baseline', AcceptSide['rounds']> = { herald: [], baseline: [] };
-    const commands: Record<'herald' | 'baseline', { perRequest: number; busiest: Record<string, number> }[]> = { herald: [], baseline: [] };
+    const rounds: Record<Side, AcceptSide['rounds']> = { herald: [], baseline: [], floor: [] };
+    const commands: Record<Side, { perRequest: number; busiest: Record<string, number> }[]> = { herald: [], baseline: [], floor: [] };
     for (let round = 0; round < opts.rounds; round += 1) {
-      const order: ('herald' | 'baseline')[] = round % 2 === 0 ? ['baseline', 'herald'] : ['herald', 'baseline'];
-      for (const side of order) {
+      for (const side of ORDERS[round % ORDERS.length]!) {
         let result: Awaited<ReturnType<typeof run>> | undefined;
         const counted = await countCommands(
           ctx.redis,
@@ -82,7 +92,7 @@ export async function measureAccept(
         );
       }
     }
-    const side = (name: 'herald' | 'baseline'): AcceptSide => ({
+    const side = (name: Side): AcceptSide => ({
       requestsPerSecond: median(rounds[name].map((r) => r.requestsPerSecond)),
       p50Ms: median(rounds[name].map((r) => r.p50Ms)),
       p99Ms: median(rounds[name].map((r) => r.p99Ms)),
@@ -90,10 +100,17 @@ export async function measureAccept(
       redisCommandsPerRequest: median(commands[name].map((c) => c.perRequest)),
       busiestCommands: commands[name].at(-1)!.busiest,
     });
-    return { connections: opts.connections, roundSeconds: opts.roundSeconds, herald: side('herald'), baseline: side('baseline') };
+    return {
+      connections: opts.connections,
+      roundSeconds: opts.roundSeconds,
+      herald: side('herald'),
+      baseline: side('baseline'),
+      floor: side('floor'),
+    };
   } finally {
     await baseline.stop();
     await herald.close();
     await deleteKeys(ctx.redis, baselinePrefix);
+    await deleteKeys(ctx.redis, `${baselinePrefix}-floor`);
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
-import { acceptNotice, normalizeEmail, RejectedRequest } from '../notice/accept.js';
+import { acceptNotice, acceptSettings, normalizeEmail, RejectedRequest } from '../notice/accept.js';
 import { cancelNotice } from '../notice/cancel.js';
 import { readNotice } from '../notice/notice.js';
 import { noticeView } from '../notice/view.js';
@@ -18,8 +18,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** `/v1/notices`: create, read, read the decision log, cancel. */
 export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { store, policies, suppressions, scheduler, trails, clock, config } = deps;
-  // Whether a fallback SMS may wait for quiet hours, which keeps its content longer (acceptNotice).
-  const quietHours = Object.values(config.rules?.regions ?? {}).some((rule) => rule.quietHours !== undefined);
+  const settings = acceptSettings(config);
 
   /** The notice's view, from Redis or, once it is retired, from the archive. */
   const load = async (id: string, log: FastifyBaseLogger) => {
@@ -61,16 +60,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
           apiKeyId: request.apiKeyId,
           idempotencyKey,
           emailSuppressed,
-          settings: {
-            providerTimeoutMs: config.providerTimeoutMs,
-            minPollIntervalMs: config.minPollIntervalMs,
-            maxChecksPerNotice: config.maxChecksPerNotice,
-            contentTtlMs: config.contentTtlMs,
-            prices: config.prices,
-            rulesVersion: config.rules?.version ?? null,
-            quietHours,
-            encryptionKeys: config.encryptionKeys,
-          },
+          settings,
         });
       } catch (error) {
         if (error instanceof RejectedRequest) {

@@ -1,12 +1,12 @@
 import canonicalizeModule from 'canonicalize';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { iso } from '../clock.js';
-import type { NoticeStore, NoticeContent, NoticeFields, LogEntry } from '../store/notices.js';
+import type { CreateNoticeInput, NoticeStore, NoticeContent, NoticeFields, LogEntry } from '../store/notices.js';
 import type { RecipientPolicy } from '../store/policies.js';
 import { newNoticeId, shardOfKey } from './ids.js';
 import { lastSmsCheckBy, MAX_HORIZON_MS, planChecks, type PollPolicy } from './planner.js';
 import type { PolicyOutcome } from './states.js';
-import type { Prices } from '../config.js';
+import type { Config, Prices } from '../config.js';
 import { keyringOf, type EncryptionKey } from '../crypto.js';
 import { sealContent } from '../store/content.js';
 import { sha256Hex } from '../digest.js';
@@ -35,6 +35,21 @@ export interface AcceptSettings {
   quietHours: boolean;
   /** HERALD_ENCRYPTION_KEY: content is sealed with the first key before it is stored; none: stored as is. */
   encryptionKeys: readonly EncryptionKey[];
+}
+
+/** The settings of acceptNotice in force under `config`. */
+export function acceptSettings(config: Config): AcceptSettings {
+  return {
+    providerTimeoutMs: config.providerTimeoutMs,
+    minPollIntervalMs: config.minPollIntervalMs,
+    maxChecksPerNotice: config.maxChecksPerNotice,
+    contentTtlMs: config.contentTtlMs,
+    prices: config.prices,
+    rulesVersion: config.rules?.version ?? null,
+    // Whether a fallback SMS may wait for quiet hours, which keeps its content longer.
+    quietHours: Object.values(config.rules?.regions ?? {}).some((rule) => rule.quietHours !== undefined),
+    encryptionKeys: config.encryptionKeys,
+  };
 }
 
 /** `metadata` names (the API's request limits); anchored at both ends, and JS `$` never matches before a line terminator. */
@@ -103,7 +118,6 @@ export async function acceptNotice(
   policy: RecipientPolicy,
   ctx: { now: number; apiKeyId: string; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
 ): Promise<AcceptResult> {
-  const { now, settings } = ctx;
   // Only a request with an Idempotency-Key is compared with another, so only then is its body hashed.
   const bodyHash = ctx.idempotencyKey === undefined ? '' : sha256Hex(canonicalize(request) ?? '');
   const idemHash = ctx.idempotencyKey === undefined ? undefined : sha256Hex(`${ctx.apiKeyId}:${ctx.idempotencyKey}`);
@@ -114,6 +128,36 @@ export async function acceptNotice(
     if (earlier)
       return earlier.bodyHash === bodyHash ? { kind: 'replayed', id: earlier.noticeId } : { kind: 'conflict', id: earlier.noticeId };
   }
+  // A replayable notice lives in its idempotency record's shard; any other where the store places it.
+  const shard = idemHash === undefined ? store.newShard() : shardOfKey(idemHash);
+  const prepared = prepareNotice(request, policy, { ...ctx, shard });
+  const { input } = prepared;
+  if (idemHash !== undefined) {
+    // A replay must find its notice for as long as the notice may still act on the content.
+    input.idempotency = { shard, keyHash: idemHash, bodyHash, ttlMs: input.contentTtlMs };
+  }
+  const result = await store.create(input);
+  if (result.created) return { kind: 'created', id: input.id, deadline: prepared.deadline, plannedChecks: prepared.plannedChecks };
+  return result.bodyHash === bodyHash ? { kind: 'replayed', id: result.existingId } : { kind: 'conflict', id: result.existingId };
+}
+
+/** A notice ready to be stored: what the creation script writes, and what the answer tells. */
+export interface PreparedNotice {
+  input: CreateNoticeInput;
+  deadline: number;
+  plannedChecks: number[];
+}
+
+/**
+ * The notice `request` makes in `shard` (its ID, stored fields, content and first log entries),
+ * or RejectedRequest naming the field at fault. Reads and writes nothing.
+ */
+export function prepareNotice(
+  request: AcceptRequest,
+  policy: RecipientPolicy,
+  ctx: { now: number; shard: number; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
+): PreparedNotice {
+  const { now, settings } = ctx;
   const phone = request.recipient.phone === undefined ? undefined : normalizePhone(request.recipient.phone);
   const email = normalizeEmail(request.recipient.email);
   if (request.content.text === undefined && request.content.html === undefined) {
@@ -147,9 +191,7 @@ export async function acceptNotice(
     lastSmsCheckBy(deadline, complianceDeadline, limits, { quietHours: settings.quietHours }) - now,
   );
 
-  // A replayable notice lives in its idempotency record's shard; any other where the store places it.
-  const shard = idemHash === undefined ? store.newShard() : shardOfKey(idemHash);
-  const id = newNoticeId(shard, now);
+  const id = newNoticeId(ctx.shard, now);
   const contentSha256 = sha256Hex(canonicalize(request.content) ?? '');
   const emailPolicy: PolicyOutcome = !policy.consent.email ? 'no_consent' : ctx.emailSuppressed ? 'suppressed' : 'allowed';
   // Only the notice's own region is kept: the policy's region is read when the fallback is decided.
@@ -207,7 +249,7 @@ export async function acceptNotice(
     { type: 'policy.checked', channel: 'email', outcome: emailPolicy, policyVersion: policy.version, rulesVersion: settings.rulesVersion },
   ];
 
-  const result = await store.create({
+  const input: CreateNoticeInput = {
     id,
     createdAt: now,
     fields,
@@ -216,9 +258,6 @@ export async function acceptNotice(
     at: iso(now),
     due: now,
     contentTtlMs: contentKeepMs,
-    // A replay must find its notice for as long as the notice may still act on the content.
-    idempotency: idemHash === undefined ? undefined : { shard, keyHash: idemHash, bodyHash, ttlMs: contentKeepMs },
-  });
-  if (result.created) return { kind: 'created', id, deadline, plannedChecks: plan.checks };
-  return result.bodyHash === bodyHash ? { kind: 'replayed', id: result.existingId } : { kind: 'conflict', id: result.existingId };
+  };
+  return { input, deadline, plannedChecks: plan.checks };
 }
