@@ -4,8 +4,11 @@ import { isCluster, masterOfSlot, type RedisClient } from './redis.js';
 
 /**
  * Where new notices go. On one Redis node (or Sentinel's master) any shard, uniformly. On a Redis
- * Cluster every master that serves a shard gets an equal share of new notices: a master is drawn
- * uniformly, then one of its shards. With shards spread 6, 4 and 6 over three masters (the even
+ * Cluster every master that serves a shard gets an equal share of new notices: the masters take
+ * them in turn (from a random one, so that many processes with few notices each do not all start
+ * on the same master), each on one of its shards drawn uniformly. In turn rather than at random,
+ * because a random draw is uneven by a few percent over a few thousand notices, and the busiest
+ * master is the cluster's ceiling. With shards spread 6, 4 and 6 over three masters (the even
  * split of `redis-cli --cluster create`), uniform shards would give the first and last master 3/8
  * of the notices each; so each gets 1/3, and with a notice's jobs in the partition on its shard's
  * master (partitionOfShard) each master does a third of the work. The grouping follows the
@@ -16,6 +19,8 @@ export class NoticePlacement {
   /** The master of each shard at the last draw (undefined: not known), and the shards grouped by master. */
   private readonly masters: (string | undefined)[] = new Array<string | undefined>(SHARD_COUNT).fill(undefined);
   private groups: number[][] = [];
+  /** Which master's turn it is: an index into the groups, taken modulo their number. */
+  private turn = randomBelow(SHARD_COUNT);
 
   constructor(private readonly redis: RedisClient) {}
 
@@ -24,7 +29,8 @@ export class NoticePlacement {
     if (!isCluster(this.redis)) return randomShard();
     const groups = this.groupsNow();
     if (groups.length === 0) return randomShard();
-    const group = groups[randomBelow(groups.length)]!;
+    this.turn = (this.turn + 1) % groups.length;
+    const group = groups[this.turn]!;
     return group[randomBelow(group.length)]!;
   }
 
