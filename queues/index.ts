@@ -142,9 +142,20 @@ export class PartitionedQueue {
     }
     return 'unknown';
   }
+  /**
+   * Removes the job wherever it is. BullMQ's removal is a script that answers 1 whether or not the
+   * job was there, so a queue other than the notice's own partition (the earlier one, where a job
+   * queued before the placement by slot range waits) is first asked whether it holds the job at
+   * all: a key lookup instead of a script on the path of every delivered notice.
+   */
   async remove(jobId: string, opts?: { removeChildren?: boolean }): Promise<number> {
-    let removed = 0;
-    for (const queue of this.holding(jobId)) removed += await queue.remove(jobId, opts);
+    const [own, ...others] = this.holding(jobId);
+    let removed = await own!.remove(jobId, opts);
+    for (const queue of others) {
+      // Herald gives every queue a connection it opened (connectRedis), never connection options.
+      const redis = queue.opts.connection as RedisClient;
+      if ((await redis.exists(queue.toKey(jobId))) > 0) removed += await queue.remove(jobId, opts);
+    }
     return removed;
   }
   /** Jobs of the given types from every partition (each partition's own order, one after another). */

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { earlierPartitionOfNotice, partitionOfNotice } from '../../src/store/keys.js';
 import { newNoticeId } from '../../src/notice/ids.js';
@@ -62,6 +62,18 @@ describe('jobs an earlier version put in the partition of shard modulo the count
     expect(await web3.queues.deadline.getJobState(jobIds.deadline(id))).toBe('delayed');
     await web3.queues.deadline.remove(jobIds.deadline(id));
     expect(await earlier.getJob(jobIds.deadline(id))).toBeUndefined();
+    expect(await web3.queues.deadline.getJobState(jobIds.deadline(id))).toBe('unknown');
+
+    // A job where it goes now is removed there, and the earlier partition is not asked at all.
+    const now = web3.queues.deadline.of(id);
+    await now.add('deadline', {}, { jobId: jobIds.deadline(id), delay: 600_000 });
+    const askedEarlier = vi.spyOn(earlier, 'remove');
+    try {
+      expect(await web3.queues.deadline.remove(jobIds.deadline(id))).toBe(1);
+      expect(askedEarlier).not.toHaveBeenCalled();
+    } finally {
+      askedEarlier.mockRestore();
+    }
     expect(await web3.queues.deadline.getJobState(jobIds.deadline(id))).toBe('unknown');
     await Promise.all(web3.queues.deadline.all.map((q) => q.obliterate({ force: true })));
   });
