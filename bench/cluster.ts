@@ -8,6 +8,9 @@
  * kind of hash tag (shard, queue partition, `{q}`, ...), whose logging inflates the CPU figures.
  * `BENCH_REDIS_PORTS=<first>-<last>` keeps these servers' ports in that range (a cluster node's
  * bus listens 10000 above its port).
+ *
+ * Beside it, the same reading for raw BullMQ jobs on the same servers: what a cluster of these
+ * servers on this machine gives BullMQ itself, the reference for Herald's figure.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,8 +19,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
+import { Queue } from 'bullmq';
+import { DEFAULT_JOB_OPTIONS } from '../queues/index.js';
+import { slotOf } from '../src/store/slots.js';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
-import { freePort, sleep, until } from './processes.js';
+import { freePort, NodeProcess, sleep, until } from './processes.js';
 import { finishSlowlog, profileLines, scriptNames, startSlowlog } from './slowlog.js';
 
 const run = promisify(execFile);
@@ -89,6 +95,8 @@ export interface ClusterScaleRun {
   /** Idle CPU ms per second subtracted (workers waiting, sweeps), single node and each master. */
   idle: { single: number; masters: number[] };
   partitions: number;
+  /** Raw BullMQ jobs on the same servers: Redis CPU ms per job of the one node, each master and the busiest. */
+  raw: { jobs: number; singleCpuMsPerJob: number; mastersCpuMsPerJob: number[]; busiestCpuMsPerJob: number };
 }
 
 /**
@@ -105,8 +113,20 @@ export async function clusterScale(ctx: BenchContext, notices: number): Promise<
     busiestCpuMsPerNotice: Math.max(...cluster.perNotice),
     idle: { single: single.idlePerSecond[0]!, masters: cluster.idlePerSecond },
     partitions: PARTITIONS,
+    raw: {
+      jobs: RAW_JOBS,
+      singleCpuMsPerJob: single.rawPerJob[0]!,
+      mastersCpuMsPerJob: cluster.rawPerJob,
+      busiestCpuMsPerJob: Math.max(...cluster.rawPerJob),
+    },
   };
 }
+
+/** The raw jobs: added one by one at RAW_PER_SECOND (about the rate of the notices' own jobs), worked by one process. */
+const RAW_JOBS = 6_000;
+const RAW_PER_SECOND = 500;
+/** The slot ranges of `redis-cli --cluster create` over three masters: a raw queue's hash tag lies in each. */
+const EVEN_SPLIT = [0, 5461, 10923, 16384];
 
 const PARTITIONS = 3;
 const MASTERS = 3;
@@ -141,7 +161,11 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-async function onTopology(ctx: BenchContext, notices: number, topology: 'single' | 'cluster'): Promise<{ perNotice: number[]; idlePerSecond: number[] }> {
+async function onTopology(
+  ctx: BenchContext,
+  notices: number,
+  topology: 'single' | 'cluster',
+): Promise<{ perNotice: number[]; idlePerSecond: number[]; rawPerJob: number[] }> {
   const servers: BenchRedis[] = [];
   let client: Redis | Cluster | undefined;
   let herald: HeraldDeployment | undefined;
@@ -170,7 +194,7 @@ async function onTopology(ctx: BenchContext, notices: number, topology: 'single'
         { redisOptions: { maxRetriesPerRequest: null } },
       );
     } else {
-      env = {};
+      env = process.env.XP3 ? { HERALD_QUEUE_PARTITIONS: '3' } : {};
       client = new Redis(servers[0]!.port, '127.0.0.1', { maxRetriesPerRequest: null });
     }
     const local: BenchContext = { ...ctx, redisUrl: `redis://127.0.0.1:${servers[0]!.port}`, redis: client as Redis, env };
@@ -230,10 +254,61 @@ async function onTopology(ctx: BenchContext, notices: number, topology: 'single'
         ctx.log(`cluster scale, ${topology}, server ${i}: SLOWLOG profile, ${profileLines(profile, notices, 30).join('\n')}`);
       }
     }
-    return { perNotice, idlePerSecond };
+    await herald.close();
+    herald = undefined;
+    const rawPerJob = await rawJobs(ctx, servers, client, topology);
+    ctx.log(`cluster scale, ${topology}: Redis CPU ms per raw BullMQ job ${rawPerJob.map((x) => x.toFixed(4)).join(', ')}`);
+    return { perNotice, idlePerSecond, rawPerJob };
   } finally {
     await herald?.close().catch((error: unknown) => ctx.log(`closing the ${topology} deployment: ${String(error)}`));
     client?.disconnect();
     await Promise.all(servers.map((s) => s.stop()));
+  }
+}
+
+/**
+ * Redis CPU ms per raw BullMQ job (added, then worked by a no-op processor) on each server: one
+ * queue per master of the cluster (on one node, the same three queues), the jobs spread evenly
+ * over them, the idle CPU of each server subtracted as for the notices.
+ */
+async function rawJobs(ctx: BenchContext, servers: BenchRedis[], client: Redis | Cluster, topology: 'single' | 'cluster'): Promise<number[]> {
+  const prefixes = EVEN_SPLIT.slice(0, -1).map((from, i) => {
+    let k = 0;
+    while (!(slotOf(`{r${k}}`) >= from && slotOf(`{r${k}}`) < EVEN_SPLIT[i + 1]!)) k += 1;
+    return `${ctx.runPrefix}-raw-${topology}:{r${k}}`;
+  });
+  const queues = prefixes.map((prefix) => new Queue('noop', { connection: client, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }));
+  const worker = new NodeProcess('dist/bench/raw-worker.js', {
+    REDIS_URL: `redis://127.0.0.1:${servers[0]!.port}`,
+    BENCH_PREFIXES: prefixes.join(','),
+    HERALD_WORKER_CONCURRENCY: '20',
+    ...(topology === 'cluster' ? { REDIS_CLUSTER_NODES: servers.map((s) => `127.0.0.1:${s.port}`).join(',') } : {}),
+  }).start();
+  try {
+    await until(async () => (await Promise.all(queues.map((q) => q.getWorkersCount()))).every((n) => n >= 1), 30_000, 'the raw worker', 100);
+    const cpu = () => Promise.all(servers.map((s) => s.cpuMs()));
+    const drained = async () =>
+      (await Promise.all(queues.map((q) => q.getJobCounts('wait', 'active', 'delayed')))).every((c) => Object.values(c).every((n) => n === 0));
+    await sleep(1000);
+    const idleFrom = await cpu();
+    const idleAt = Date.now();
+    await sleep(2000);
+    const idleTo = await cpu();
+    const idlePerMs = idleTo.map((to, i) => (to - idleFrom[i]!) / (Date.now() - idleAt));
+    const from = await cpu();
+    const startedAt = Date.now();
+    for (let i = 0; i < RAW_JOBS; i += 1) {
+      // One add at a time, on schedule: the jobs arrive spread out, as the notices' do.
+      const due = startedAt + (i * 1000) / RAW_PER_SECOND;
+      if (due > Date.now()) await sleep(due - Date.now());
+      await queues[i % queues.length]!.add('noop', {});
+    }
+    await until(drained, 120_000, `the raw jobs on ${topology} to finish`, 100);
+    const to = await cpu();
+    const ms = Date.now() - startedAt;
+    return to.map((t, i) => Math.max(0, t - from[i]! - idlePerMs[i]! * ms) / RAW_JOBS);
+  } finally {
+    await worker.stop();
+    await Promise.all(queues.map((q) => q.close()));
   }
 }

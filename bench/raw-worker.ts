@@ -1,22 +1,35 @@
 /**
  * The lifecycle baseline: a BullMQ worker process of no-op jobs, with the connection and
  * concurrency Herald's worker uses per queue. Env: REDIS_URL, BENCH_PREFIX, BENCH_QUEUE,
- * HERALD_WORKER_CONCURRENCY.
+ * HERALD_WORKER_CONCURRENCY; or, for the cluster scale figure, BENCH_PREFIXES (comma-separated:
+ * a worker on each prefix's queue) and REDIS_CLUSTER_NODES (`host:port,…`: a Cluster client).
  */
 import { Worker } from 'bullmq';
 import { connectRedis } from '../src/store/redis.js';
 
-const redis = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 'worker', 'bench-raw-worker');
-redis.on('error', () => undefined);
-const worker = new Worker(process.env.BENCH_QUEUE ?? 'noop', async () => undefined, {
-  connection: redis,
-  prefix: `${process.env.BENCH_PREFIX ?? 'bench'}:{q}`,
-  concurrency: Number(process.env.HERALD_WORKER_CONCURRENCY ?? 20),
+const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const clusterNodes = process.env.REDIS_CLUSTER_NODES?.split(',').map((node) => {
+  const [host, port] = node.split(':');
+  return { host: host!, port: Number(port) };
 });
-worker.on('error', () => undefined);
+const redis = connectRedis(
+  { url, clusterNodes, sentinels: undefined, sentinelMaster: undefined, sentinelPassword: undefined },
+  'worker',
+  'bench-raw-worker',
+);
+redis.on('error', () => undefined);
+const prefixes = (process.env.BENCH_PREFIXES ?? `${process.env.BENCH_PREFIX ?? 'bench'}:{q}`).split(',');
+const workers = prefixes.map((prefix) => {
+  const worker = new Worker(process.env.BENCH_QUEUE ?? 'noop', async () => undefined, {
+    connection: redis,
+    prefix,
+    concurrency: Number(process.env.HERALD_WORKER_CONCURRENCY ?? 20),
+  });
+  worker.on('error', () => undefined);
+  return worker;
+});
 process.on('SIGTERM', () => {
-  void worker
-    .close()
+  void Promise.all(workers.map((worker) => worker.close()))
     .then(() => redis.quit())
     .finally(() => process.exit(0));
 });

@@ -185,6 +185,20 @@ try {
         met: accept.herald.p99Ms <= 15,
       },
       {
+        figure: 'Accept throughput, floor route',
+        herald: accept.floor.requestsPerSecond,
+        baseline: accept.baseline.requestsPerSecond,
+        baselineIs: 'route with one BullMQ add',
+        unit: 'req/s',
+      },
+      {
+        figure: 'Accept latency p99, floor route',
+        herald: accept.floor.p99Ms,
+        baseline: accept.baseline.p99Ms,
+        baselineIs: 'same',
+        unit: 'ms',
+      },
+      {
         figure: 'Redis commands per accepted request',
         herald: accept.herald.redisCommandsPerRequest,
         baseline: accept.baseline.redisCommandsPerRequest,
@@ -358,6 +372,13 @@ try {
         unit: 'ms',
         target: '≤ 0.45×',
         met: scaleOut.busiestCpuMsPerNotice <= 0.45 * scaleOut.singleCpuMsPerNotice,
+      },
+      {
+        figure: 'Redis CPU per raw BullMQ job, busiest of 3 cluster masters',
+        herald: scaleOut.raw.busiestCpuMsPerJob,
+        baseline: scaleOut.raw.singleCpuMsPerJob,
+        baselineIs: 'one Redis node, same jobs',
+        unit: 'ms',
       },
     );
   }
