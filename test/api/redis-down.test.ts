@@ -68,22 +68,16 @@ describe('the web side when Redis is reachable', () => {
     expect(web.deps.queueRedis.options.enableAutoPipelining).toBe(false);
     expect(scripts(web.deps.queueRedis).some((name) => name.startsWith('addStandardJob'))).toBe(true);
   });
-});
 
-describe("the web side when only its queues' connection is down", () => {
-  let web: WebUnderTest;
-  const prefix = testPrefix('queues-down');
-  beforeAll(async () => {
-    web = await startWebUnderTest(testConfig(prefix));
-  });
-  afterAll(async () => {
-    await web.close();
-    await cleanUp(prefix);
-  });
-  it('is not ready', async () => {
-    web.deps.queueRedis.disconnect();
-    const ready = await web.call('GET', '/readyz');
-    expect(ready.statusCode).toBe(503);
-    expect(ready.json().error.code).toBe('unavailable');
+  it("is not ready while only its queues' connection is down", async () => {
+    const other = await startWebUnderTest(testConfig(prefix));
+    try {
+      other.deps.queueRedis.disconnect();
+      const ready = await other.call('GET', '/readyz');
+      expect(ready.statusCode).toBe(503);
+      expect(ready.json().error.code).toBe('unavailable');
+    } finally {
+      await other.close();
+    }
   });
 });
