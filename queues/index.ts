@@ -146,15 +146,13 @@ export class PartitionedQueue {
    * Removes the job wherever it is. BullMQ's removal is a script that answers 1 whether or not the
    * job was there, so a queue other than the notice's own partition (the earlier one, where a job
    * queued before the placement by slot range waits) is first asked whether it holds the job at
-   * all: a key lookup instead of a script on the path of every delivered notice.
+   * all: a read of the job's hash instead of a script on the path of every delivered notice.
    */
   async remove(jobId: string, opts?: { removeChildren?: boolean }): Promise<number> {
     const [own, ...others] = this.holding(jobId);
     let removed = await own!.remove(jobId, opts);
     for (const queue of others) {
-      // Herald gives every queue a connection it opened (connectRedis), never connection options.
-      const redis = queue.opts.connection as RedisClient;
-      if ((await redis.exists(queue.toKey(jobId))) > 0) removed += await queue.remove(jobId, opts);
+      if (await queue.getJob(jobId)) removed += await queue.remove(jobId, opts);
     }
     return removed;
   }
