@@ -4,10 +4,10 @@ import { readinessWarnings } from '../retention/backlog.js';
 import { errorBody } from './errors.js';
 
 /**
- * `/healthz` (the process answers) and `/readyz` (Redis answers within a second on both
- * of the process's connections). A ready answer
- * carries `warnings` when the decision-log archive falls behind or Redis nears `maxmemory`:
- * the service still works, but an operator must act before Redis fills up.
+ * `/healthz` (the process answers) and `/readyz` (Redis answers within a second, on both of the
+ * process's connections). A ready answer carries `warnings` when the decision-log archive falls
+ * behind or Redis nears `maxmemory`: the service still works, but an operator must act before
+ * Redis fills up.
  */
 export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   app.get('/healthz', { schema: { tags: ['operations'], summary: 'The process answers' } }, async () => ({ status: 'ok' }));
