@@ -4,28 +4,20 @@ import type { Logger } from 'pino';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import type { StoredEntry } from '../../src/store/notices.js';
 import { startWorker, type WorkerHandle } from '../../src/worker.js';
-import { testConfig, testEnv, waitFor } from './env.js';
+import { testConfig, testEnv } from './env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';
+import { noticeClient, type ApiCall, type NoticeClient } from './notice-client.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-export interface Stack {
+export interface Stack extends NoticeClient {
   config: Config;
   env: Record<string, string>;
   sandbox: Sandbox;
   web: WebUnderTest;
   /** In-process worker, when the stack was started with one. */
   worker: WorkerHandle | undefined;
-  /** Creates a notice through the API and returns its ID. */
-  createNotice(body: Record<string, unknown>, headers?: Record<string, string>): Promise<string>;
-  view(id: string): Promise<any>;
-  events(id: string): Promise<StoredEntry[]>;
-  /** Waits until the notice is in one of `states`. */
-  waitForState(id: string, states: string[], timeoutMs?: number): Promise<any>;
-  /** SMS the emulator received for a phone number. */
-  smsTo(phone: string): number;
   close(): Promise<void>;
 }
 
@@ -59,36 +51,23 @@ export async function startStack(opts: {
       ? undefined
       : await startWorker(config, { logger: opts.workerLogger ?? createLogger('herald-test-worker', 'silent') });
 
-  const stack: Stack = {
+  const call: ApiCall = async (method, path, body, headers) => {
+    const res = await web.call(method, path, body, headers);
+    let json: unknown;
+    try {
+      json = res.json();
+    } catch {
+      json = undefined;
+    }
+    return { status: res.statusCode, json, text: res.body };
+  };
+  return {
     config,
     env,
     sandbox,
     web,
     worker,
-    async createNotice(body, headers) {
-      const res = await web.call('POST', '/v1/notices', body, headers);
-      if (res.statusCode !== 202) throw new Error(`create answered ${res.statusCode}: ${res.body}`);
-      return res.json().id as string;
-    },
-    async view(id) {
-      return (await web.call('GET', `/v1/notices/${id}`)).json();
-    },
-    async events(id) {
-      return (await web.call('GET', `/v1/notices/${id}/events`)).json().events as StoredEntry[];
-    },
-    async waitForState(id, states, timeoutMs = 20_000) {
-      return waitFor(
-        async () => {
-          const view = await stack.view(id);
-          return states.includes(view.state) ? view : undefined;
-        },
-        timeoutMs,
-        `notice ${id} to reach ${states.join('|')}`,
-      );
-    },
-    smsTo(phone) {
-      return sandbox.sms().filter((m) => m.to === phone).length;
-    },
+    ...noticeClient(call, sandbox, 20_000),
     async close() {
       await worker?.close();
       await web.close();
@@ -96,7 +75,6 @@ export async function startStack(opts: {
       await cleanUp(opts.prefix);
     },
   };
-  return stack;
 }
 
 /** A worker in its own process (compiled JavaScript, as the Procfile runs it). */

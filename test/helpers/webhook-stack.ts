@@ -1,7 +1,7 @@
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { mailgunWebhookSigningKey, sendgridWebhookKeys, type SendgridWebhookKeys } from '../../src/sandbox/webhook-keys.js';
-import type { StoredEntry } from '../../src/store/notices.js';
 import { testEnv, waitFor } from './env.js';
+import { noticeClient, type NoticeClient } from './notice-client.js';
 import { cleanUp } from './herald.js';
 import { WorkerProcess } from './stack.js';
 import { WebProcess } from './web-process.js';
@@ -11,7 +11,7 @@ import { WebProcess } from './web-process.js';
  * Procfile runs them), the web listening on a port, and the sandbox emulators pushing their
  * messages' webhooks to it, signed with secrets made for the run. Real Redis, the test's prefix.
  */
-export interface WebhookStack {
+export interface WebhookStack extends NoticeClient {
   env: Record<string, string>;
   sandbox: Sandbox;
   web: WebProcess;
@@ -19,12 +19,6 @@ export interface WebhookStack {
   /** The SendGrid key pair (Herald holds the public key) and the Mailgun signing key of this run. */
   sendgridKeys: SendgridWebhookKeys;
   mailgunSigningKey: string;
-  createNotice(body: Record<string, unknown>): Promise<string>;
-  view(id: string): Promise<any>;
-  events(id: string): Promise<StoredEntry[]>;
-  waitForState(id: string, states: string[], timeoutMs?: number): Promise<any>;
-  /** SMS the emulator received for a phone number. */
-  smsTo(phone: string): number;
   close(): Promise<void>;
 }
 
@@ -65,38 +59,14 @@ export async function startWebhookStack(opts: { prefix: string; env?: Record<str
   }
   sandbox.configureWebhooks({ url: web.url, sendgridPrivateKey: sendgridKeys.privateKey, mailgunSigningKey });
   const webProcess = web;
-  const stack: WebhookStack = {
+  return {
     env,
     sandbox,
     web: webProcess,
     worker,
     sendgridKeys,
     mailgunSigningKey,
-    async createNotice(body) {
-      const res = await webProcess.call('POST', '/v1/notices', body);
-      if (res.status !== 202) throw new Error(`create answered ${res.status}: ${res.text}`);
-      return res.json.id as string;
-    },
-    async view(id) {
-      return (await webProcess.call('GET', `/v1/notices/${id}`)).json;
-    },
-    async events(id) {
-      return (await webProcess.call('GET', `/v1/notices/${id}/events`)).json.events as StoredEntry[];
-    },
-    async waitForState(id, states, timeoutMs = 30_000) {
-      return waitFor(
-        async () => {
-          const view = await stack.view(id);
-          return states.includes(view.state) ? view : undefined;
-        },
-        timeoutMs,
-        `notice ${id} to reach ${states.join('|')}`,
-      );
-    },
-    smsTo(phone) {
-      return sandbox.sms().filter((m) => m.to === phone).length;
-    },
+    ...noticeClient((method, path, body, headers) => webProcess.call(method, path, body, { headers }), sandbox, 30_000),
     close,
   };
-  return stack;
 }
