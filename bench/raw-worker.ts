@@ -5,18 +5,11 @@
  * a worker on each prefix's queue) and REDIS_CLUSTER_NODES (`host:port,…`: a Cluster client).
  */
 import { Worker } from 'bullmq';
+import { loadConfig } from '../src/config.js';
 import { connectRedis } from '../src/store/redis.js';
 
-const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const clusterNodes = process.env.REDIS_CLUSTER_NODES?.split(',').map((node) => {
-  const [host, port] = node.split(':');
-  return { host: host!, port: Number(port) };
-});
-const redis = connectRedis(
-  { url, clusterNodes, sentinels: undefined, sentinelMaster: undefined, sentinelPassword: undefined },
-  'worker',
-  'bench-raw-worker',
-);
+// REDIS_URL and REDIS_CLUSTER_NODES read as Herald reads them.
+const redis = connectRedis(loadConfig(process.env).redis, 'worker', 'bench-raw-worker');
 redis.on('error', () => undefined);
 const prefixes = (process.env.BENCH_PREFIXES ?? `${process.env.BENCH_PREFIX ?? 'bench'}:{q}`).split(',');
 const workers = prefixes.map((prefix) => {
