@@ -55,9 +55,14 @@ export interface AppDeps {
   logger: Logger;
 }
 
-/** HERALD_TRUST_PROXY as Fastify takes it: a hop count becomes "trust the nearest n hops". */
+/**
+ * HERALD_TRUST_PROXY as Fastify takes it: a hop count becomes "trust the nearest n hops", and
+ * `true` trusts the nearest one. (Fastify's own `true` trusts every hop, so the client address
+ * would be the first X-Forwarded-For entry, which the client writes itself.)
+ */
 function fastifyTrustProxy(trust: Config['trustProxy']): boolean | string | ((address: string, hop: number) => boolean) {
-  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
+  const hops = trust === true ? 1 : trust;
+  return typeof hops === 'number' ? (_address, hop) => hop < hops : hops;
 }
 
 /** Builds the web app (no listen): tests call `app.inject()`, server.ts listens. */
@@ -127,18 +132,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // With HERALD_METRICS_PORT, /metrics is served by the listener of its own only (server.ts).
   if (deps.config.metrics.port === undefined) await app.register(async (scope) => metricsRoutes(scope, deps, failures));
   await app.register(async (scope) => adminRoutes(scope, deps, failures));
-  await app.register(async (scope) => webhookRoutes(scope, deps));
+  await app.register(async (scope) => webhookRoutes(scope, deps, failures));
   const verify = apiKeyVerifier(deps.config.apiKeys);
   await app.register(async (v1) => {
     v1.decorateRequest('apiKeyId', '');
     v1.addHook('onRequest', async (request, reply) => {
-      const wait = failures.retryAfter(request.ip);
-      if (wait !== undefined) return sendTooManyFailures(reply, wait);
       try {
         request.apiKeyId = verify(request);
       } catch (error) {
-        // A missing key guesses nothing; a wrong one counts towards the client's limit.
-        const blocked = request.headers.authorization ? await failures.record(request.ip) : undefined;
+        // A missing key guesses nothing; a wrong one counts towards the client's limit. A right
+        // one is never refused for what other requests from its address did.
+        const blocked = request.headers.authorization ? await failures.fail(request.ip) : undefined;
         if (blocked !== undefined) return sendTooManyFailures(reply, blocked);
         throw error;
       }

@@ -61,12 +61,15 @@ export interface Config {
   /** HERALD_PUBLIC_URL: where providers reach Herald (the Twilio webhook's signed URL, its status callbacks). */
   readonly publicUrl: string | undefined;
   /**
-   * The provider webhooks' secrets (SPEC §6, §11); a route whose secret is unset answers 404.
-   * Twilio's route is on when TWILIO_AUTH_TOKEN and HERALD_PUBLIC_URL are set.
+   * The provider webhooks' secrets, each as set in the environment. A route is on only for the
+   * chosen provider of its channel and with its secret set (src/webhooks/index.ts); else 404.
+   * Twilio's route also needs HERALD_PUBLIC_URL, the URL Twilio signs.
    */
   readonly webhooks: {
     /** HERALD_POSTMARK_WEBHOOK_AUTH, `user:password`: the basic-auth credentials in the webhook URL at Postmark. */
     readonly postmarkAuth: string | undefined;
+    /** TWILIO_AUTH_TOKEN as set (never a sandbox default): what Twilio signs its status callbacks with. */
+    readonly twilioAuthToken: string | undefined;
     /** SENDGRID_WEBHOOK_PUBLIC_KEY: the Event Webhook's verification key (base64 DER, as SendGrid shows it). */
     readonly sendgridPublicKey: string | undefined;
     /** MAILGUN_WEBHOOK_SIGNING_KEY: the HTTP webhook signing key. */
@@ -226,6 +229,23 @@ export const DEV_ARCHIVE_KEY: EncryptionKey = Object.freeze({
   key: Buffer.from('herald-dev-archive-key-unsafe!!!').toString('base64'),
 });
 
+/** The least length of a webhook secret Herald checks requests against (a Postmark password, Mailgun's signing key). */
+export const MIN_WEBHOOK_SECRET_LENGTH = 16;
+
+/**
+ * The values the sandbox stands in with when a provider variable is unset. They are in the
+ * source, so live mode refuses any of them as a secret.
+ */
+export const SANDBOX_SECRETS: ReadonlySet<string> = new Set([
+  'sandbox-server-token',
+  'sandbox-auth-token',
+  'SG.sandbox-api-key',
+  'sandbox-mailgun-key',
+  'sandbox-infrai-key',
+  'sandbox-access-key',
+  'sandbox-secret-key',
+]);
+
 /** Reads and validates the configuration; throws ConfigError naming every bad or missing variable. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -332,9 +352,14 @@ export function loadConfig(env: Env = process.env): Config {
   /** A variable a live deployment must set, when the provider it belongs to is the chosen one. */
   const liveRequired = (name: string, sandboxValue: string, chosen = true): string => {
     const value = read(name);
-    if (value !== undefined) return value;
+    if (value !== undefined) {
+      // A published sandbox value authenticates nothing: live mode refuses it wherever it is set.
+      if (!sandbox && SANDBOX_SECRETS.has(value)) problems.push(`${name} holds the sandbox's published value: set the live one`);
+      return value;
+    }
     if (!sandbox && chosen) problems.push(`${name} must be set when HERALD_PROVIDERS=live`);
-    return sandboxValue;
+    // Live mode never falls back to a sandbox value, not even for a provider it does not use.
+    return sandbox ? sandboxValue : '';
   };
   const postmarkChosen = emailProvider === 'postmark';
   const twilioChosen = smsProvider === 'twilio';
@@ -357,9 +382,9 @@ export function loadConfig(env: Env = process.env): Config {
     from: liveRequired('MAILGUN_FROM', 'herald@sandbox.example', mailgunChosen),
     apiUrl: providerUrl('MAILGUN_API_URL', 'https://api.mailgun.net'),
   };
-  if (!/^[A-Za-z0-9.-]+$/.test(mailgun.domain)) problems.push(`MAILGUN_DOMAIN="${mailgun.domain}" must be a domain name, like mg.example.com`);
+  if (mailgun.domain !== '' && !/^[A-Za-z0-9.-]+$/.test(mailgun.domain)) problems.push(`MAILGUN_DOMAIN="${mailgun.domain}" must be a domain name, like mg.example.com`);
   const accountSid = liveRequired('TWILIO_ACCOUNT_SID', 'AC00000000000000000000000000000000', twilioChosen);
-  if (!accountSid.startsWith('AC')) problems.push('TWILIO_ACCOUNT_SID must start with "AC"');
+  if (accountSid !== '' && !accountSid.startsWith('AC')) problems.push('TWILIO_ACCOUNT_SID must start with "AC"');
   const twilioFrom = read('TWILIO_FROM');
   const messagingServiceSid = read('TWILIO_MESSAGING_SERVICE_SID');
   if (!sandbox && twilioChosen && !twilioFrom && !messagingServiceSid) {
@@ -381,6 +406,9 @@ export function loadConfig(env: Env = process.env): Config {
   const awsSecret = read('AWS_SECRET_ACCESS_KEY');
   if ((sesChosen || awsSmsChosen) && (awsKeyId === undefined) !== (awsSecret === undefined)) {
     problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together');
+  }
+  if (!sandbox && awsSecret !== undefined && SANDBOX_SECRETS.has(awsSecret)) {
+    problems.push("AWS_SECRET_ACCESS_KEY holds the sandbox's published value: set the live one");
   }
   const awsCredentials =
     awsKeyId !== undefined && awsSecret !== undefined
@@ -447,7 +475,12 @@ export function loadConfig(env: Env = process.env): Config {
   const archiveKeyText = read('HERALD_ARCHIVE_KEY');
   const archiveKeys = parseEncryptionKeys(archiveKeyText ?? '');
   if (archiveKeyText !== undefined) for (const problem of archiveKeys.problems) problems.push(`HERALD_ARCHIVE_KEY: ${problem}`);
-  if (archiveKeyText === undefined && nodeEnv === 'production') problems.push('HERALD_ARCHIVE_KEY must be set when NODE_ENV=production');
+  // The dev key is published: with live providers (production or not) it would seal real trails with a key anyone has.
+  if (archiveKeyText === undefined && production) problems.push('HERALD_ARCHIVE_KEY must be set when NODE_ENV=production');
+  else if (archiveKeyText === undefined && !sandbox) problems.push('HERALD_ARCHIVE_KEY must be set when HERALD_PROVIDERS=live');
+  if (!sandbox && archiveKeys.keys.some((k) => k.key === DEV_ARCHIVE_KEY.key)) {
+    problems.push("HERALD_ARCHIVE_KEY holds the published dev key: make a key of your own (openssl rand -base64 32)");
+  }
   const encryption = parseEncryptionKeys(read('HERALD_ENCRYPTION_KEY') ?? '');
   if (read('HERALD_ENCRYPTION_KEY') !== undefined) {
     for (const problem of encryption.problems) problems.push(`HERALD_ENCRYPTION_KEY: ${problem}`);
@@ -460,12 +493,18 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const webhooks = {
     postmarkAuth: read('HERALD_POSTMARK_WEBHOOK_AUTH'),
+    twilioAuthToken: read('TWILIO_AUTH_TOKEN'),
     sendgridPublicKey: read('SENDGRID_WEBHOOK_PUBLIC_KEY'),
     mailgunSigningKey: read('MAILGUN_WEBHOOK_SIGNING_KEY'),
   };
   // Postmark sends the credentials as basic auth from the webhook URL's user info.
   if (webhooks.postmarkAuth !== undefined && !/^[^:\s]+:\S+$/.test(webhooks.postmarkAuth)) {
     problems.push('HERALD_POSTMARK_WEBHOOK_AUTH must be user:password (a user without ":", a password, no spaces: the credentials put in the Postmark webhook URL)');
+  } else if (webhooks.postmarkAuth !== undefined && webhooks.postmarkAuth.split(':')[1]!.length < MIN_WEBHOOK_SECRET_LENGTH) {
+    problems.push(`HERALD_POSTMARK_WEBHOOK_AUTH's password must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters: it is all that proves a Postmark webhook`);
+  }
+  if (webhooks.mailgunSigningKey !== undefined && webhooks.mailgunSigningKey.length < MIN_WEBHOOK_SECRET_LENGTH) {
+    problems.push(`MAILGUN_WEBHOOK_SIGNING_KEY must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters (the HTTP webhook signing key Mailgun shows)`);
   }
   if (webhooks.sendgridPublicKey !== undefined) {
     const problem = sendgridPublicKeyProblem(webhooks.sendgridPublicKey);
@@ -530,8 +569,8 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalMs: integer('HERALD_RECONCILE_INTERVAL_MS', 10_000, 50),
     reconcileGraceMs: integer('HERALD_RECONCILE_GRACE_MS', Math.max(2 * providerTimeoutMs, 10_000), 0),
     workerConcurrency: integer('HERALD_WORKER_CONCURRENCY', 20, 1, 1000),
-    // Production shows Bull Board read-only unless the operator turns the buttons on explicitly.
-    adminReadOnly: adminReadOnlyRaw === undefined ? nodeEnv === 'production' : ['1', 'true', 'yes'].includes(adminReadOnlyRaw),
+    // Production, and live providers anywhere, show Bull Board read-only unless the operator turns the buttons on explicitly.
+    adminReadOnly: adminReadOnlyRaw === undefined ? production || !sandbox : ['1', 'true', 'yes'].includes(adminReadOnlyRaw),
     adminSessionTtlMs: duration('HERALD_ADMIN_SESSION_TTL', parseDuration('12h')),
     trustProxy,
     authFailuresPerMinute: integer('HERALD_AUTH_FAILURES_PER_MINUTE', 20, 0),

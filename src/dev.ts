@@ -95,8 +95,12 @@ async function sandboxWebhooks(env: Env): Promise<{ target: Omit<WebhookTarget, 
     target.mailgunSigningKey = env.MAILGUN_WEBHOOK_SIGNING_KEY = env.MAILGUN_WEBHOOK_SIGNING_KEY?.trim() || mailgunWebhookSigningKey();
     providers.push('mailgun');
   }
-  // Twilio signs with the account's auth token (the sandbox's, unless TWILIO_AUTH_TOKEN is set).
-  if ((env.HERALD_SMS_PROVIDER?.trim() || 'twilio') === 'twilio') providers.push('twilio');
+  // Twilio signs with the account's auth token; the route takes only one set explicitly, so the
+  // run makes its own (the emulator takes any token for the API).
+  if ((env.HERALD_SMS_PROVIDER?.trim() || 'twilio') === 'twilio') {
+    env.TWILIO_AUTH_TOKEN = env.TWILIO_AUTH_TOKEN?.trim() || randomBytes(18).toString('base64url');
+    providers.push('twilio');
+  }
   return { target, providers };
 }
 

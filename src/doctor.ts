@@ -13,6 +13,7 @@ import { createEmailProvider, createSmsProvider, credentialVariables, emailUrl, 
 import { ProviderError } from './providers/types.js';
 import { connectRedis, describeRedisTarget, waitReady } from './store/redis.js';
 import { timeLimit } from './time-limit.js';
+import { idleWebhookSecrets } from './webhooks/index.js';
 
 export type Verdict = 'ok' | 'warn' | 'fail';
 
@@ -48,9 +49,48 @@ export async function diagnose(env: Record<string, string | undefined>, now: () 
       ...(config.apiKeys.length === 0 ? { verdict: 'warn' as const, fix: 'set HERALD_API_KEYS for the web process' } : {}),
     },
   ];
+  findings.push(...checkCarelessDefaults(config));
   findings.push(...(await checkRedis(config, now)));
   findings.push(await checkArchive(config));
   findings.push(...(await checkProviders(config)));
+  return findings;
+}
+
+/**
+ * What a configuration that starts may still get wrong with live providers: the checks that only
+ * production turns on, Bull Board's buttons, an open /metrics, a webhook secret that opens no route.
+ * (A published sandbox value as a live secret, or the dev archive key, does not start at all.)
+ */
+export function checkCarelessDefaults(config: Config): Finding[] {
+  const findings: Finding[] = [];
+  const live = config.providers === 'live';
+  if (live && config.nodeEnv !== 'production') {
+    findings.push({
+      verdict: 'warn',
+      area: 'configuration',
+      what: `live providers with NODE_ENV=${config.nodeEnv}: the production checks (retention set explicitly, https provider and public URLs) are off`,
+      fix: 'set NODE_ENV=production',
+    });
+  }
+  if (live && config.adminToken !== undefined && !config.adminReadOnly) {
+    findings.push({
+      verdict: 'warn',
+      area: 'configuration',
+      what: "Bull Board's retry, remove and promote buttons are on: the admin token can change the queues of live notices",
+      fix: 'unset HERALD_ADMIN_READ_ONLY (read-only is the default with live providers) unless an operator needs them',
+    });
+  }
+  if (live && config.metrics.port === undefined && config.metrics.token === undefined) {
+    findings.push({
+      verdict: 'warn',
+      area: 'configuration',
+      what: '/metrics is open on the web listener: whoever reaches the web reads the queues and the outcomes',
+      fix: 'set HERALD_METRICS_TOKEN, or HERALD_METRICS_PORT for a listener of its own',
+    });
+  }
+  for (const { variable, why } of idleWebhookSecrets(config)) {
+    findings.push({ verdict: 'warn', area: 'webhooks', what: `${variable} is set, but its route is off: ${why}`, fix: `unset ${variable}, or choose its provider` });
+  }
   return findings;
 }
 

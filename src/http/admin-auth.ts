@@ -113,8 +113,6 @@ const OPEN_PATHS = new Set(['/admin/login', '/admin/logout']);
 export function adminGate(opts: { token: string | undefined; sessions: AdminSessions | undefined; failures: AuthFailures }) {
   const { token, sessions, failures } = opts;
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    const wait = failures.retryAfter(request.ip);
-    if (wait !== undefined) return sendTooManyFailures(reply, wait);
     // By the route matched, not the raw URL, so no spelling of another path can pass as these.
     if (OPEN_PATHS.has(request.routeOptions.url ?? '')) return;
     if (token === undefined || sessions === undefined) {
@@ -123,7 +121,7 @@ export function adminGate(opts: { token: string | undefined; sessions: AdminSess
     const credential = presented(request);
     if (credential?.kind === 'token') {
       if (sameSecret(credential.value, token)) return;
-      const blocked = await failures.record(request.ip);
+      const blocked = await failures.fail(request.ip);
       if (blocked !== undefined) return sendTooManyFailures(reply, blocked);
       return reply.status(403).send(errorBody('forbidden', 'Wrong admin credentials.'));
     }

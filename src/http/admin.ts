@@ -66,7 +66,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps, failures:
       const next = safeNext(request.body?.next);
       const given = request.body?.token;
       if (!token || !sessions || typeof given !== 'string' || !sameSecret(given, token)) {
-        const blocked = token && typeof given === 'string' ? await failures.record(request.ip) : undefined;
+        const blocked = token && typeof given === 'string' ? await failures.fail(request.ip) : undefined;
         if (blocked !== undefined) return sendTooManyFailures(reply, blocked);
         return sendPage(reply, loginPage(next, true), FORM_CSS, 403);
       }

@@ -107,7 +107,7 @@ export function metricSeries(currency: string, providers: { email: string; sms: 
     ),
     def(
       'herald_webhook_events_ignored_total',
-      'Verified webhook events that recorded nothing, by provider and outcome (unknown_message, duplicate, not_applicable).',
+      'Verified webhook events that recorded nothing, by provider and outcome (unknown_message, duplicate, not_applicable, other_provider: not the provider of the attempt, over_limit: the notice had completed and taken its share).',
       'counter',
       (s) => byFields(s, 'whevent', ['provider', 'outcome']),
     ),
@@ -207,11 +207,9 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failure
   const token = deps.config.metrics.token;
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     if (token !== undefined) {
-      const wait = failures.retryAfter(request.ip);
-      if (wait !== undefined) return sendTooManyFailures(reply, wait);
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
       if (!bearer || !sameSecret(bearer[1]!, token)) {
-        const blocked = bearer ? await failures.record(request.ip) : undefined;
+        const blocked = bearer ? await failures.fail(request.ip) : undefined;
         if (blocked !== undefined) return sendTooManyFailures(reply, blocked);
         return reply.status(401).send(errorBody('unauthorized', 'Send Authorization: Bearer <HERALD_METRICS_TOKEN>.'));
       }

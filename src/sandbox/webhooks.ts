@@ -181,7 +181,8 @@ export class WebhookOutbox {
     if (faults.includes('duplicate')) {
       const again: WebhookDeliveryRecord = { ...record, status: undefined, tries: 0, at: Date.now() };
       this.keep(again);
-      await this.send(target, rendered, again);
+      // Rendered again, as a provider's second post of an event is: Mailgun signs each post anew.
+      await this.send(target, event.render(target) ?? rendered, again);
     }
   }
 

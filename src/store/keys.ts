@@ -105,7 +105,14 @@ export class Keys {
   get rateLimitNamespace(): string {
     return `${this.prefix}:{rl}:`;
   }
-  /** Failed authentications of one client IP in the current minute (src/http/auth-failures.ts). */
+  /**
+   * A provider webhook's signature that may be accepted once (Mailgun's timestamp and token), by
+   * the digest of its identity, for as long as the signature is honoured (src/store/webhook-once.ts).
+   */
+  webhookOnce(provider: string, digest: string): string {
+    return `${this.prefix}:{wh}:once:${provider}:${digest}`;
+  }
+  /** Failed authentications of one client address (an IPv6 /64) in the current minute (src/http/auth-failures.ts). */
   authFailures(ip: string): string {
     return `${this.prefix}:{rl}:authfail:${ip}`;
   }

@@ -31,6 +31,11 @@ export interface ChannelRecord {
   lastObservedAt: number | undefined;
   nextCheckAt: number | undefined;
   checksDone: number;
+  /**
+   * The provider that made the last attempt, as its `*.requested` entry names it (`postmark`,
+   * `twilio-sandbox`); undefined for attempts of versions that did not store it.
+   */
+  provider: string | undefined;
 }
 
 /** A notice as its Redis hash holds it: the stored numbers, from which the domain derives its plans (src/notice/notice.ts). */
@@ -72,6 +77,8 @@ export interface StoredNotice {
    */
   smsSearchEndedAt: number | undefined;
   smsSegments: number;
+  /** Webhook observations recorded after the notice completed (they are bounded: src/notice/steps/webhook.ts). */
+  lateWebhooks: number;
   emailChannel: ChannelRecord;
   smsChannel: ChannelRecord;
 }
@@ -121,6 +128,7 @@ export type NoticeField =
   | 'smsFrom'
   | 'smsSearchEndedAt'
   | 'smsSegments'
+  | 'lateWebhooks'
   | 'smsPlanAt'
   | 'smsPlanFloorMs'
   | 'smsPlanMax'
@@ -562,6 +570,7 @@ function parseNotice(id: string, hash: Partial<Record<NoticeField, string>>): St
     lastObservedAt: num(channelField(c, 'lastObservedAt')),
     nextCheckAt: num(channelField(c, 'nextCheckAt')),
     checksDone: num(channelField(c, 'checksDone')) ?? 0,
+    provider: hash[channelField(c, 'provider')],
   });
   return {
     id,
@@ -592,6 +601,7 @@ function parseNotice(id: string, hash: Partial<Record<NoticeField, string>>): St
     smsFrom: hash.smsFrom,
     smsSearchEndedAt: num('smsSearchEndedAt'),
     smsSegments: num('smsSegments') ?? 0,
+    lateWebhooks: num('lateWebhooks') ?? 0,
     emailChannel: channel('email'),
     smsChannel: channel('sms'),
   };

@@ -6,10 +6,13 @@
  * `parent-signature`, the same HMAC with the primary account's key, and either one verifies.
  * (Mailgun's legacy webhooks posted forms; they are not taken: configure the webhooks API.)
  *
- * That HMAC covers the timestamp and the token, not the event, so a signature is honoured only
- * while its timestamp is near now (Mailgun's docs suggest the check, and warn that their own
- * delays make a tight window refuse real events): up to an hour old, or five minutes ahead.
- * A refused late event costs nothing: the planned checks read the same status.
+ * That HMAC covers the timestamp and the token, not the event: whoever saw one signed request
+ * could put any event under its signature. So a signature is honoured only while its timestamp is
+ * near now (up to ten minutes old, or five minutes ahead: a window of fifteen), and each
+ * `(timestamp, token)` only once (the web remembers it in Redis for the window,
+ * `WebhookReceiver.once`). What remains: a request caught in flight and replayed before the
+ * original arrives, inside the window; TLS to Herald's public URL is what closes that. A refused
+ * late event costs nothing: the planned checks read the same status.
  *
  * The event names its message by `message.headers.message-id` (without the angle brackets of the
  * send's answer, as the adapter records it), carries Herald's key in `user-variables.herald_key`,
@@ -22,7 +25,7 @@ import { noticeOfEmailKey } from './notice-key.js';
 import { WebhookPayloadError, type WebhookEvent, type WebhookReceiver, type WebhookRequest } from './types.js';
 
 /** How old a signature's timestamp may be. */
-export const MAILGUN_SIGNATURE_MAX_AGE_MS = 60 * 60_000;
+export const MAILGUN_SIGNATURE_MAX_AGE_MS = 10 * 60_000;
 /** How far ahead of Herald's clock a signature's timestamp may be (clocks differ). */
 export const MAILGUN_SIGNATURE_MAX_AHEAD_MS = 5 * 60_000;
 
@@ -44,6 +47,10 @@ export function mailgunReceiver(signingKey: string, opts: MailgunReceiverOptions
   return {
     provider: 'mailgun',
     verify: (request) => verifyMailgunRequest(signingKey, request, now()),
+    once: (request) => {
+      const signature = (parsed(request) as { signature: { timestamp: string | number; token: string } }).signature;
+      return { identity: `${signature.timestamp}\n${signature.token}`, forMs: MAILGUN_SIGNATURE_MAX_AGE_MS + MAILGUN_SIGNATURE_MAX_AHEAD_MS };
+    },
     events: (request) => mailgunEvents(request),
   };
 }

@@ -23,15 +23,29 @@ export function twilioStatusCallbackUrl(publicUrl: string, noticeId: string): st
   return `${publicUrl.replace(/\/+$/, '')}${TWILIO_WEBHOOK_PATH}?${NOTICE_PARAM}=${encodeURIComponent(noticeId)}`;
 }
 
+/** The signature algorithms Twilio signs with (X-Twilio-Webhooks-Signature-Settings names one; none: HMAC-SHA1). */
+const KNOWN_ALGORITHMS = new Set([twilio.HMAC_SHA1, twilio.HMAC_SHA256]);
+
+export interface TwilioReceiverOptions {
+  /** Where a refusal that says more than "it does not verify" is told (the web's pino logger). */
+  warn?: (details: Record<string, unknown>, message: string) => void;
+}
+
 /** Twilio's status callbacks, checked by `X-Twilio-Signature` over HERALD_PUBLIC_URL + the path. */
-export function twilioReceiver(authToken: string, publicUrl: string): WebhookReceiver {
+export function twilioReceiver(authToken: string, publicUrl: string, opts: TwilioReceiverOptions = {}): WebhookReceiver {
   const base = publicUrl.replace(/\/+$/, '');
   return {
     provider: 'twilio',
+    readsForm: true,
     verify(request: WebhookRequest): boolean {
       const signature = header(request, 'x-twilio-signature');
       if (signature === undefined || signature === '') return false;
       const algorithm = twilio.getSignatureAlgorithm(header(request, 'x-twilio-webhooks-signature-settings'));
+      // The SDK would console.warn the caller's text for an algorithm it does not know: refuse it here.
+      if (!KNOWN_ALGORITHMS.has(algorithm.toUpperCase())) {
+        opts.warn?.({ provider: 'twilio', algorithm: algorithm.slice(0, 40) }, 'webhook refused: an unknown signature algorithm');
+        return false;
+      }
       try {
         return twilio.validateRequest(authToken, signature, base + request.url, formParams(request.rawBody), algorithm);
       } catch {

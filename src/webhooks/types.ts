@@ -9,6 +9,21 @@ import type { Channel, StatusObservation } from '../providers/types.js';
 export const WEBHOOK_PROVIDERS = ['postmark', 'twilio', 'sendgrid', 'mailgun'] as const;
 export type WebhookProvider = (typeof WEBHOOK_PROVIDERS)[number];
 
+/**
+ * The most bytes a provider's webhook request may carry, checked before anything is verified:
+ * Twilio's status callbacks are small forms; the others post one event (Postmark, Mailgun) or a
+ * batch of them (SendGrid).
+ */
+export const WEBHOOK_BODY_LIMITS: Readonly<Record<WebhookProvider, number>> = {
+  postmark: 256 * 1024,
+  twilio: 64 * 1024,
+  sendgrid: 256 * 1024,
+  mailgun: 256 * 1024,
+};
+
+/** The most fields a form-encoded webhook (Twilio's) may have; a status callback has some twenty. */
+export const WEBHOOK_MAX_FORM_FIELDS = 100;
+
 /** One provider event, verified and normalized. */
 export interface WebhookEvent {
   channel: Channel;
@@ -44,8 +59,15 @@ export interface WebhookRequest {
 
 export interface WebhookReceiver {
   provider: WebhookProvider;
+  /** The provider posts forms (Twilio): the body's fields are counted before anything is verified. */
+  readsForm?: boolean;
   /** True when the request proves it comes from the provider (signature, shared credentials). */
   verify(request: WebhookRequest): boolean;
+  /**
+   * For a signature that does not cover the event (Mailgun's): what of a verified request may be
+   * accepted only once, and for how long it is remembered (at least as long as verify honours it).
+   */
+  once?(request: WebhookRequest): { identity: string; forMs: number };
   /**
    * The events of a verified request; events Herald has no use for (a processed/queued notice
    * from the provider that says nothing new) may be left out. Throws WebhookPayloadError on a

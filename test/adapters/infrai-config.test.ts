@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config.js';
 import { diagnose } from '../../src/doctor.js';
 import { createEmailProvider, createSmsProvider, emailUrl, needsSandbox, smsUrl } from '../../src/providers/registry.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { configProblems, REDIS_URL, TEST_API_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
+import { configProblems, REDIS_URL, TEST_API_KEY, TEST_ARCHIVE_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -17,6 +17,7 @@ const live = (extra: Record<string, string> = {}) => ({
   HERALD_API_KEYS: TEST_API_KEY,
   HERALD_ARCHIVE_URL: testArchiveUrl(),
   HERALD_PROVIDERS: 'live',
+  HERALD_ARCHIVE_KEY: TEST_ARCHIVE_KEY,
   HERALD_EMAIL_PROVIDER: 'infrai',
   HERALD_SMS_PROVIDER: 'infrai',
   INFRAI_API_KEY: 'ifr_pk_proj_test',

@@ -7,7 +7,7 @@ import { createEmailProvider, emailUrl } from '../../src/providers/registry.js';
 import type { EmailProvider, StatusObservation } from '../../src/providers/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { UNKNOWN_MAILGUN_DOMAIN } from '../../src/sandbox/mailgun-api.js';
-import { configProblems } from '../helpers/env.js';
+import { configProblems, TEST_ARCHIVE_KEY } from '../helpers/env.js';
 import { failure, sleep, unique } from '../helpers/providers.js';
 
 let sandbox: Sandbox;
@@ -360,7 +360,7 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
   });
 
   describe('configuration', () => {
-    const live = { HERALD_PROVIDERS: 'live', HERALD_API_KEYS: 'k'.repeat(20), HERALD_EMAIL_PROVIDER: 'mailgun' };
+    const live = { HERALD_PROVIDERS: 'live', HERALD_API_KEYS: 'k'.repeat(20), HERALD_ARCHIVE_KEY: TEST_ARCHIVE_KEY, HERALD_EMAIL_PROVIDER: 'mailgun' };
 
     it('requires the Mailgun variables only when Mailgun is the chosen provider and providers are live', () => {
       const problems = configProblems(live);

@@ -13,7 +13,7 @@ import { WebhookPayloadError } from '../../src/webhooks/types.js';
 import { configProblems, plainRedis, testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 
-const AUTH = 'herald-hooks:s3cret-pass';
+const AUTH = 'herald-hooks:s3cret-pass-of-the-test';
 const TOKEN = 'twilio-token-of-the-test';
 const PUBLIC_URL = 'https://herald.example.test';
 const NOTICE = 'ntc_0a01jd4yq3k2m5n6p7r8s9t0v1ab';
@@ -126,7 +126,7 @@ describe('postmarkReceiver', () => {
     expect(receiver.verify(postmarkRequest(delivery))).toBe(true);
     expect(receiver.verify(postmarkRequest(delivery, `basic   ${Buffer.from(AUTH).toString('base64')}`))).toBe(true);
     expect(receiver.verify(postmarkRequest(delivery, basic('herald-hooks:wrong')))).toBe(false);
-    expect(receiver.verify(postmarkRequest(delivery, basic('other:s3cret-pass')))).toBe(false);
+    expect(receiver.verify(postmarkRequest(delivery, basic('other:s3cret-pass-of-the-test')))).toBe(false);
     expect(receiver.verify(postmarkRequest(delivery, basic(`${AUTH}x`)))).toBe(false);
     expect(receiver.verify(postmarkRequest(delivery, null))).toBe(false);
     expect(receiver.verify(postmarkRequest(delivery, `Bearer ${AUTH}`))).toBe(false);

@@ -186,10 +186,10 @@ describe('the Mailgun receiver', () => {
       ).toBe(false);
     });
 
-    it('honours a signature for an hour, and up to five minutes ahead of Herald’s clock', () => {
+    it('honours a signature for ten minutes, and up to five minutes ahead of Herald’s clock: fifteen at most', () => {
       const body = signedBody(deliveredEvent);
-      expect(verifyMailgunRequest(key, body, now + 59 * 60_000)).toBe(true);
-      expect(verifyMailgunRequest(key, body, now + 61 * 60_000)).toBe(false);
+      expect(verifyMailgunRequest(key, body, now + 9 * 60_000)).toBe(true);
+      expect(verifyMailgunRequest(key, body, now + 11 * 60_000)).toBe(false);
       expect(verifyMailgunRequest(key, body, now - 4 * 60_000)).toBe(true);
       expect(verifyMailgunRequest(key, body, now - 6 * 60_000)).toBe(false);
       expect(mailgunReceiver(key, { now: () => now }).verify(body)).toBe(true);
@@ -255,21 +255,22 @@ describe('the routes', () => {
   const sendgrid = sendgridWebhookKeys();
   const mailgunKey = mailgunWebhookSigningKey();
   let prefix: string;
+  /** SendGrid's route: SendGrid is the email provider. */
   let web: WebUnderTest;
+  /** Mailgun's route: Mailgun is the email provider. */
+  let mg: WebUnderTest;
   let bare: WebUnderTest;
   beforeAll(async () => {
     prefix = testPrefix('webhook-routes');
     web = await startWebUnderTest(
-      testConfig(prefix, {
-        SENDGRID_WEBHOOK_PUBLIC_KEY: sendgrid.publicKey,
-        MAILGUN_WEBHOOK_SIGNING_KEY: mailgunKey,
-        HERALD_METRICS_CACHE_MS: '0',
-      }),
+      testConfig(prefix, { HERALD_EMAIL_PROVIDER: 'sendgrid', SENDGRID_WEBHOOK_PUBLIC_KEY: sendgrid.publicKey, HERALD_METRICS_CACHE_MS: '0' }),
     );
+    mg = await startWebUnderTest(testConfig(prefix, { HERALD_EMAIL_PROVIDER: 'mailgun', MAILGUN_WEBHOOK_SIGNING_KEY: mailgunKey }));
     bare = await startWebUnderTest(testConfig(prefix));
   });
   afterAll(async () => {
     await web?.close();
+    await mg?.close();
     await bare?.close();
     await cleanUp(prefix);
   });
@@ -299,12 +300,27 @@ describe('the routes', () => {
     expect((await post(bare, '/webhooks/mailgun', '{}')).statusCode).toBe(404);
   });
 
+  it('answer 404 where their provider is not the chosen one, whatever secret is set', async () => {
+    // Postmark is the email provider here: neither key opens its route.
+    const postmark = await startWebUnderTest(
+      testConfig(prefix, { SENDGRID_WEBHOOK_PUBLIC_KEY: sendgrid.publicKey, MAILGUN_WEBHOOK_SIGNING_KEY: mailgunKey }),
+    );
+    try {
+      expect((await post(postmark, '/webhooks/sendgrid', unknownEvent(9))).statusCode).toBe(404);
+      const signature = signMailgunWebhook(mailgunKey, String(Math.floor(Date.now() / 1000)));
+      expect((await post(postmark, '/webhooks/mailgun', JSON.stringify({ signature, 'event-data': deliveredEventFor('x@mg') }))).statusCode).toBe(404);
+      expect((await post(mg, '/webhooks/sendgrid', unknownEvent(10))).statusCode).toBe(404);
+    } finally {
+      await postmark.close();
+    }
+  });
+
   it('answer 401 `unauthorized` to a post that does not verify', async () => {
     const unsigned = await post(web, '/webhooks/sendgrid', unknownEvent(1));
     expect(unsigned.statusCode).toBe(401);
     expect(unsigned.json()).toMatchObject({ error: { code: 'unauthorized' } });
     const mailgun = await post(
-      web,
+      mg,
       '/webhooks/mailgun',
       JSON.stringify({ signature: signMailgunWebhook('other', String(Math.floor(Date.now() / 1000))), 'event-data': {} }),
     );
@@ -320,7 +336,7 @@ describe('the routes', () => {
     const mailgunBefore = await ignored('mailgun', 'unknown_message');
     const signature = signMailgunWebhook(mailgunKey, String(Math.floor(Date.now() / 1000)));
     const mailgun = await post(
-      web,
+      mg,
       '/webhooks/mailgun',
       JSON.stringify({ signature, 'event-data': { ...deliveredEventFor('unknown@mg.example'), id: 'x1' } }),
     );
@@ -333,7 +349,7 @@ describe('the routes', () => {
     expect(answer.statusCode).toBe(400);
     expect(answer.json()).toMatchObject({ error: { code: 'validation_failed' } });
     const signature = signMailgunWebhook(mailgunKey, String(Math.floor(Date.now() / 1000)));
-    const mailgun = await post(web, '/webhooks/mailgun', JSON.stringify({ signature }));
+    const mailgun = await post(mg, '/webhooks/mailgun', JSON.stringify({ signature }));
     expect(mailgun.statusCode).toBe(400);
   });
 });

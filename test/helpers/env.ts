@@ -28,6 +28,8 @@ export function topologyEnv(): Record<string, string> {
   return { REDIS_CLUSTER_NODES: nodes, HERALD_QUEUE_PARTITIONS: process.env.HERALD_TEST_QUEUE_PARTITIONS ?? '3' };
 }
 export const TEST_API_KEY = 'test-api-key-0123456789';
+/** An archive key of the tests' own, for live configurations (which refuse the published dev key). */
+export const TEST_ARCHIVE_KEY = `test:${Buffer.alloc(32, 0x5a).toString('base64')}`;
 
 /** A key prefix of this test run's own: tests share one Redis and touch only their keys. */
 export function testPrefix(label = 't'): string {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
+import { REDIS_URL, TEST_API_KEY, TEST_ARCHIVE_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
 import { runHerald } from '../helpers/archive.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
@@ -20,6 +20,7 @@ const healthy = () => ({
   HERALD_API_KEYS: TEST_API_KEY,
   HERALD_ARCHIVE_URL: testArchiveUrl(),
   HERALD_PROVIDERS: 'live',
+  HERALD_ARCHIVE_KEY: TEST_ARCHIVE_KEY,
   POSTMARK_SERVER_TOKEN: 'doctor-token',
   POSTMARK_FROM: 'notices@example.com',
   POSTMARK_API_URL: sandbox.url,
@@ -31,6 +32,32 @@ const healthy = () => ({
 const line = (out: string, area: string) => out.split('\n').find((l) => l.slice(6).startsWith(area)) ?? '';
 
 describe('herald doctor', () => {
+  it('fails a live configuration holding a sandbox secret or the published dev archive key', async () => {
+    const devKey = `dev:${Buffer.from('herald-dev-archive-key-unsafe!!!').toString('base64')}`;
+    const { code, stdout } = await runHerald(['doctor'], { ...healthy(), TWILIO_AUTH_TOKEN: 'sandbox-auth-token', HERALD_ARCHIVE_KEY: devKey });
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/^FAIL +configuration +TWILIO_AUTH_TOKEN holds the sandbox's published value: set the live one$/m);
+    expect(stdout).toMatch(/^FAIL +configuration +HERALD_ARCHIVE_KEY holds the published dev key/m);
+    const { stdout: unset } = await runHerald(['doctor'], { ...healthy(), HERALD_ARCHIVE_KEY: '' });
+    expect(unset).toMatch(/^FAIL +configuration +HERALD_ARCHIVE_KEY must be set when HERALD_PROVIDERS=live$/m);
+  });
+
+  it('warns of the careless defaults of a live configuration outside production', async () => {
+    const { code, stdout } = await runHerald(['doctor'], {
+      ...healthy(),
+      HERALD_ADMIN_TOKEN: 'an-admin-token-of-the-doctor',
+      HERALD_ADMIN_READ_ONLY: 'false',
+      MAILGUN_WEBHOOK_SIGNING_KEY: 'a-mailgun-signing-key-not-used',
+    });
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^WARN +configuration +live providers with NODE_ENV=development: the production checks[^\n]*\n +fix: set NODE_ENV=production/m);
+    expect(stdout).toMatch(/^WARN +configuration +Bull Board's retry, remove and promote buttons are on/m);
+    expect(stdout).toMatch(/^WARN +configuration +\/metrics is open on the web listener/m);
+    expect(stdout).toMatch(/^WARN +webhooks +MAILGUN_WEBHOOK_SIGNING_KEY is set, but its route is off: HERALD_EMAIL_PROVIDER is postmark, not mailgun/m);
+    const { stdout: careful } = await runHerald(['doctor'], { ...healthy(), NODE_ENV: 'production', HERALD_CONTENT_TTL: '7d', HERALD_AUDIT_RETENTION: '400d', HERALD_METRICS_TOKEN: 'a-metrics-token-of-the-doctor', HERALD_ALLOW_INSECURE_PROVIDER_URLS: '1' });
+    expect(careful).not.toMatch(/^WARN +(configuration|webhooks)/m);
+  });
+
   it('passes a healthy configuration: Redis, the clock, an archive round trip, and an authenticated call to each provider that sends nothing', async () => {
     const { code, stdout } = await runHerald(['doctor'], healthy());
     expect(code).toBe(0);

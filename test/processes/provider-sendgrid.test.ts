@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { runHerald } from '../helpers/archive.js';
-import { ACCOUNT_SID, AUTH_TOKEN } from '../helpers/sandbox.js';
-import { REDIS_URL, TEST_API_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
+import { ACCOUNT_SID } from '../helpers/sandbox.js';
+import { REDIS_URL, TEST_API_KEY, TEST_ARCHIVE_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -186,11 +186,12 @@ describe('with live SendGrid settings (the Email Logs may lag 30 s), against the
       prefix: testPrefix('sendgrid-live'),
       env: {
         HERALD_PROVIDERS: 'live',
+        HERALD_ARCHIVE_KEY: TEST_ARCHIVE_KEY,
         HERALD_EMAIL_PROVIDER: 'sendgrid',
         SENDGRID_API_KEY: 'SG.live-test-key',
         SENDGRID_FROM: 'notices@example.com',
         TWILIO_ACCOUNT_SID: ACCOUNT_SID,
-        TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+        TWILIO_AUTH_TOKEN: 'a-live-twilio-token-of-the-test',
         TWILIO_FROM: '+15005550006',
       },
     });
@@ -227,6 +228,7 @@ describe('SendGrid configuration', () => {
     HERALD_API_KEYS: TEST_API_KEY,
     HERALD_ARCHIVE_URL: testArchiveUrl(),
     HERALD_PROVIDERS: 'live',
+    HERALD_ARCHIVE_KEY: TEST_ARCHIVE_KEY,
     HERALD_EMAIL_PROVIDER: 'sendgrid',
     SENDGRID_API_KEY: 'SG.doctor-key',
     SENDGRID_FROM: 'notices@example.com',

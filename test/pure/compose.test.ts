@@ -112,3 +112,26 @@ describe('the Dockerfile', () => {
     for (const entry of ['.env', 'node_modules', 'dist', '.git', 'data']) expect(ignored).toContain(entry);
   });
 });
+
+describe('docker-compose.yml gives Herald no more than it needs', () => {
+  it('runs Herald with NODE_ENV=production unless .env says otherwise, and the sandbox lines of .env.example do', () => {
+    expect(interpolations(heraldEnv.NODE_ENV!)).toEqual([{ name: 'NODE_ENV', required: false, fallback: 'production' }]);
+    expect(example.NODE_ENV).toBe('development');
+    expect(example.HERALD_PROVIDERS).toBe('sandbox');
+  });
+
+  it("reaches the archive as a MinIO user of its own, never with MinIO's root credentials", () => {
+    const [id] = interpolations(heraldEnv.AWS_ACCESS_KEY_ID!);
+    const [secret] = interpolations(heraldEnv.AWS_SECRET_ACCESS_KEY!);
+    expect(id!.name).toBe('HERALD_S3_ACCESS_KEY');
+    expect(secret!.name).toBe('HERALD_S3_SECRET_KEY');
+    for (const value of Object.values(heraldEnv)) expect(String(value)).not.toMatch(/MINIO_ROOT/);
+    // minio-bucket creates that user with a policy naming the archive bucket alone.
+    const setup = JSON.stringify(services['minio-bucket']);
+    expect(setup).toMatch(/mc admin user add local/);
+    expect(setup).toMatch(/mc admin policy attach local herald-archive --user/);
+    expect(setup).toMatch(/arn:aws:s3:::herald-archive\/\*/);
+    expect(setup).not.toMatch(/arn:aws:s3:::\*/);
+    expect(example.HERALD_S3_SECRET_KEY).toBe('');
+  });
+});

@@ -104,7 +104,7 @@ describe('configuration', () => {
 
   describe('the webhook variables', () => {
     it('takes HERALD_POSTMARK_WEBHOOK_AUTH only as `user:password`', () => {
-      expect(loadConfig({ HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:s3cret-Pw' }).webhooks.postmarkAuth).toBe('hooks:s3cret-Pw');
+      expect(loadConfig({ HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:s3cret-Pw-of-16+chars' }).webhooks.postmarkAuth).toBe('hooks:s3cret-Pw-of-16+chars');
       for (const bad of ['nocolon', ':password-only', 'user:', 'us er:pw', 'user:pass word']) {
         expect(problemsOf({ HERALD_POSTMARK_WEBHOOK_AUTH: bad }).join('\n'), bad).toMatch(/HERALD_POSTMARK_WEBHOOK_AUTH must be user:password/);
       }
@@ -154,5 +154,87 @@ describe('configuration', () => {
     expect(parseDuration('400d')).toBe(400 * 86_400_000);
     expect(formatDuration(parseDuration('12h'))).toBe('12h');
     expect(() => parseDuration('12')).toThrow(/duration/);
+  });
+});
+
+describe('live mode never stands on a sandbox value', () => {
+  const archiveKey = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
+  /** A live configuration that starts: Postmark and AWS End User Messaging SMS. */
+  const live = (extra: Record<string, string> = {}) => ({
+    HERALD_PROVIDERS: 'live',
+    HERALD_API_KEYS: 'k'.repeat(20),
+    HERALD_ARCHIVE_KEY: archiveKey,
+    POSTMARK_SERVER_TOKEN: 'a-live-postmark-token',
+    POSTMARK_FROM: 'notices@example.com',
+    HERALD_SMS_PROVIDER: 'aws-sms',
+    AWS_REGION: 'eu-west-1',
+    AWS_SMS_ORIGINATION_IDENTITY: '+15005550006',
+    AWS_SMS_CONFIGURATION_SET: 'herald',
+    AWS_SMS_EVENTS_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/herald-sms',
+    AWS_SMS_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:herald-sms',
+    ...extra,
+  });
+
+  it("leaves a provider it does not use without a secret: Twilio's token is no sandbox default, and its route is off", async () => {
+    const { webhookReceivers } = await import('../../src/webhooks/index.js');
+    const config = loadConfig(live({ HERALD_PUBLIC_URL: 'https://herald.example' }));
+    expect(config.twilio.authToken).toBe('');
+    expect(config.webhooks.twilioAuthToken).toBeUndefined();
+    expect(webhookReceivers(config).map((r) => r.provider)).toEqual([]);
+    // Sandbox mode keeps its stand-ins for the emulators, but a route still needs its secret set.
+    const sandbox = loadConfig({ HERALD_PUBLIC_URL: 'https://herald.example' });
+    expect(sandbox.twilio.authToken).toBe('sandbox-auth-token');
+    expect(webhookReceivers(sandbox).map((r) => r.provider)).toEqual([]);
+  });
+
+  it('turns a route on only for the chosen provider of its channel, with its secret set', async () => {
+    const { webhookReceivers } = await import('../../src/webhooks/index.js');
+    const secrets = {
+      HERALD_PUBLIC_URL: 'https://herald.example',
+      TWILIO_AUTH_TOKEN: 'an-explicit-twilio-token',
+      HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:a-postmark-password-long-enough',
+      SENDGRID_WEBHOOK_PUBLIC_KEY: sendgridWebhookKeys().publicKey,
+      MAILGUN_WEBHOOK_SIGNING_KEY: 'a-mailgun-signing-key-0123',
+    };
+    const routes = (env: Record<string, string>) => webhookReceivers(loadConfig({ ...secrets, ...env })).map((r) => r.provider).sort();
+    expect(routes({})).toEqual(['postmark', 'twilio']);
+    expect(routes({ HERALD_EMAIL_PROVIDER: 'sendgrid' })).toEqual(['sendgrid', 'twilio']);
+    expect(routes({ HERALD_EMAIL_PROVIDER: 'mailgun', HERALD_SMS_PROVIDER: 'aws-sms' })).toEqual(['mailgun']);
+    expect(routes({ HERALD_EMAIL_PROVIDER: 'ses', HERALD_SMS_PROVIDER: 'infrai' })).toEqual([]);
+  });
+
+  it('refuses a published sandbox value as a live secret, wherever it is set', () => {
+    expect(problemsOf(live())).toEqual([]);
+    expect(problemsOf(live({ POSTMARK_SERVER_TOKEN: 'sandbox-server-token' }))).toEqual([
+      "POSTMARK_SERVER_TOKEN holds the sandbox's published value: set the live one",
+    ]);
+    expect(problemsOf(live({ TWILIO_AUTH_TOKEN: 'sandbox-auth-token' }))).toEqual(["TWILIO_AUTH_TOKEN holds the sandbox's published value: set the live one"]);
+    expect(problemsOf(live({ AWS_ACCESS_KEY_ID: 'sandbox-access-key', AWS_SECRET_ACCESS_KEY: 'sandbox-secret-key' }))).toEqual([
+      "AWS_SECRET_ACCESS_KEY holds the sandbox's published value: set the live one",
+    ]);
+  });
+
+  it('requires an archive key of its own with live providers, in production or not', () => {
+    const { HERALD_ARCHIVE_KEY: _, ...withoutKey } = live();
+    expect(problemsOf(withoutKey)).toEqual(['HERALD_ARCHIVE_KEY must be set when HERALD_PROVIDERS=live']);
+    const devKey = `dev:${Buffer.from('herald-dev-archive-key-unsafe!!!').toString('base64')}`;
+    expect(problemsOf(live({ HERALD_ARCHIVE_KEY: devKey })).join('\n')).toMatch(/HERALD_ARCHIVE_KEY holds the published dev key/);
+    // The sandbox may use the dev key: nothing it seals is a real trail.
+    expect(problemsOf({})).toEqual([]);
+  });
+
+  it('shows Bull Board read-only by default with live providers', () => {
+    expect(loadConfig(live()).adminReadOnly).toBe(true);
+    expect(loadConfig(live({ HERALD_ADMIN_READ_ONLY: 'false' })).adminReadOnly).toBe(false);
+    expect(loadConfig({}).adminReadOnly).toBe(false);
+  });
+
+  it('requires webhook secrets long enough not to be guessed', () => {
+    expect(problemsOf({ HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:x' })).toEqual([
+      "HERALD_POSTMARK_WEBHOOK_AUTH's password must be at least 16 characters: it is all that proves a Postmark webhook",
+    ]);
+    expect(problemsOf({ MAILGUN_WEBHOOK_SIGNING_KEY: 'short' })).toEqual([
+      'MAILGUN_WEBHOOK_SIGNING_KEY must be at least 16 characters (the HTTP webhook signing key Mailgun shows)',
+    ]);
   });
 });

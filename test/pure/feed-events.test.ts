@@ -139,7 +139,12 @@ describe('End User Messaging SMS events → observations', () => {
 });
 
 describe('configuration of the feed providers', () => {
-  const live = { HERALD_PROVIDERS: 'live', HERALD_API_KEYS: 'a-key-of-sixteen-chars', HERALD_ARCHIVE_URL: 'file:///tmp/x' };
+  const live = {
+    HERALD_PROVIDERS: 'live',
+    HERALD_API_KEYS: 'a-key-of-sixteen-chars',
+    HERALD_ARCHIVE_URL: 'file:///tmp/x',
+    HERALD_ARCHIVE_KEY: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
+  };
   const problems = (env: Record<string, string>): string => {
     try {
       loadConfig(env);

@@ -7,7 +7,7 @@ import { EMAIL, SMS } from '../channels.js';
 import { providerErrorEntry, type LogEntry } from '../entries.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
 import { nextCheckAfter } from '../planner.js';
-import { UNDECIDED_STATES, type NoticeState } from '../states.js';
+import { isTerminal, UNDECIDED_STATES, type NoticeState } from '../states.js';
 import { emailChecksBeforeDeadline, MAX_RACES, type StepContext } from './context.js';
 import { decideFallback } from './decide.js';
 
@@ -103,8 +103,18 @@ export function webhookEventField(event: string): `webhook:${string}` {
   return `webhook:${event}`;
 }
 
-/** Whether an observation went into the log: a webhook event recorded before is a `duplicate`. */
-export type Stored = 'recorded' | 'duplicate' | 'not_stored';
+/**
+ * Whether an observation went into the log: a webhook event recorded before is a `duplicate`; one
+ * that came after the notice completed and after it had recorded its share of them, `over_limit`.
+ */
+export type Stored = 'recorded' | 'duplicate' | 'over_limit' | 'not_stored';
+
+/**
+ * How many webhook observations a completed notice still records (an open after the delivery, a
+ * late delivery report). Past it they are only counted in /metrics: a completed trail does not
+ * grow, nor its archive, on a provider's (or a forger's) say-so.
+ */
+export const MAX_WEBHOOKS_AFTER_COMPLETION = 5;
 
 /** What recording an observation did: the step's outcome, and whether the observation was stored. */
 export interface Recorded {
@@ -135,15 +145,19 @@ export async function recordEmailObservation(
     if (!current) return { outcome: done('no such notice'), stored: 'not_stored' };
     const now = ctx.now();
     const undecided = UNDECIDED_STATES.includes(current.state);
+    // A completed notice takes a few late webhook observations, counted under a guard so that
+    // concurrent ones cannot pass the bound together.
+    const late = webhook && isTerminal(current.state);
+    if (late && current.lateWebhooks >= MAX_WEBHOOKS_AFTER_COMPLETION) {
+      return { outcome: done('the completed notice records no more webhook observations'), stored: 'over_limit' };
+    }
     const { entry: observed, set, unset, next, delivers, keepsPlan } = emailObservationWrite(current, observation, origin, planned, now);
-    const spec: TransitionSpec = {
-      name: 'observeEmail',
-      onlyFrom: [current.state],
-      eq: webhook ? { [webhookEventField(webhookEvent)]: '' } : undefined,
-      set,
-      unset,
-      entries: [observed],
-    };
+    const eq: TransitionSpec['eq'] = webhook ? { [webhookEventField(webhookEvent)]: '' } : undefined;
+    if (late) {
+      eq!.lateWebhooks = current.lateWebhooks === 0 ? '' : String(current.lateWebhooks);
+      set.lateWebhooks = current.lateWebhooks + 1;
+    }
+    const spec: TransitionSpec = { name: 'observeEmail', onlyFrom: [current.state], eq, set, unset, entries: [observed] };
     if (delivers) {
       if (undecided) {
         Object.assign(spec, { name: 'confirmEmailDelivered', due: 'remove' });
@@ -157,6 +171,8 @@ export async function recordEmailObservation(
     }
     const result = await store.transition(current.id, now, iso(now), spec);
     if (!result.ok && result.reason === 'state') continue;
+    // Another late observation took the count first: read it again.
+    if (!result.ok && result.reason === 'guard' && result.field === 'lateWebhooks') continue;
     if (!result.ok && result.reason === 'guard') return { outcome: done('webhook event recorded before'), stored: 'duplicate' };
     if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`), stored: 'not_stored' };
     if (observation.suppressed && observation.status !== 'delivered') {

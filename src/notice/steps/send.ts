@@ -110,6 +110,8 @@ async function send(ctx: StepContext, port: ChannelPort, notice: Notice): Promis
       [port.field('attempts')]: record.attempts + 1,
       [port.field('attemptSettled')]: 0,
       [port.field('attemptInDoubt')]: 1,
+      // Which provider's events may speak of this attempt (src/notice/steps/webhook.ts).
+      [port.field('provider')]: port.providerName(ctx.deps),
     },
     entries: [
       {

@@ -8,8 +8,11 @@ import { recordEmailObservation, recordSmsObservation, type Stored } from './obs
 /**
  * What became of one verified webhook event. Only `recorded` wrote to the notice; the others are
  * counted in /metrics, and the provider gets the same 200 for all, so that it learns nothing.
+ * `other_provider`: the event's provider did not make the channel's attempt; `over_limit`: the
+ * notice had completed and recorded all the late webhook observations it takes.
  */
-export type WebhookOutcome = 'recorded' | 'duplicate' | 'unknown_message' | 'not_applicable';
+export type WebhookOutcome = 'recorded' | 'duplicate' | 'unknown_message' | 'not_applicable' | 'other_provider' | 'over_limit';
+
 
 /**
  * Records a provider's webhook event on its notice as an observation (`source: webhook`), through
@@ -32,6 +35,9 @@ async function record(ctx: StepContext, provider: WebhookProvider, event: Webhoo
   if (channel.providerMessageId === undefined) return channel.attemptId === undefined ? 'unknown_message' : 'not_applicable';
   const recorded = channel.providerMessageId;
   if (recorded !== event.providerMessageId && recorded !== event.providerMessageAlias) return 'unknown_message';
+  // Only the provider that made the attempt speaks of it (an attempt of a version that did not
+  // record its provider was made by the one chosen then, whose route this is).
+  if (channel.provider !== undefined && channel.provider.replace(/-sandbox$/, '') !== provider) return 'other_provider';
   const webhookEvent = eventDigest(provider, event.eventId);
   const { stored } =
     event.channel === 'email'
