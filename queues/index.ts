@@ -6,7 +6,7 @@ import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
 import { earlierPartitionOfNotice, partitionOfNotice, type Keys } from '../src/store/keys.js';
 import type { RedisClient } from '../src/store/redis.js';
 
-/** Herald's queues; one processor module per queue in this folder. */
+/** Herald's queues; what each one's jobs do is the table of queues/processors.ts. */
 export const QUEUE_NAMES = {
   emailSend: 'email-send',
   emailPoll: 'email-poll',

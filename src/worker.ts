@@ -6,7 +6,7 @@ import { composeWorker, openProviderFeed, type ProviderFeed } from './compose.js
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import type { NoticeEngine } from './notice/engine.js';
-import type { ReconcilerDeps } from './notice/reconciler.js';
+import { reconcileOnce, type ReconcilerDeps } from './notice/reconciler.js';
 import { createEmailProvider, createSmsProvider, emailUrl, needsSandbox, smsUrl } from './providers/registry.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { startSandbox, type Sandbox } from './sandbox/index.js';
@@ -21,19 +21,12 @@ import {
   type NoticeJob,
   type PartitionedQueue,
 } from '../queues/index.js';
-import { sendEmailProcessor } from '../queues/email-send.js';
-import { pollEmailProcessor } from '../queues/email-poll.js';
-import { runDeadlineProcessor } from '../queues/deadline.js';
-import { sendSmsProcessor } from '../queues/sms-send.js';
-import { pollSmsProcessor } from '../queues/sms-poll.js';
-import { reconcileProcessor } from '../queues/reconcile.js';
-import { logMirrorProcessor } from '../queues/log-mirror.js';
-import { retentionSweepProcessor } from '../queues/content-purge.js';
-import { providerFeedProcessor } from '../queues/provider-feed.js';
+import { noticeProcessor, sweepProcessor } from '../queues/processors.js';
 import type { Archive } from './archive/archive.js';
 import type { LogMirror } from './retention/mirror.js';
 import { backfillStatsOnce } from './store/stats.js';
 import { indexExistingNoticesOnce } from './store/notice-index.js';
+import { retentionSweepOnce } from './retention/sweep.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
@@ -101,17 +94,17 @@ export async function startWorker(
     await Promise.all(queue.all.map((partition) => partition.rateLimit(ms)));
   };
   const processors: [PartitionedQueue, Processor<NoticeJob>, { max: number; duration: number } | undefined][] = [
-    [queues.emailSend, sendEmailProcessor(engine, { clock, log }), undefined],
+    [queues.emailSend, noticeProcessor('emailSend', engine, { clock, log }), undefined],
     [
       queues.emailPoll,
-      pollEmailProcessor(engine, { clock, log, pause: pause(queues.emailPoll) }),
+      noticeProcessor('emailPoll', engine, { clock, log, pause: pause(queues.emailPoll) }),
       { max: config.statusChecksPerSecond.email, duration: 1000 },
     ],
-    [queues.deadline, runDeadlineProcessor(engine, { clock, log }), undefined],
-    [queues.smsSend, sendSmsProcessor(engine, { clock, log }), undefined],
+    [queues.deadline, noticeProcessor('deadline', engine, { clock, log }), undefined],
+    [queues.smsSend, noticeProcessor('smsSend', engine, { clock, log }), undefined],
     [
       queues.smsPoll,
-      pollSmsProcessor(engine, { clock, log, pause: pause(queues.smsPoll) }),
+      noticeProcessor('smsPoll', engine, { clock, log, pause: pause(queues.smsPoll) }),
       { max: config.statusChecksPerSecond.sms, duration: 1000 },
     ],
   ];
@@ -136,22 +129,16 @@ export async function startWorker(
         }),
     );
   });
-  workers.push(new Worker(QUEUE_NAMES.reconcile, reconcileProcessor(reconciler), { connection: redis, prefix, concurrency: 1 }));
-  workers.push(new Worker(QUEUE_NAMES.logMirror, logMirrorProcessor(mirror), { connection: redis, prefix, concurrency: 1 }));
-  workers.push(
-    new Worker(
-      QUEUE_NAMES.retentionSweep,
-      retentionSweepProcessor(
-        { redis, store, clock, log },
-        // Looked at again once the mirror has had time to archive the notice's last entries.
-        { redis, store, archive, clock, log, retryMs: 2 * config.mirror.intervalMs, statsRetentionMs: config.statsRetentionMs },
-      ),
-      { connection: redis, prefix, concurrency: 1 },
-    ),
-  );
-  if (made.feed) {
-    workers.push(new Worker(QUEUE_NAMES.providerFeed, providerFeedProcessor(made.feed.sweep), { connection: redis, prefix, concurrency: 1 }));
-  }
+  const sweep = (queue: string, pass: () => Promise<unknown>) => new Worker(queue, sweepProcessor(pass), { connection: redis, prefix, concurrency: 1 });
+  workers.push(sweep(QUEUE_NAMES.reconcile, () => reconcileOnce(reconciler)));
+  workers.push(sweep(QUEUE_NAMES.logMirror, () => mirror.mirrorOnce()));
+  // The `content-purge` queue (its persisted name) runs the retention sweep: purge, then retire.
+  const purge = { redis, store, clock, log };
+  // Looked at again once the mirror has had time to archive the notice's last entries.
+  const retire = { redis, store, archive, clock, log, retryMs: 2 * config.mirror.intervalMs, statsRetentionMs: config.statsRetentionMs };
+  workers.push(sweep(QUEUE_NAMES.retentionSweep, () => retentionSweepOnce(purge, retire)));
+  const feed = made.feed;
+  if (feed) workers.push(sweep(QUEUE_NAMES.providerFeed, () => feed.sweep.sweepOnce()));
   for (const worker of workers) {
     const queue = worker.opts.prefix === prefix ? worker.name : `${worker.opts.prefix}:${worker.name}`;
     worker.on('failed', (job, error) => log.warn({ err: error, queue, jobId: job?.id }, 'job failed'));

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
-import { acceptNotice, acceptSettings, normalizeEmail, RejectedRequest } from '../notice/accept.js';
+import { accept, acceptSettings, RejectedRequest, type AcceptDeps } from '../notice/accept.js';
 import { cancelNotice } from '../notice/cancel.js';
 import { readNotice } from '../notice/notice.js';
 import { noticeView } from '../notice/view.js';
@@ -18,7 +18,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** `/v1/notices`: create, read, read the decision log, cancel. */
 export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { store, policies, suppressions, scheduler, trails, clock, config } = deps;
-  const settings = acceptSettings(config);
+  const accepting: AcceptDeps = { store, policies, suppressions, scheduler, clock, settings: acceptSettings(config) };
 
   /** The notice's view, from Redis or, once it is retired, from the archive. */
   const load = async (id: string, log: FastifyBaseLogger) => {
@@ -47,21 +47,9 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))) {
         throw new HttpError('validation_failed', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
       }
-      // Independent reads, one round trip.
-      const [policy, emailSuppressed] = await Promise.all([
-        policies.get(request.body.recipient.id),
-        suppressions.has('email', normalizeEmail(request.body.recipient.email)),
-      ]);
-      const now = clock.now();
       let result;
       try {
-        result = await acceptNotice(store, request.body, policy, {
-          now,
-          apiKeyId: request.apiKeyId,
-          idempotencyKey,
-          emailSuppressed,
-          settings,
-        });
+        result = await accept(accepting, request.body, { apiKeyId: request.apiKeyId, idempotencyKey }, request.log);
       } catch (error) {
         if (error instanceof RejectedRequest) {
           throw new HttpError('validation_failed', error.message, [{ path: `body.${error.field}`, message: error.message }]);
@@ -77,13 +65,6 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
           .header('Idempotent-Replayed', 'true')
           .send(await load(result.id, request.log));
       }
-      try {
-        await Promise.all([scheduler.emailSend(result.id, now), scheduler.deadline(result.id, result.deadline)]);
-      } catch (error) {
-        // The notice is stored and due now: the reconciler drives it if its jobs are missing.
-        request.log.warn({ err: error, noticeId: result.id }, 'jobs not enqueued; the reconciler will pick the notice up');
-      }
-      request.log.info({ noticeId: result.id }, 'notice accepted');
       return reply.status(202).send({
         id: result.id,
         state: 'accepted',

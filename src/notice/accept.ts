@@ -1,8 +1,17 @@
+/**
+ * Accepting a notice, the first step of its life: read the recipient's policy and the address's
+ * suppression, validate what a schema cannot, plan the status checks from the deadline
+ * backwards, store the notice with its first log entries in one script, and queue its email and
+ * deadline jobs. No provider call is made here.
+ */
 import canonicalizeModule from 'canonicalize';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { iso } from '../clock.js';
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../clock.js';
 import type { CreateNoticeInput, NoticeStore, NoticeContent, NoticeFields, LogEntry } from '../store/notices.js';
-import type { RecipientPolicy } from '../store/policies.js';
+import type { PolicyStore, RecipientPolicy } from '../store/policies.js';
+import type { SuppressionStore } from '../store/suppressions.js';
+import type { Scheduler } from './outcome.js';
 import { newNoticeId, shardOfKey } from './ids.js';
 import { lastSmsCheckBy, MAX_HORIZON_MS, planChecks, type PollPolicy } from './planner.js';
 import type { PolicyOutcome } from './states.js';
@@ -108,9 +117,54 @@ function checkMetadata(metadata: Record<string, string> | undefined): void {
   }
 }
 
+/** What accepting a notice reads, writes and queues with. */
+export interface AcceptDeps {
+  store: NoticeStore;
+  policies: PolicyStore;
+  suppressions: SuppressionStore;
+  scheduler: Scheduler;
+  clock: Clock;
+  settings: AcceptSettings;
+}
+
+/** Who asks: the API key's ID (idempotency keys are the key's own) and the request's Idempotency-Key, if any. */
+export interface AcceptCaller {
+  apiKeyId: string;
+  idempotencyKey?: string;
+}
+
+/**
+ * The accept use case, whole: the recipient's policy and the address's suppression (one round
+ * trip), the notice stored (or the earlier one an idempotency key names), and, for a new notice,
+ * its `email-send` job now and its `deadline` job at the deadline. A job that could not be
+ * queued is left to the reconciler: the notice is stored and due now. Throws RejectedRequest
+ * for a request the schema let through and Herald refuses.
+ */
+export async function accept(
+  deps: AcceptDeps,
+  request: AcceptRequest,
+  caller: AcceptCaller,
+  log: Pick<Logger, 'info' | 'warn'>,
+): Promise<AcceptResult> {
+  const [policy, emailSuppressed] = await Promise.all([
+    deps.policies.get(request.recipient.id),
+    deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
+  ]);
+  const now = deps.clock.now();
+  const result = await acceptNotice(deps.store, request, policy, { now, ...caller, emailSuppressed, settings: deps.settings });
+  if (result.kind !== 'created') return result;
+  try {
+    await Promise.all([deps.scheduler.emailSend(result.id, now), deps.scheduler.deadline(result.id, result.deadline)]);
+  } catch (error) {
+    log.warn({ err: error, noticeId: result.id }, 'jobs not enqueued; the reconciler will pick the notice up');
+  }
+  log.info({ noticeId: result.id }, 'notice accepted');
+  return result;
+}
+
 /**
  * Validates the parts a schema cannot (phone, deadline, poll plan), then stores the notice and
- * its first log entries in one script. Makes no provider call.
+ * its first log entries in one script (accept, above, is the whole use case).
  */
 export async function acceptNotice(
   store: NoticeStore,

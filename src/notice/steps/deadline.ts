@@ -1,15 +1,24 @@
 import { iso } from '../../clock.js';
+import type { StatusObservation } from '../../providers/types.js';
+import type { TransitionSpec } from '../../store/notices.js';
+import { EMAIL } from '../channels.js';
+import type { Notice } from '../notice.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
 import { UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
-import { decide, readDecisionInputs } from './decide.js';
+import { afterDecision, decide, fallbackWrite, readDecisionInputs } from './decide.js';
 import { sendSms } from './send.js';
-import { finalReadBeforeDecision, readEmailStatus, recordEmailObservation } from './observe.js';
+import { emailObservationWrite, readEmailStatus, recordEmailObservation } from './observe.js';
 
 /**
  * The deadline step: never before the deadline; reads the email status one last time and
  * records it; then, unless that read proved delivery, decides the fallback, and (`sendSms`, the
  * deadline job) hands the SMS over at once when nothing makes it wait (no quiet hours).
+ *
+ * When the last read leaves nothing but the fallback to follow (it neither delivers, bounces nor
+ * fails the email), the read and the decision are one transition; a step that moved the notice
+ * meanwhile (a webhook's delivery) makes that transition refuse, and the read is then recorded
+ * on its own before the decision is tried again on the notice as it is.
  */
 export async function runDeadline(ctx: StepContext, id: string, opts: { sendSms: boolean } = { sendSms: true }): Promise<StepOutcome> {
   const notice = await ctx.notice(id);
@@ -26,11 +35,9 @@ export async function runDeadline(ctx: StepContext, id: string, opts: { sendSms:
     const inputs = readDecisionInputs(ctx, notice);
     inputs.catch(() => undefined);
     const observation = await readEmailStatus(ctx, notice, true);
-    const observed = observation && finalReadBeforeDecision(ctx, notice, observation);
-    if (observed) {
-      // Nothing but the fallback can follow this read: one transition records both.
-      const decided = await decide(ctx, id, 'email_deadline_elapsed', opts.sendSms, { notice, observed, inputs });
-      if (!decided.raced) return decided.smsNow ? withSms(ctx, id, decided.outcome) : decided.outcome;
+    if (observation && onlyTheFallbackFollows(notice, observation)) {
+      const decided = await readAndDecide(ctx, notice, observation, await inputs, opts.sendSms);
+      if (decided) return decided.smsNow ? withSms(ctx, id, decided.outcome) : decided.outcome;
       const current = await ctx.notice(id);
       if (current) await recordEmailObservation(ctx, current, observation, { final: true });
     } else if (observation) {
@@ -58,6 +65,39 @@ export async function runDeadline(ctx: StepContext, id: string, opts: { sendSms:
   }
   const { outcome, smsNow } = await decide(ctx, id, 'email_deadline_elapsed', opts.sendSms);
   return smsNow ? withSms(ctx, id, outcome) : outcome;
+}
+
+/** True when what the last read says of a notice still waiting for its email leaves only the fallback. */
+function onlyTheFallbackFollows(notice: Notice, observation: StatusObservation): boolean {
+  const decides = observation.status === 'delivered' || observation.status === 'bounced' || observation.status === 'failed';
+  return !decides && !observation.suppressed && UNDECIDED_STATES.includes(notice.state);
+}
+
+/**
+ * The last read and the fallback decision in one transition, on `notice` as read before the
+ * read; undefined when the notice moved meanwhile (nothing was written).
+ */
+async function readAndDecide(
+  ctx: StepContext,
+  notice: Notice,
+  observation: StatusObservation,
+  inputs: Awaited<ReturnType<typeof readDecisionInputs>>,
+  sendHere: boolean,
+): Promise<{ outcome: StepOutcome; smsNow: boolean } | undefined> {
+  const now = ctx.now();
+  const observed = emailObservationWrite(notice, observation, { final: true }, undefined, now);
+  const write = fallbackWrite(ctx, notice, 'email_deadline_elapsed', inputs, now, String(observed.set[EMAIL.field('status')]));
+  const spec: TransitionSpec = {
+    ...write.spec,
+    set: { ...observed.set, ...write.spec.set },
+    unset: [...new Set([...observed.unset, ...(write.spec.unset ?? [])])],
+    entries: [observed.entry, ...write.spec.entries],
+  };
+  const result = await ctx.store.transition(notice.id, now, iso(now), spec);
+  if (result.ok) return afterDecision(ctx, notice.id, 'email_deadline_elapsed', write, sendHere);
+  if (result.reason === 'guard') return { outcome: retryAt(notice.deadline, 'deadline not reached'), smsNow: false };
+  if (result.reason === 'missing') return { outcome: done('no such notice'), smsNow: false };
+  return undefined;
 }
 
 /** The decision's outcome, then the SMS sent in the same job. */

@@ -214,7 +214,7 @@ export interface ObservationWrite {
  * status means for it: the next planned check, whether it delivers, whether a webhook leaves
  * the plan as it is.
  */
-function emailObservationWrite(
+export function emailObservationWrite(
   current: Notice,
   observation: StatusObservation,
   origin: ObservationOrigin,
@@ -262,19 +262,6 @@ function emailObservationWrite(
   if (next !== undefined) set[nextCheckField] = next;
   if (webhook) set[webhookEventField(webhookEvent)] = 1;
   return { entry, set, unset: keepsPlan || next !== undefined ? [] : [nextCheckField], next, delivers, keepsPlan };
-}
-
-/**
- * The deadline's own read of a notice still waiting for its email, when what it read neither
- * delivers, bounces nor fails the email: nothing but the fallback can follow, so the decision's
- * transition records the read with it (src/notice/steps/decide.ts), one step instead of two.
- * Undefined when the observation must be recorded on its own (recordEmailObservation).
- */
-export function finalReadBeforeDecision(ctx: StepContext, notice: Notice, observation: StatusObservation): ObservationWrite | undefined {
-  const decides = observation.status === 'delivered' || observation.status === 'bounced' || observation.status === 'failed';
-  if (decides || observation.suppressed || !UNDECIDED_STATES.includes(notice.state)) return undefined;
-  const { entry, set, unset } = emailObservationWrite(notice, observation, { final: true }, undefined, ctx.now());
-  return { entry, set, unset };
 }
 
 /** One SMS status check; comes back for the next one of the SMS plan. */

@@ -1,0 +1,38 @@
+/**
+ * What each queue's job does, as one table: a notice queue's job runs one step of the engine for
+ * the notice its ID names (`runStep` moves it back to delayed when the step asks to come back); a
+ * sweep queue's scheduled job runs one pass of its sweep. The worker (src/worker.ts) starts a
+ * BullMQ Worker per queue (per partition) with the processor of this table.
+ */
+import type { Processor } from 'bullmq';
+import type { NoticeEngine } from '../src/notice/engine.js';
+import type { StepOutcome } from '../src/notice/outcome.js';
+import { noticeOfJob, runStep, type NoticeJob, type NoticeQueueKey, type StepContext } from './index.js';
+
+/** The engine step each notice queue runs, by queue. */
+export const NOTICE_STEPS: Readonly<Record<NoticeQueueKey, (engine: NoticeEngine, noticeId: string) => Promise<StepOutcome>>> = {
+  // Hands the email to the provider once; a send in doubt is searched for first.
+  emailSend: (engine, id) => engine.sendEmail(id),
+  // One planned status check; the job comes back (moved to delayed) for the next one before the deadline.
+  emailPoll: (engine, id) => engine.pollEmail(id),
+  // At or after the deadline: the last read, the fallback decision, the SMS when nothing makes it wait.
+  deadline: (engine, id) => engine.runDeadline(id),
+  // An SMS that waited (quiet hours, a send in doubt, a Retry-After, an early fallback).
+  smsSend: (engine, id) => engine.sendSms(id),
+  // One SMS status check, coming back for each check of the SMS plan.
+  smsPoll: (engine, id) => engine.pollSms(id),
+};
+
+/** The processor of a notice queue: its step of NOTICE_STEPS for the notice of each job. */
+export function noticeProcessor(queue: NoticeQueueKey, engine: NoticeEngine, ctx: StepContext): Processor<NoticeJob> {
+  const step = NOTICE_STEPS[queue];
+  return (job, token) => runStep(job, token, ctx, () => step(engine, noticeOfJob(job)));
+}
+
+/**
+ * The processor of a sweep queue (`reconcile`, `log-mirror`, `content-purge`, `provider-feed`):
+ * each scheduled job runs one pass of the sweep.
+ */
+export function sweepProcessor(pass: () => Promise<unknown>): Processor {
+  return async () => pass();
+}
