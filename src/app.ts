@@ -3,17 +3,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { storeUnreachable, type RedisClient } from './store/redis.js';
-import type { Logger } from 'pino';
-import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import type { Archive } from './archive/archive.js';
-import type { NoticeIndex } from './store/notice-index.js';
-import type { Scheduler } from './notice/outcome.js';
-import type { NoticeStore } from './store/notices.js';
-import type { PolicyStore } from './store/policies.js';
-import type { SuppressionStore } from './store/suppressions.js';
-import type { TrailReader } from './archive/trail.js';
-import type { HeraldQueues } from '../queues/index.js';
+import type { AppDeps } from './http/deps.js';
 import { adminRoutes } from './http/admin.js';
 import { metricsRoutes } from './http/metrics.js';
 import { apiKeyVerifier } from './http/auth.js';
@@ -26,33 +17,13 @@ import { statsRoutes } from './http/stats.js';
 import { suppressionRoutes } from './http/suppressions.js';
 import { webhookRoutes } from './http/webhooks.js';
 
+export type { AppDeps } from './http/deps.js';
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** A stable ID of the API key the request authenticated with. */
     apiKeyId: string;
   }
-}
-
-/** What the routes run on, built once per process (src/compose.ts): no route opens a store or an archive. */
-export interface AppDeps {
-  config: Config;
-  /** Herald's own reads and scripts (stores, rate limits, sessions). */
-  redis: RedisClient;
-  /** BullMQ's queues' connection. */
-  queueRedis: RedisClient;
-  store: NoticeStore;
-  policies: PolicyStore;
-  suppressions: SuppressionStore;
-  scheduler: Scheduler;
-  queues: HeraldQueues;
-  /** Views and trails, from Redis or the process's one archive. */
-  trails: TrailReader;
-  /** The process's one archive, opened on first need (its owner closes it). */
-  archive: () => Archive;
-  /** The notices Redis holds, newest first (the notices list). */
-  noticeIndex: NoticeIndex;
-  clock: Clock;
-  logger: Logger;
 }
 
 /**

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { RedisClient } from './store/redis.js';
 import type { Logger } from 'pino';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './http/deps.js';
 import type { Archive } from './archive/archive.js';
 import { LogMirror } from './retention/mirror.js';
 import { openArchive } from './archive/open.js';
@@ -20,6 +20,8 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { keyringOf } from './crypto.js';
 import { NoticeEngine, type EngineSettings } from './notice/engine.js';
+import { StepContext } from './notice/steps/context.js';
+import { noProviderCalls } from './notice/steps/webhook.js';
 import type { ReconcilerDeps } from './notice/reconciler.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { NoticeStore } from './store/notices.js';
@@ -129,7 +131,28 @@ export function composeWeb(
   const shared = opts.archive;
   const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
   const trails = trailReader({ store: stores.store, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
-  const deps: AppDeps = { config, redis, queueRedis, ...stores, scheduler, queues, trails, archive: archive.get, clock: opts.clock, logger: opts.logger };
+  // A webhook records its observation through the steps a check uses, with no provider to call.
+  const webhookSteps = new StepContext({
+    ...noProviderCalls(),
+    ...stores,
+    clock: opts.clock,
+    log: opts.logger,
+    schedule: scheduler,
+    settings: engineSettings(config),
+  });
+  const deps: AppDeps = {
+    config,
+    redis,
+    queueRedis,
+    ...stores,
+    scheduler,
+    queues,
+    trails,
+    archive: archive.get,
+    clock: opts.clock,
+    logger: opts.logger,
+    webhookSteps,
+  };
   return {
     deps,
     close: async () => {

@@ -3,7 +3,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import { ADMIN_COOKIE, AdminSessions, adminGate, adminHeaders, crossSiteGuard, readCookie, sameSecret } from './admin-auth.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { HttpError } from './errors.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import { readinessWarnings, type ReadinessWarning } from '../retention/backlog.js';
 import { errorBody } from './errors.js';
 

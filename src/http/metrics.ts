@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import type { Clock } from '../clock.js';
 import { readBacklog, type BacklogSummary } from '../retention/backlog.js';
 import { CHECK_LATENESS_BUCKETS_MS, CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, readMetricCounters, SPEND_SCALE } from '../store/metrics.js';

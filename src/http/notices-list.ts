@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import { ArchiveIntegrityError, ArchiveUnavailableError } from '../archive/archive.js';
 import {
   FALLBACK_REASONS,

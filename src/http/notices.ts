@@ -5,7 +5,7 @@ import { cancelNotice } from '../notice/cancel.js';
 import { readNotice } from '../notice/notice.js';
 import { noticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import { HttpError } from './errors.js';
 import { fromArchive } from './archive-reads.js';
 import { AcceptedResponse, CreateNoticeBody, ErrorResponse, EventsResponse, NoticeParams, NoticeViewSchema } from './schemas.js';

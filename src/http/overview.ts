@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import { formatDuration } from '../durations.js';
 import { hourlyStats, noticeStats, STATS_HOUR_MS, type NoticeStats } from '../notice/stats.js';
 import { adminNav, NAV_CSS } from './admin-nav.js';

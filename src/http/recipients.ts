@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import { ErrorResponse, PolicyVersionResponse, RecipientPolicyResponse, RecipientParams, RecipientPolicyBody } from './schemas.js';
 
 const secured = { tags: ['recipients'], security: [{ apiKey: [] }] };

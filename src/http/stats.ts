@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import { DAY } from '../clock.js';
 import { formatDuration } from '../durations.js';
 import { noticeStats, STATS_HOUR_MS } from '../notice/stats.js';

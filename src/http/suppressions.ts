@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './deps.js';
 import { normalizeEmail, normalizePhone, RejectedRequest } from '../notice/accept.js';
 import { SuppressionListFullError } from '../store/suppressions.js';
 import type { Channel } from '../providers/types.js';

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppDeps } from '../app.js';
-import { engineSettings } from '../compose.js';
-import { StepContext } from '../notice/steps/context.js';
-import { noProviderCalls, recordWebhookEvent, type WebhookOutcome } from '../notice/steps/webhook.js';
+import type { AppDeps } from './deps.js';
+import type { StepContext } from '../notice/steps/context.js';
+import { recordWebhookEvent, type WebhookOutcome } from '../notice/steps/webhook.js';
 import { WebhookOnceStore } from '../store/webhook-once.js';
 import { webhookReceivers } from '../webhooks/index.js';
 import {
@@ -28,16 +27,7 @@ import { errorBody } from './errors.js';
 export async function webhookRoutes(app: FastifyInstance, deps: AppDeps, failures: AuthFailures): Promise<void> {
   const receivers = webhookReceivers(deps.config, { warn: (details, message) => deps.logger.warn(details, message) });
   if (receivers.length === 0) return;
-  const ctx = new StepContext({
-    ...noProviderCalls(),
-    store: deps.store,
-    policies: deps.policies,
-    suppressions: deps.suppressions,
-    clock: deps.clock,
-    log: deps.logger,
-    schedule: deps.scheduler,
-    settings: engineSettings(deps.config),
-  });
+  const ctx = deps.webhookSteps;
   const once = new WebhookOnceStore(deps.redis, deps.store.keys);
   // Signatures are over the bytes sent: every body reaches the receiver as it came.
   app.removeAllContentTypeParsers();
