@@ -30,6 +30,7 @@ import {
   silent,
   startS3,
   tempDir,
+  v1Seal,
   writeNotices,
   type S3UnderTest,
 } from '../helpers/archive.js';
@@ -94,8 +95,8 @@ async function rewrite(
   resealWith?: ArchiveKeyring,
 ): Promise<void> {
   const stored = (await raw.get(key))!;
-  const { body, sha256, digest } = encodeObject(change(entriesOf(stored.body)));
-  const seal = resealWith ? formatSeal(resealWith.sealObject(key, digest, parseSeal(stored.seal)!.prev)) : stored.seal!;
+  const { body, sha256 } = encodeObject(change(entriesOf(stored.body)));
+  const seal = resealWith ? formatSeal(resealWith.sealObject(key, sha256, parseSeal(stored.seal)!.prev)) : stored.seal!;
   await raw.put(key, body, sha256, seal);
 }
 
@@ -276,6 +277,39 @@ describe('entries read from the archive', () => {
     await expect(archive.read(first!)).rejects.toThrow(`is of ${stranger}, not of shard 6`);
   });
 
+  it('refuses a planted gzip bomb by its seal, before decompressing it; the API answers 503', async () => {
+    const { prefix, config, store, archive, raw } = setUp('file');
+    // A cap far below the bomb: decompressing it at all would end in the cap's error instead.
+    const capped = new Archive(raw, prefix, { maxObjectBytes: 1 << 20, maxRecordBytes: 1 << 20 });
+    const bomb = gzipSync(Buffer.alloc(64 << 20));
+    const forged = `v2 dev - ${'0'.repeat(64)}`;
+    const now = Date.now();
+    const key = objectKey(prefix, 1, `${now}-0`, `${now}-9`);
+    await raw.put(key, bomb, sha256Hex(bomb), forged);
+    await expect(capped.read(key)).rejects.toThrow(`${key}: its MAC does not match its name and content`);
+    const noticeId = newNoticeId(1, now);
+    await raw.put(recordKey(prefix, noticeId), bomb, sha256Hex(bomb), forged);
+    await expect(capped.readRecord(noticeId)).rejects.toThrow('its MAC does not match its name and content');
+
+    // Planted in place of a real object of a trail, under that object's own seal, as a writer of the bucket would.
+    const shard = 9;
+    const written = await writeNotices(store, redis, shard, 1);
+    await mirrorFor({ redis, store, archive, consumer: 'w', settings: { batchSize: 3 } }).mirrorOnce([shard]);
+    expect(await redis.xlen(store.keys.log(shard))).toBe(0);
+    const [first] = await objectKeys(archive, shard);
+    const real = (await raw.get(first!))!;
+    await raw.put(first!, bomb, sha256Hex(bomb), real.seal!);
+    await expect(capped.read(first!)).rejects.toThrow(`${first}: its MAC does not match its name and content`);
+    const web = await startWebUnderTest(config);
+    try {
+      const res = await web.call('GET', `/v1/notices/${written[0]!.noticeId}/events`);
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('integrity check') });
+    } finally {
+      await web.close();
+    }
+  });
+
   it('refuses a gzip bomb without inflating it past the cap', async () => {
     const { prefix, raw } = setUp('file');
     const capped = new Archive(raw, prefix, { maxObjectBytes: 1 << 20, maxRecordBytes: 1 << 20 });
@@ -326,8 +360,8 @@ describe('notice records', () => {
     }
 
     const record = JSON.parse(gunzipSync(ofA.body).toString('utf8')) as NoticeRecord;
-    const { body, sha256, digest } = encodeRecord(record);
-    await raw.put(recordKey(prefix, b), body, sha256, formatSeal(archive.keys.sealRecord(recordKey(prefix, b), digest)));
+    const { body, sha256 } = encodeRecord(record);
+    await raw.put(recordKey(prefix, b), body, sha256, formatSeal(archive.keys.sealRecord(recordKey(prefix, b), sha256)));
     await expect(archive.readRecord(b)).rejects.toThrow(`it is the record of ${a}, not of ${b}`);
     const verified = await verify(env, shard);
     expect(verified.code).toBe(1);
@@ -359,6 +393,39 @@ describe('HERALD_ARCHIVE_KEY rotation', () => {
     const dropped = await verify({ ...before.env, HERALD_ARCHIVE_KEY: newKey }, shard);
     expect(dropped.code).toBe(1);
     expect(dropped.stdout).toContain(`s08  BROKEN  ${keys[0]}: it is signed with key "old", which HERALD_ARCHIVE_KEY does not hold`);
+  });
+});
+
+describe('objects and records an earlier version sealed with v1', () => {
+  it('are still read, checked once decompressed; one rewritten under its v1 seal is refused', async () => {
+    const { prefix, store, archive, raw } = setUp('file');
+    const shard = 12;
+    const written = await writeNotices(store, redis, shard, 1);
+    const key = objectKey(prefix, shard, written[0]!.id, written[2]!.id);
+    const { body, sha256, digest } = encodeObject(written);
+    await raw.put(key, body, sha256, v1Seal('object', key, digest));
+    expect(await archive.read(key)).toEqual(written);
+
+    const forged = encodeObject(written.map((e) => (e.type === 'email.requested' ? { ...e, provider: 'forged' } : e)));
+    await raw.put(key, forged.body, forged.sha256, v1Seal('object', key, digest));
+    await expect(archive.read(key)).rejects.toThrow('its MAC does not match its name and content');
+
+    const noticeId = written[0]!.noticeId;
+    const record: NoticeRecord = {
+      id: noticeId,
+      view: { id: noticeId, state: 'canceled' } as NoticeRecord['view'],
+      entryIds: written.map((e) => e.id),
+      stats: { state: 'canceled', fallbackReason: null, emailChecks: 0, smsChecks: 0, emailSent: false, smsSegments: 0 },
+    };
+    const json = JSON.stringify(record);
+    const recordBody = gzipSync(json);
+    await raw.put(
+      recordKey(prefix, noticeId),
+      recordBody,
+      sha256Hex(recordBody),
+      v1Seal('record', recordKey(prefix, noticeId), sha256Hex(json)),
+    );
+    expect(await archive.readRecord(noticeId)).toEqual(record);
   });
 });
 

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,8 @@ import { createS3Storage } from '../../src/archive/s3-storage.js';
 import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { runCli } from '../../src/cli.js';
 import { iso, systemClock } from '../../src/clock.js';
+import { DEV_ARCHIVE_KEY } from '../../src/config.js';
+import type { EncryptionKey } from '../../src/crypto.js';
 import { createLogger } from '../../src/logger.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { decodeEntry, type NoticeStore, type StoredEntry } from '../../src/store/notices.js';
@@ -155,6 +158,23 @@ export async function finishedNotice(store: NoticeStore, shard: number, now: num
   });
   if (!done.ok) throw new Error(`could not cancel ${id}`);
   return id;
+}
+
+/**
+ * A seal as versions before v2 wrote it: `v1`, a MAC over the name and the SHA-256 of the
+ * *uncompressed* content (and, for an object, its link `prev`: `-` or `<range>@<digest>`).
+ */
+export function v1Seal(
+  kind: 'object' | 'record',
+  key: string,
+  contentDigest: string,
+  prev = '-',
+  signer: EncryptionKey = DEV_ARCHIVE_KEY,
+): string {
+  const message =
+    kind === 'object' ? ['herald-archive-object v1', key, contentDigest, prev] : ['herald-archive-record v1', key, contentDigest];
+  const mac = createHmac('sha256', Buffer.from(signer.key, 'base64')).update(message.join('\n'), 'utf8').digest('hex');
+  return `v1 ${signer.id} ${prev} ${mac}`;
 }
 
 function collector() {

@@ -181,8 +181,8 @@ describe('archive objects', () => {
     const bytes = await readFile(path);
     expect(await archive.putBatch(1, written)).toMatchObject({ outcome: 'existed' });
     expect(await readFile(path)).toEqual(bytes);
-    // The SHA-256, then the seal: signed with the dev key, the first of its chain.
-    expect(await readFile(`${path}.sha256`, 'utf8')).toMatch(/^[0-9a-f]{64}\nv1 dev - [0-9a-f]{64}\n$/);
+    // The SHA-256, then the seal: v2 (over the stored bytes), signed with the dev key, the first of its chain.
+    expect(await readFile(`${path}.sha256`, 'utf8')).toMatch(/^[0-9a-f]{64}\nv2 dev - [0-9a-f]{64}\n$/);
 
     bytes[bytes.length - 5] ^= 0xff;
     await writeFile(path, bytes);
