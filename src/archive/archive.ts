@@ -28,6 +28,17 @@ import {
   type Seal,
 } from './seal.js';
 import { DELETE_BATCH, type ObjectStorage, type StoredObject } from './object-storage.js';
+import {
+  anchorKey,
+  decodeAnchor,
+  encodeAnchor,
+  MAX_ANCHOR_BYTES,
+  objectAdmission,
+  recordAdmission,
+  sameStart,
+  type AnchoredStart,
+  type ChainStart,
+} from './anchor.js';
 import { DEV_ARCHIVE_KEY } from '../config.js';
 
 /**
@@ -63,22 +74,13 @@ export class ArchiveUnavailableError extends Error {
   }
 }
 
-/**
- * Where a shard's chain began, which only Redis knows (`<prefix>:{s<N>}:archive-chain`): objects
- * and records from before it are legacy (written unsigned by earlier versions); after it, one
- * without a seal has been stripped of it.
- */
-export interface ChainStart {
-  /** The first entry of the chain's first object; undefined until a batch has been handed out. */
-  genesisFirstId: string | undefined;
-  /** When the chain began (ms): notices created since have signed records. */
-  sinceMs: number;
-}
-
 export interface ArchiveOptions {
   /** HERALD_ARCHIVE_KEY as a keyring; the published dev key when not given (tests, benchmarks). */
   keys?: ArchiveKeyring;
-  /** Where each shard's chain began (null: not yet). Without it, unsigned objects and records are read as legacy. */
+  /**
+   * Where each shard's chain began as Redis knows it (null: not yet), for a shard whose anchor is
+   * not in the archive (yet). Without either, unsigned and v1-sealed objects and records are refused.
+   */
   chainStart?: (shard: number) => Promise<ChainStart | null>;
   /** Most bytes a sealed object may decompress to; one read unauthenticated (legacy) gets at most MAX_LEGACY_OBJECT_BYTES. */
   maxObjectBytes?: number;
@@ -192,6 +194,21 @@ export type Admission = (seal: Seal | undefined) => Promise<string | undefined> 
 /** Reads whatever it is given (the mirror reading back its own objects). */
 const ADMIT_ALL: Admission = () => undefined;
 
+/**
+ * What a read takes unsigned and v1-sealed objects and records by: a shard's chain start, or
+ * `'lenient'`, anything (`herald audit --verify --allow-unanchored` on a shard without a start).
+ */
+export type LegacyRule = ChainStart | 'lenient';
+
+/** A shard's anchor: sealed with v2, like nothing else it is never read unauthenticated. */
+async function openAnchor(key: string, stored: StoredObject, keys: ArchiveKeyring, shard: number): Promise<AnchoredStart> {
+  const admit = () => 'it has no v2 seal, which every anchor has';
+  const { content } = await authenticated('anchor', key, stored, keys, admit, { sealed: MAX_ANCHOR_BYTES, legacy: 0 });
+  const start = decodeAnchor(content, shard);
+  if (typeof start === 'string') throw new ArchiveIntegrityError(key, start);
+  return start;
+}
+
 /** Most bytes a read decompresses: of what a seal authenticated, and of what it could not. */
 interface Caps {
   sealed: number;
@@ -274,6 +291,8 @@ export class Archive {
   readonly keys: ArchiveKeyring;
   private readonly maxObjectBytes: number;
   private readonly maxRecordBytes: number;
+  /** The shards' anchors once read: written once, never changed. */
+  private readonly anchors = new Map<number, AnchoredStart>();
 
   constructor(
     readonly storage: ObjectStorage,
@@ -328,20 +347,16 @@ export class Archive {
   }
 
   /**
-   * One object checked: its SHA-256, its seal, its entries against its name; unsigned only where
-   * the shard's chain had not begun yet. Null when it is gone.
+   * One object checked: its SHA-256, its seal, its entries against its name; unsigned (or
+   * v1-sealed) only where its shard's chain start admits it: `rule`, or by default the shard's
+   * anchor in the archive, else Redis's chain. Null when it is gone.
    */
-  async inspect(key: string): Promise<OpenedObject | null> {
+  async inspect(key: string, rule?: LegacyRule): Promise<OpenedObject | null> {
     const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
-    const admit: Admission = async (seal) => {
-      if (seal) return undefined;
-      const start = await this.chainStart(shardOfObjectKey(key));
-      const ref = parseObjectKey(key)!;
-      if (start?.genesisFirstId !== undefined && compareIds(ref.lastId, start.genesisFirstId) >= 0)
-        return `it has no seal, though its shard's chain began before it (at ${start.genesisFirstId})`;
-      return undefined;
-    };
+    // openObject asks only once the key has been parsed as an object's.
+    const admit: Admission = async (seal) =>
+      rule === 'lenient' ? undefined : objectAdmission(parseObjectKey(key)!, seal, rule ?? (await this.chainStart(shardOfObjectKey(key))));
     return openObject(key, stored, this.keys, admit, this.maxObjectBytes);
   }
 
@@ -372,21 +387,17 @@ export class Archive {
   }
 
   /**
-   * One record checked: its SHA-256, its seal (unsigned only for a notice created before its
-   * shard's chain began), and that it is the record of the notice its key names.
+   * One record checked: its SHA-256, its seal (unsigned, or v1-sealed, only for a notice created
+   * before its shard's chain start says so, as for objects), and that it is the record of the
+   * notice its key names.
    */
-  async inspectRecord(key: string): Promise<{ record: NoticeRecord; sealed: boolean } | null> {
+  async inspectRecord(key: string, rule?: LegacyRule): Promise<{ record: NoticeRecord; sealed: boolean } | null> {
     const noticeId = parseRecordKey(key);
     if (noticeId === undefined) throw new ArchiveIntegrityError(key, 'it is not named as a notice record');
     const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
-    const admit: Admission = async (seal) => {
-      if (seal) return undefined;
-      const start = await this.chainStart(shardOfNoticeId(noticeId));
-      if (start && (noticeCreatedAt(noticeId) ?? Infinity) >= start.sinceMs)
-        return 'it has no seal, though its notice was created after its shard began signing';
-      return undefined;
-    };
+    const admit: Admission = async (seal) =>
+      rule === 'lenient' ? undefined : recordAdmission(noticeId, seal, rule ?? (await this.chainStart(shardOfNoticeId(noticeId))));
     const caps = { sealed: this.maxRecordBytes, legacy: Math.min(this.maxRecordBytes, MAX_LEGACY_RECORD_BYTES) };
     const { content: json, seal } = await authenticated('record', key, stored, this.keys, admit, caps);
     let record: unknown;
@@ -549,8 +560,40 @@ export class Archive {
     }
   }
 
+  /**
+   * The shard's anchor (src/archive/anchor.ts) once checked, or null when the archive holds none;
+   * an anchor that fails its checks is an ArchiveIntegrityError. Read once per process.
+   */
+  async readAnchor(shard: number): Promise<AnchoredStart | null> {
+    const known = this.anchors.get(shard);
+    if (known) return known;
+    const key = anchorKey(this.heraldPrefix, shard);
+    const stored = await this.io(() => this.storage.get(key));
+    if (!stored) return null;
+    const anchor = await openAnchor(key, stored, this.keys, shard);
+    this.anchors.set(shard, anchor);
+    return anchor;
+  }
+
+  /**
+   * Writes the shard's anchor unless the archive holds one; never overwrites one. `differs`: the
+   * one held says otherwise than `start` (Redis lost its chain state and began a new chain), and
+   * stays. Reads the archive every time (a lifecycle rule may have expired the anchor).
+   */
+  async putAnchor(shard: number, start: AnchoredStart): Promise<{ outcome: 'written' | 'existed' | 'differs'; held: AnchoredStart }> {
+    this.anchors.delete(shard);
+    const held = await this.readAnchor(shard);
+    if (held) return { outcome: sameStart(held, start) ? 'existed' : 'differs', held };
+    const key = anchorKey(this.heraldPrefix, shard);
+    const { body, sha256 } = encodeAnchor(shard, start);
+    await this.io(() => this.storage.put(key, body, sha256, formatSeal(this.keys.sealAnchor(key, sha256))));
+    return { outcome: 'written', held: start };
+  }
+
+  /** Where the shard's chain began: its anchor in the archive, else Redis's chain, else null (none found). */
   private async chainStart(shard: number | undefined): Promise<ChainStart | null> {
-    return shard === undefined || !this.options.chainStart ? null : this.options.chainStart(shard);
+    if (shard === undefined) return null;
+    return (await this.readAnchor(shard)) ?? (this.options.chainStart ? await this.options.chainStart(shard) : null);
   }
 
   /** Runs one store call; anything it throws means the archive is out of reach. */

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, encodeObject } from '../../src/archive/archive.js';
 import { MIRROR_GROUP, LogMirrorStore } from '../../src/store/log-mirror.js';
-import { objectKey } from '../../src/archive/names.js';
+import { idTime, objectKey } from '../../src/archive/names.js';
 import { openArchive, openObjectStorage } from '../../src/archive/open.js';
 import { encodeRecord, recordKey, type NoticeRecord } from '../../src/archive/records.js';
 import { retireNoticesOnce } from '../../src/retention/retire.js';
@@ -105,6 +105,15 @@ async function objectKeys(archive: Archive, shard: number): Promise<string[]> {
   const keys: string[] = [];
   for await (const ref of archive.shardObjects(shard)) keys.push(ref.key);
   return keys;
+}
+
+/** An object as versions without seals stored it: with its SHA-256 alone (on disk, a `.sha256` file of one line). */
+async function putUnsigned(raw: ObjectStorage, key: string, body: Buffer): Promise<void> {
+  const root = raw.location.startsWith('file://') ? raw.location.slice('file://'.length) : undefined;
+  if (!root) throw new Error('unsigned objects are written here to a file store');
+  await mkdir(dirname(join(root, key)), { recursive: true });
+  await writeFile(`${join(root, key)}.sha256`, `${sha256Hex(body)}\n`);
+  await writeFile(join(root, key), body);
 }
 
 const verify = (env: Record<string, string>, shard: number) => runHerald(['audit', '--verify', '--shard', String(shard)], env);
@@ -310,19 +319,56 @@ describe('entries read from the archive', () => {
     }
   });
 
-  it('refuses a gzip bomb without inflating it past the cap', async () => {
+  it('refuses a gzip bomb without inflating it past the cap, where its shard admits an unsigned or v1-sealed one', async () => {
     const { prefix, raw } = setUp('file');
     const capped = new Archive(raw, prefix, { maxObjectBytes: 1 << 20, maxRecordBytes: 1 << 20 });
     const bomb = gzipSync(Buffer.alloc(16 << 20));
     expect(bomb.length).toBeLessThan(1 << 20);
     const now = Date.now();
-    const key = objectKey(prefix, 1, `${now}-0`, `${now}-9`);
-    await raw.put(key, bomb, sha256Hex(bomb), `v1 dev - ${'0'.repeat(64)}`);
-    await expect(capped.read(key)).rejects.toThrow(`it decompresses to more than ${1 << 20} bytes; refused`);
+    // The shard's chain began after these objects and records, and sealed with v1 until after them.
+    await capped.putAnchor(1, { genesisFirstId: `${now + 10}-0`, sinceMs: now + 10, v1ThroughId: `${now + 20}-0`, v2SinceMs: now + 20 });
+    const unsigned = objectKey(prefix, 1, `${now}-0`, `${now}-9`);
+    await putUnsigned(raw, unsigned, bomb);
+    await expect(capped.read(unsigned)).rejects.toThrow(`it decompresses to more than ${1 << 20} bytes; refused`);
+    const v1 = objectKey(prefix, 1, `${now + 1}-0`, `${now + 1}-9`);
+    await raw.put(v1, bomb, sha256Hex(bomb), `v1 dev - ${'0'.repeat(64)}`);
+    await expect(capped.read(v1)).rejects.toThrow(`it decompresses to more than ${1 << 20} bytes; refused`);
 
     const noticeId = newNoticeId(1, now);
     await raw.put(recordKey(prefix, noticeId), bomb, sha256Hex(bomb), `v1 dev - ${'0'.repeat(64)}`);
     await expect(capped.readRecord(noticeId)).rejects.toThrow('decompresses to more than');
+  });
+
+  it('refuses an unsigned or v1-sealed bomb before decompressing it where its shard does not admit one, or has no anchor', async () => {
+    const { prefix, raw } = setUp('file');
+    // No cap stands in the way: only what comes before decompressing refuses these.
+    const archive = new Archive(raw, prefix);
+    const bomb = gzipSync(Buffer.alloc(64 << 20));
+    const now = Date.now();
+    const fake = `v1 dev - ${'0'.repeat(64)}`;
+    await archive.putAnchor(2, { genesisFirstId: `${now - 10}-0`, sinceMs: now - 10, v1ThroughId: `${now - 5}-0`, v2SinceMs: now - 5 });
+    const unsigned = objectKey(prefix, 2, `${now}-0`, `${now}-9`);
+    await putUnsigned(raw, unsigned, bomb);
+    await expect(archive.read(unsigned)).rejects.toThrow(`it has no seal, though its shard's chain began before it (at ${now - 10}-0)`);
+    const v1 = objectKey(prefix, 2, `${now + 1}-0`, `${now + 1}-9`);
+    await raw.put(v1, bomb, sha256Hex(bomb), fake);
+    await expect(archive.read(v1)).rejects.toThrow(`it has a v1 seal, though its shard's objects after ${now - 5}-0 are sealed with v2`);
+    const noticeId = newNoticeId(2, now);
+    await raw.put(recordKey(prefix, noticeId), bomb, sha256Hex(bomb), fake);
+    await expect(archive.readRecord(noticeId)).rejects.toThrow(
+      'it has a v1 seal, though its notice was created after its shard began sealing with v2',
+    );
+    await putUnsigned(raw, recordKey(prefix, noticeId), bomb);
+    await expect(archive.readRecord(noticeId)).rejects.toThrow(
+      'it has no seal, though its notice was created after its shard began signing',
+    );
+
+    // Shard 3 has no anchor, and this archive no Redis to ask.
+    const elsewhere = objectKey(prefix, 3, `${now}-0`, `${now}-9`);
+    await raw.put(elsewhere, bomb, sha256Hex(bomb), fake);
+    await expect(archive.read(elsewhere)).rejects.toThrow(
+      "it has a v1 seal, and no anchor of its shard's chain (in the archive or in Redis)",
+    );
   });
 });
 
@@ -397,10 +443,12 @@ describe('HERALD_ARCHIVE_KEY rotation', () => {
 });
 
 describe('objects and records an earlier version sealed with v1', () => {
-  it('are still read, checked once decompressed; one rewritten under its v1 seal is refused', async () => {
+  it('are still read, checked once decompressed, where the anchor says v1 seals were written; one rewritten under its v1 seal is refused', async () => {
     const { prefix, store, archive, raw } = setUp('file');
     const shard = 12;
     const written = await writeNotices(store, redis, shard, 1);
+    const at = idTime(written[0]!.id);
+    await archive.putAnchor(shard, { genesisFirstId: written[0]!.id, sinceMs: at, v1ThroughId: written[2]!.id, v2SinceMs: at + 60_000 });
     const key = objectKey(prefix, shard, written[0]!.id, written[2]!.id);
     const { body, sha256, digest } = encodeObject(written);
     await raw.put(key, body, sha256, v1Seal('object', key, digest));
@@ -430,15 +478,8 @@ describe('objects and records an earlier version sealed with v1', () => {
 });
 
 describe('an archive an earlier version began', () => {
-  /** An object as versions without seals stored it on disk: the object and a `.sha256` file of one line. */
-  async function putUnsigned(root: string, key: string, body: Buffer): Promise<void> {
-    await mkdir(dirname(join(root, key)), { recursive: true });
-    await writeFile(`${join(root, key)}.sha256`, `${sha256Hex(body)}\n`);
-    await writeFile(join(root, key), body);
-  }
-
   it('is read as the legacy prefix of the chain, whose first link is the batch that version left unacknowledged', async () => {
-    const { prefix, env, config, store, archive, raw, root } = setUp('file');
+    const { prefix, env, config, store, archive, raw } = setUp('file');
     const shard = 7;
     const written = await writeNotices(store, redis, shard, 3);
     const log = new LogMirrorStore(redis, store.keys);
@@ -448,7 +489,7 @@ describe('an archive an earlier version began', () => {
     // The earlier version stored its first batch unsigned and acknowledged it ...
     await readAsOld();
     const legacyKey = objectKey(prefix, shard, written[0]!.id, written[2]!.id);
-    await putUnsigned(root, legacyKey, encodeObject(written.slice(0, 3)).body);
+    await putUnsigned(raw, legacyKey, encodeObject(written.slice(0, 3)).body);
     await redis.xack(store.keys.log(shard), MIRROR_GROUP, ...written.slice(0, 3).map((e) => e.id));
     // ... and read its second (recorded as it recorded batches) but stopped before storing it.
     await readAsOld();
@@ -478,7 +519,7 @@ describe('an archive an earlier version began', () => {
 
     // A signed object stripped of its seal is not taken for a legacy one.
     const signedKey = objectKey(prefix, shard, written[6]!.id, written[8]!.id);
-    await putUnsigned(root, signedKey, (await raw.get(signedKey))!.body);
+    await putUnsigned(raw, signedKey, (await raw.get(signedKey))!.body);
     await expect(archive.read(signedKey)).rejects.toThrow(
       `it has no seal, though its shard's chain began before it (at ${written[3]!.id})`,
     );

@@ -11,7 +11,7 @@ import { LogMirror, type MirrorHooks, type MirrorSettings } from '../../src/rete
 import { createS3Storage } from '../../src/archive/s3-storage.js';
 import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { runCli } from '../../src/cli.js';
-import { iso, systemClock } from '../../src/clock.js';
+import { iso, systemClock, type Clock } from '../../src/clock.js';
 import { DEV_ARCHIVE_KEY } from '../../src/config.js';
 import type { EncryptionKey } from '../../src/crypto.js';
 import { createLogger } from '../../src/logger.js';
@@ -65,6 +65,24 @@ export function fileStore(path: string): ObjectStorage {
   return createFileStorage(path);
 }
 
+/** A store that counts what is asked of it: the keys read (`gets`), written (`puts`, in order) and listed (`lists`, by prefix). */
+export function countingStore(inner: ObjectStorage): ObjectStorage & { gets: string[]; puts: string[]; lists: string[] } {
+  const gets: string[] = [];
+  const puts: string[] = [];
+  const lists: string[] = [];
+  return {
+    location: inner.location,
+    gets,
+    puts,
+    lists,
+    get: (key) => (gets.push(key), inner.get(key)),
+    put: (key, body, sha256, seal) => (puts.push(key), inner.put(key, body, sha256, seal)),
+    list: (prefix, startAfter) => (lists.push(prefix), inner.list(prefix, startAfter)),
+    delete: (keys) => inner.delete(keys),
+    close: () => inner.close(),
+  };
+}
+
 /**
  * Writes `notices` notices into one shard through the store's own scripts, each with three
  * log entries, and returns the shard's log as Redis holds it.
@@ -113,12 +131,13 @@ export function mirrorFor(opts: {
   consumer: string;
   settings?: Partial<MirrorSettings>;
   hooks?: MirrorHooks;
+  clock?: Clock;
 }): LogMirror {
   return new LogMirror({
     redis: opts.redis,
     keys: opts.store.keys,
     archive: opts.archive,
-    clock: systemClock,
+    clock: opts.clock ?? systemClock,
     log: silent,
     consumer: opts.consumer,
     settings: { batchSize: 5, reclaimAfterMs: 60_000, keepHotMs: 0, sweepBudgetMs: 20_000, ...opts.settings },
