@@ -200,13 +200,18 @@ const ADMIT_ALL: Admission = () => undefined;
  */
 export type LegacyRule = ChainStart | 'lenient';
 
-/** A shard's anchor: sealed with v2, like nothing else it is never read unauthenticated. */
-async function openAnchor(key: string, stored: StoredObject, keys: ArchiveKeyring, shard: number): Promise<AnchoredStart> {
+/** A shard's anchor and the key that sealed it: always sealed with v2, never read unauthenticated. */
+async function openAnchor(
+  key: string,
+  stored: StoredObject,
+  keys: ArchiveKeyring,
+  shard: number,
+): Promise<{ start: AnchoredStart; keyId: string }> {
   const admit = () => 'it has no v2 seal, which every anchor has';
-  const { content } = await authenticated('anchor', key, stored, keys, admit, { sealed: MAX_ANCHOR_BYTES, legacy: 0 });
+  const { content, seal } = await authenticated('anchor', key, stored, keys, admit, { sealed: MAX_ANCHOR_BYTES, legacy: 0 });
   const start = decodeAnchor(content, shard);
   if (typeof start === 'string') throw new ArchiveIntegrityError(key, start);
-  return start;
+  return { start, keyId: seal!.keyId };
 }
 
 /** Most bytes a read decompresses: of what a seal authenticated, and of what it could not. */
@@ -565,29 +570,36 @@ export class Archive {
    * an anchor that fails its checks is an ArchiveIntegrityError. Read once per process.
    */
   async readAnchor(shard: number): Promise<AnchoredStart | null> {
-    const known = this.anchors.get(shard);
-    if (known) return known;
-    const key = anchorKey(this.heraldPrefix, shard);
-    const stored = await this.io(() => this.storage.get(key));
-    if (!stored) return null;
-    const anchor = await openAnchor(key, stored, this.keys, shard);
-    this.anchors.set(shard, anchor);
-    return anchor;
+    const known = this.anchors.get(shard) ?? (await this.fetchAnchor(shard))?.start;
+    if (known) this.anchors.set(shard, known);
+    return known ?? null;
   }
 
   /**
-   * Writes the shard's anchor unless the archive holds one; never overwrites one. `differs`: the
-   * one held says otherwise than `start` (Redis lost its chain state and began a new chain), and
-   * stays. Reads the archive every time (a lifecycle rule may have expired the anchor).
+   * Writes the shard's anchor unless the archive holds one. One held is never overwritten with
+   * other facts: `differs` (Redis lost its chain state and began a new chain) leaves it as it is.
+   * One sealed with a key other than the signing key is sealed again (`resealed`), the same
+   * facts, so that the key that sealed it may be dropped after a rotation like any other. Reads
+   * the archive every time (a lifecycle rule may have expired the anchor).
    */
-  async putAnchor(shard: number, start: AnchoredStart): Promise<{ outcome: 'written' | 'existed' | 'differs'; held: AnchoredStart }> {
-    this.anchors.delete(shard);
-    const held = await this.readAnchor(shard);
-    if (held) return { outcome: sameStart(held, start) ? 'existed' : 'differs', held };
+  async putAnchor(
+    shard: number,
+    start: AnchoredStart,
+  ): Promise<{ outcome: 'written' | 'resealed' | 'existed' | 'differs'; held: AnchoredStart }> {
+    const held = await this.fetchAnchor(shard);
+    if (held && !sameStart(held.start, start)) return { outcome: 'differs', held: held.start };
+    if (held?.keyId === this.keys.signingKeyId) return { outcome: 'existed', held: held.start };
     const key = anchorKey(this.heraldPrefix, shard);
     const { body, sha256 } = encodeAnchor(shard, start);
     await this.io(() => this.storage.put(key, body, sha256, formatSeal(this.keys.sealAnchor(key, sha256))));
-    return { outcome: 'written', held: start };
+    this.anchors.set(shard, start);
+    return { outcome: held ? 'resealed' : 'written', held: start };
+  }
+
+  private async fetchAnchor(shard: number): Promise<{ start: AnchoredStart; keyId: string } | null> {
+    const key = anchorKey(this.heraldPrefix, shard);
+    const stored = await this.io(() => this.storage.get(key));
+    return stored ? openAnchor(key, stored, this.keys, shard) : null;
   }
 
   /** Where the shard's chain began: its anchor in the archive, else Redis's chain, else null (none found). */

@@ -164,8 +164,9 @@ export class LogMirror {
   /**
    * Makes sure the archive holds the shard's anchor (src/archive/anchor.ts), written from what
    * Redis's chain says when it is missing, before the shard's next sealed object; then again once
-   * an hour. An anchor that says otherwise, or fails its checks, stays as it is, for
-   * `herald audit --verify` to name: the mirror goes on, so that Redis does not fill up.
+   * an hour (one sealed with a key rotated out of first place is sealed again). An anchor that
+   * says otherwise, or fails its checks, stays as it is, for `herald audit --verify` to name: the
+   * mirror goes on, so that Redis does not fill up.
    */
   private async anchor(shard: number): Promise<void> {
     const now = this.deps.clock.now();

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, encodeObject } from '../../src/archive/archive.js';
 import { MIRROR_GROUP, LogMirrorStore } from '../../src/store/log-mirror.js';
 import { idTime, objectKey } from '../../src/archive/names.js';
+import { anchorKey } from '../../src/archive/anchor.js';
 import { openArchive, openObjectStorage } from '../../src/archive/open.js';
 import { encodeRecord, recordKey, type NoticeRecord } from '../../src/archive/records.js';
 import { retireNoticesOnce } from '../../src/retention/retire.js';
@@ -20,6 +21,7 @@ import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testEnv, testPrefix } from '../helpers/env.js';
 import { startWebUnderTest } from '../helpers/herald.js';
+import { freePort } from '../helpers/redis-server.js';
 import {
   archived,
   fileStore,
@@ -433,6 +435,8 @@ describe('HERALD_ARCHIVE_KEY rotation', () => {
     const keys = await objectKeys(archive, shard);
     const seals = await Promise.all(keys.map(async (key) => parseSeal((await before.raw.get(key))!.seal)!));
     expect(seals.map((seal) => seal.keyId)).toEqual(['old', 'new']);
+    // The shard's anchor, which stays for good, is sealed again with the new key by the mirror.
+    expect(parseSeal((await before.raw.get(anchorKey(before.prefix, shard)))!.seal)!.keyId).toBe('new');
     expect(await archived(archive, shard)).toEqual(written);
     expect((await verify(rotated, shard)).code).toBe(0);
 
@@ -478,6 +482,43 @@ describe('objects and records an earlier version sealed with v1', () => {
 });
 
 describe('an archive an earlier version began', () => {
+  it('verifies, Redis down or not, once the mirror anchored the chain a version sealing with v1 began; a v1 seal past where they end does not', async () => {
+    const { prefix, env, store, archive, raw } = setUp('file');
+    const shard = 13;
+    const before = await writeNotices(store, redis, shard, 1);
+    await mirrorFor({ redis, store, archive, consumer: 'w' }).mirrorOnce([shard]);
+    // As that version left it: its object sealed with v1, its chain in Redis without v1through and v2since, no anchor.
+    const oldKey = objectKey(prefix, shard, before[0]!.id, before[2]!.id);
+    const old = encodeObject(before);
+    await raw.put(oldKey, old.body, old.sha256, v1Seal('object', oldKey, old.digest));
+    await redis.hdel(store.keys.archiveChain(shard), 'v1through', 'v2since');
+    await raw.delete([anchorKey(prefix, shard)]);
+
+    const after = await writeNotices(store, redis, shard, 1);
+    await mirrorFor({ redis, store, archive: openArchive(loadConfig(env), redis), consumer: 'w' }).mirrorOnce([shard]);
+    const down = { ...env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` };
+    for (const environment of [env, down]) {
+      const verified = await verify(environment, shard);
+      expect(verified.stdout).toMatch(/^s13  ok  2 objects, 0 records$/m);
+      expect(verified.code).toBe(0);
+    }
+
+    const newKey = objectKey(prefix, shard, after[0]!.id, after[2]!.id);
+    const held = (await raw.get(newKey))!;
+    const newer = encodeObject(after);
+    await raw.put(
+      newKey,
+      held.body,
+      held.sha256!,
+      v1Seal('object', newKey, newer.digest, `${before[0]!.id}_${before[2]!.id}@${old.digest}`),
+    );
+    const downgraded = await verify(down, shard);
+    expect(downgraded.stdout).toContain(
+      `s13  BROKEN  ${newKey}: it has a v1 seal, though its shard's objects after ${before[2]!.id} are sealed with v2`,
+    );
+    expect(downgraded.code).toBe(1);
+  });
+
   it('is read as the legacy prefix of the chain, whose first link is the batch that version left unacknowledged', async () => {
     const { prefix, env, config, store, archive, raw } = setUp('file');
     const shard = 7;
