@@ -36,10 +36,13 @@ const USAGE = `herald: read and keep Herald's audit trail (uses the same environ
   herald audit <noticeId> [--json]
       The notice's decision log in order, from Redis and the archive (--json: one entry per line).
 
-  herald audit --verify [--shard N]
+  herald audit --verify [--shard N] [--allow-unanchored]
       Checks every object and notice record of the archive (or of shard N): its seal
-      (HERALD_ARCHIVE_KEY), its entries, and each shard's chain. Exits 0 when all hold, 1 naming
-      the first object of a shard that does not, and why.
+      (HERALD_ARCHIVE_KEY), its entries, and each shard's chain from its anchor in the archive
+      (Redis is not needed). Exits 0 when all hold, 1 naming the first object of a shard that
+      does not, and why. A shard with objects and no anchor does not hold unless
+      --allow-unanchored (then Redis says where its chain began, or its unsigned objects before
+      the first signed one count as legacy).
 
   herald export --from <time> [--to <time>] [--out <file>] [--quiet]
       The archive's decision log for [from, to) as NDJSON, ordered by entry ID, to stdout or a
@@ -129,13 +132,18 @@ async function audit(config: Config, args: string[], io: CliIo): Promise<number>
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { json: { type: 'boolean' }, verify: { type: 'boolean' }, shard: { type: 'string' } },
+    options: {
+      json: { type: 'boolean' },
+      verify: { type: 'boolean' },
+      shard: { type: 'string' },
+      'allow-unanchored': { type: 'boolean' },
+    },
   });
   if (values.verify) {
     if (positionals.length > 0 || values.json) throw new UsageError('audit --verify takes no notice ID and no --json');
-    return verify(config, values.shard, io);
+    return verify(config, { shard: values.shard, allowUnanchored: values['allow-unanchored'] === true }, io);
   }
-  if (values.shard !== undefined) throw new UsageError('--shard goes with --verify');
+  if (values.shard !== undefined || values['allow-unanchored']) throw new UsageError('--shard and --allow-unanchored go with --verify');
   const id = positionals[0];
   if (positionals.length !== 1 || id === undefined) throw new UsageError('audit takes one notice ID');
   const shard = shardOfNoticeId(id);
@@ -192,10 +200,11 @@ async function audit(config: Config, args: string[], io: CliIo): Promise<number>
   }
 }
 
-/** `herald audit --verify`: every shard's objects, chain and records, or one shard's. */
-async function verify(config: Config, shardOption: string | undefined, io: CliIo): Promise<number> {
+/** `herald audit --verify`: every shard's anchor, objects, chain and records, or one shard's. */
+async function verify(config: Config, opts: { shard: string | undefined; allowUnanchored: boolean }, io: CliIo): Promise<number> {
   const keys = new Keys(config.prefix);
   let shards = keys.allShards();
+  const shardOption = opts.shard;
   if (shardOption !== undefined) {
     const shard = Number(shardOption);
     if (!/^\d+$/.test(shardOption) || !shards.includes(shard))
@@ -209,7 +218,10 @@ async function verify(config: Config, shardOption: string | undefined, io: CliIo
     const lines = [
       `Verifying ${archive.storage.location} (HERALD_PREFIX=${config.prefix}) with archive keys ${config.archiveKeys.map((k) => `"${k.id}"`).join(', ')}.`,
     ];
-    if (!reachable) lines.push('Redis cannot be reached: where each chain began and its newest object are not checked.');
+    if (!reachable)
+      lines.push(
+        "Redis cannot be reached: each chain's start comes from its anchor in the archive; its newest object (the tip Redis keeps) is not checked.",
+      );
     await writeLines(io.stdout, lines);
     const verdicts: ShardVerdict[] = [];
     for (const shard of shards) {
@@ -217,6 +229,7 @@ async function verify(config: Config, shardOption: string | undefined, io: CliIo
         retainedSince: io.now() - config.auditRetentionMs,
         chain: chains ? await chains.chain(shard) : undefined,
         pending: chains ? await chains.pendingBatches(shard) : undefined,
+        allowUnanchored: opts.allowUnanchored,
       });
       verdicts.push(verdict);
       await writeLines(io.stdout, [
@@ -241,6 +254,12 @@ function describeVerdict(v: ShardVerdict): string {
   if (v.legacy > 0) parts.push(`${v.legacy} of them unsigned, from before the chain began (legacy)`);
   if (v.afterRetention) parts.push(`the chain continues from objects past the audit retention at ${v.afterRetention}`);
   if (v.unarchived > 0) parts.push(`${v.unarchived} linked to batches Redis holds, not archived yet`);
+  if (v.unanchored)
+    parts.push(
+      v.unanchored === 'redis'
+        ? "no anchor (--allow-unanchored): the chain start is Redis's"
+        : 'no anchor (--allow-unanchored), nor Redis: unsigned objects before the first signed one read as legacy',
+    );
   parts.push(`${v.records} records${v.legacyRecords > 0 ? ` (${v.legacyRecords} unsigned, legacy)` : ''}`);
   return parts.join(', ');
 }
@@ -376,7 +395,7 @@ async function exportPeriod(config: Config, args: string[], io: CliIo): Promise<
   const to = values.to === undefined ? now : parseTime(values.to, now, '--to');
   if (!(from < to)) throw new UsageError('--from must be before --to');
 
-  // Redis tells where each shard's chain began, so that an object stripped of its seal is refused; without it, unsigned objects read as legacy.
+  // A shard's anchor in the archive says where its chain began, so that an object stripped of its seal is refused; Redis, for a shard not anchored yet.
   const { redis, reachable } = await openCliRedis(config);
   const archive = openArchive(config, reachable ? redis : undefined);
   const out = values.out === undefined ? io.stdout : createWriteStream(values.out);

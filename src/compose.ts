@@ -130,7 +130,13 @@ export function composeWeb(
   const { queues, scheduler } = openScheduling(queueRedis, stores.store, opts.clock, config.queuePartitions);
   const shared = opts.archive;
   const archive = shared ? { get: () => shared, close: async () => undefined } : lazyArchive(config, redis);
-  const trails = trailReader({ store: stores.store, archive: archive.get, auditRetentionMs: config.auditRetentionMs, clock: opts.clock });
+  const trails = trailReader({
+    store: stores.store,
+    archive: archive.get,
+    auditRetentionMs: config.auditRetentionMs,
+    noticeKeepHotMs: config.noticeKeepHotMs,
+    clock: opts.clock,
+  });
   // A webhook records its observation through the steps a check uses, with no provider to call.
   const webhookSteps = new StepContext({
     ...noProviderCalls(),

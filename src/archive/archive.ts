@@ -1,4 +1,5 @@
-import { gunzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
 import type { StoredEntry } from '../store/notices.js';
 import { noticeCreatedAt, SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
 import {
@@ -16,8 +17,28 @@ import {
 } from './names.js';
 import { checkRecord, encodeRecord, parseRecordKey, recordKey, recordsDir, type NoticeRecord } from './records.js';
 import { gzipStable, sha256Hex } from '../digest.js';
-import { ArchiveKeyring, formatSeal, parseSeal, type ChainLink, type Seal } from './seal.js';
+import {
+  ArchiveKeyring,
+  formatSeal,
+  LEGACY_SEAL_VERSION,
+  parseSeal,
+  SEAL_VERSION,
+  type ChainLink,
+  type SealedKind,
+  type Seal,
+} from './seal.js';
 import { DELETE_BATCH, type ObjectStorage, type StoredObject } from './object-storage.js';
+import {
+  anchorKey,
+  decodeAnchor,
+  encodeAnchor,
+  MAX_ANCHOR_BYTES,
+  objectAdmission,
+  recordAdmission,
+  sameStart,
+  type AnchoredStart,
+  type ChainStart,
+} from './anchor.js';
 import { DEV_ARCHIVE_KEY } from '../config.js';
 
 /**
@@ -53,26 +74,17 @@ export class ArchiveUnavailableError extends Error {
   }
 }
 
-/**
- * Where a shard's chain began, which only Redis knows (`<prefix>:{s<N>}:archive-chain`): objects
- * and records from before it are legacy (written unsigned by earlier versions); after it, one
- * without a seal has been stripped of it.
- */
-export interface ChainStart {
-  /** The first entry of the chain's first object; undefined until a batch has been handed out. */
-  genesisFirstId: string | undefined;
-  /** When the chain began (ms): notices created since have signed records. */
-  sinceMs: number;
-}
-
 export interface ArchiveOptions {
   /** HERALD_ARCHIVE_KEY as a keyring; the published dev key when not given (tests, benchmarks). */
   keys?: ArchiveKeyring;
-  /** Where each shard's chain began (null: not yet). Without it, unsigned objects and records are read as legacy. */
+  /**
+   * Where each shard's chain began as Redis knows it (null: not yet), for a shard whose anchor is
+   * not in the archive (yet). Without either, unsigned and v1-sealed objects and records are refused.
+   */
   chainStart?: (shard: number) => Promise<ChainStart | null>;
-  /** Most bytes an object may decompress to (a gzip bomb is refused, never inflated). */
+  /** Most bytes a sealed object may decompress to; one read unauthenticated (legacy) gets at most MAX_LEGACY_OBJECT_BYTES. */
   maxObjectBytes?: number;
-  /** Most bytes a notice record may decompress to. */
+  /** Most bytes a sealed notice record may decompress to; a legacy one at most MAX_LEGACY_RECORD_BYTES. */
   maxRecordBytes?: number;
 }
 
@@ -86,11 +98,22 @@ export interface OpenedObject {
 
 /**
  * The largest batch is 5000 entries (HERALD_MIRROR_BATCH_SIZE); an entry is at most a few KiB
- * (a poll plan of 1000 checks is ~27 KiB), so a real object stays far below this.
+ * (a poll plan of 1000 checks is ~27 KiB), so a real object stays far below this. A sealed
+ * object is authenticated before it is decompressed: only what Herald wrote reaches this cap.
  */
 export const MAX_OBJECT_BYTES = 128 * 1024 * 1024;
+/**
+ * An unsigned or v1-sealed object (earlier versions) can only be checked once decompressed, and
+ * is read only where its shard's chain start admits it; its cap is smaller: a batch of the
+ * default 1000 entries stays below it even with 1000-check poll plans throughout.
+ */
+export const MAX_LEGACY_OBJECT_BYTES = 32 * 1024 * 1024;
 /** A record holds a view and its entry IDs: a few KiB, a few hundred KiB for the longest trail. */
 export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+/** The cap of a record read unauthenticated (unsigned or v1): tens of thousands of entry IDs. */
+export const MAX_LEGACY_RECORD_BYTES = 4 * 1024 * 1024;
+
+const gunzipAsync = promisify(gunzip);
 
 /** Entry types are dotted lower-case names (`notice.accepted`, `sms.observed`). */
 const ENTRY_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
@@ -122,10 +145,13 @@ function verified(key: string, stored: StoredObject): Buffer {
   return stored.body;
 }
 
-/** Decompresses at most `max` bytes: a gzip bomb stops there instead of filling memory. */
-function inflate(key: string, body: Buffer, max: number): Buffer {
+/**
+ * Decompresses at most `max` bytes, on zlib's thread pool rather than the event loop: anything
+ * larger stops there instead of filling memory.
+ */
+async function inflate(key: string, body: Buffer, max: number): Promise<Buffer> {
   try {
-    return gunzipSync(body, { maxOutputLength: max });
+    return await gunzipAsync(body, { maxOutputLength: max });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
       throw new ArchiveIntegrityError(key, `it decompresses to more than ${max} bytes; refused`);
@@ -160,22 +186,87 @@ function entriesProblem(entries: readonly StoredEntry[], ref: ObjectRef, shard: 
 const sameLink = (a: ChainLink | null, b: ChainLink | null) => a?.range === b?.range && a?.digest === b?.digest;
 
 /**
- * Checks an object against its stored SHA-256 and its seal, then decodes its entries and checks
- * them against its name. Without a seal it is a legacy object (the caller decides whether that
- * is allowed where it lies).
+ * Decides, before anything is decompressed, whether an unsigned or v1-sealed object or record
+ * may be read where it lies: the problem that refuses it, or undefined.
  */
-export function openObject(key: string, stored: StoredObject, keys: ArchiveKeyring, maxBytes = MAX_OBJECT_BYTES): OpenedObject {
-  const ref = parseObjectKey(key);
-  if (!ref) throw new ArchiveIntegrityError(key, 'it is not named as a batch object');
-  const ndjson = inflate(key, verified(key, stored), maxBytes);
-  const digest = sha256Hex(ndjson);
+export type Admission = (seal: Seal | undefined) => Promise<string | undefined> | string | undefined;
+
+/** Reads whatever it is given (the mirror reading back its own objects). */
+const ADMIT_ALL: Admission = () => undefined;
+
+/**
+ * What a read takes unsigned and v1-sealed objects and records by: a shard's chain start, or
+ * `'lenient'`, anything (`herald audit --verify --allow-unanchored` on a shard without a start).
+ */
+export type LegacyRule = ChainStart | 'lenient';
+
+/** A shard's anchor and the key that sealed it: always sealed with v2, never read unauthenticated. */
+async function openAnchor(
+  key: string,
+  stored: StoredObject,
+  keys: ArchiveKeyring,
+  shard: number,
+): Promise<{ start: AnchoredStart; keyId: string }> {
+  const admit = () => 'it has no v2 seal, which every anchor has';
+  const { content, seal } = await authenticated('anchor', key, stored, keys, admit, { sealed: MAX_ANCHOR_BYTES, legacy: 0 });
+  const start = decodeAnchor(content, shard);
+  if (typeof start === 'string') throw new ArchiveIntegrityError(key, start);
+  return { start, keyId: seal!.keyId };
+}
+
+/** Most bytes a read decompresses: of what a seal authenticated, and of what it could not. */
+interface Caps {
+  sealed: number;
+  legacy: number;
+}
+
+/**
+ * The decompressed content of a stored object or record and its seal (none: legacy), checked in
+ * this order: its bytes against the SHA-256 stored with it; a v2 seal against those bytes, or,
+ * for an unsigned or v1-sealed one, `admit`; only then the gzip, capped; a v1 seal against the
+ * content. So nothing that fails its seal, or may not be unsigned where it lies, reaches zlib.
+ */
+async function authenticated(
+  kind: SealedKind,
+  key: string,
+  stored: StoredObject,
+  keys: ArchiveKeyring,
+  admit: Admission,
+  caps: Caps,
+): Promise<{ content: Buffer; digest: string; seal: Seal | undefined }> {
+  const body = verified(key, stored);
   let seal: Seal | undefined;
   if (stored.seal !== undefined) {
     seal = parseSeal(stored.seal);
     if (!seal) throw new ArchiveIntegrityError(key, 'its seal cannot be read');
-    const problem = keys.checkObject(key, digest, seal);
-    if (problem) throw new ArchiveIntegrityError(key, problem);
   }
+  const problem = seal?.version === SEAL_VERSION ? keys.checkStored(kind, key, stored.sha256!, seal) : await admit(seal);
+  if (problem) throw new ArchiveIntegrityError(key, problem);
+  const content = await inflate(key, body, seal?.version === SEAL_VERSION ? caps.sealed : caps.legacy);
+  const digest = sha256Hex(content);
+  if (seal?.version === LEGACY_SEAL_VERSION) {
+    const legacyProblem = keys.checkContent(kind, key, digest, seal);
+    if (legacyProblem) throw new ArchiveIntegrityError(key, legacyProblem);
+  }
+  return { content, digest, seal };
+}
+
+const objectCaps = (max: number): Caps => ({ sealed: max, legacy: Math.min(max, MAX_LEGACY_OBJECT_BYTES) });
+
+/**
+ * Checks an object against its stored SHA-256 and its seal (authenticated, as `authenticated`
+ * says, before it is decompressed), then decodes its entries and checks them against its name.
+ */
+export async function openObject(
+  key: string,
+  stored: StoredObject,
+  keys: ArchiveKeyring,
+  admit: Admission = ADMIT_ALL,
+  maxBytes = MAX_OBJECT_BYTES,
+): Promise<OpenedObject> {
+  const ref = parseObjectKey(key);
+  if (!ref) throw new ArchiveIntegrityError(key, 'it is not named as a batch object');
+  const { content: ndjson, digest, seal } = await authenticated('object', key, stored, keys, admit, objectCaps(maxBytes));
   let entries: StoredEntry[];
   try {
     entries = ndjson
@@ -205,6 +296,8 @@ export class Archive {
   readonly keys: ArchiveKeyring;
   private readonly maxObjectBytes: number;
   private readonly maxRecordBytes: number;
+  /** The shards' anchors once read: written once, never changed. */
+  private readonly anchors = new Map<number, AnchoredStart>();
 
   constructor(
     readonly storage: ObjectStorage,
@@ -232,14 +325,14 @@ export class Archive {
     const key = objectKey(this.heraldPrefix, shard, entries[0]!.id, entries.at(-1)!.id);
     const prev = opts.prev ?? null;
     const { body, sha256: checksum, digest } = encodeObject(entries);
-    const seal = formatSeal(this.keys.sealObject(key, digest, prev));
+    const seal = formatSeal(this.keys.sealObject(key, checksum, prev));
     const existing = opts.firstAttempt ? null : await this.io(() => this.storage.get(key));
     if (existing) {
       if (existing.sha256 === checksum && existing.seal === seal && existing.body.equals(body))
         return { key, outcome: 'existed', bytes: body.length, digest };
       let held: OpenedObject | undefined;
       try {
-        held = openObject(key, existing, this.keys, this.maxObjectBytes);
+        held = await openObject(key, existing, this.keys, ADMIT_ALL, this.maxObjectBytes);
       } catch (error) {
         if (!(error instanceof ArchiveIntegrityError)) throw error;
       }
@@ -259,19 +352,17 @@ export class Archive {
   }
 
   /**
-   * One object checked: its SHA-256, its seal, its entries against its name; unsigned only where
-   * the shard's chain had not begun yet. Null when it is gone.
+   * One object checked: its SHA-256, its seal, its entries against its name; unsigned (or
+   * v1-sealed) only where its shard's chain start admits it: `rule`, or by default the shard's
+   * anchor in the archive, else Redis's chain. Null when it is gone.
    */
-  async inspect(key: string): Promise<OpenedObject | null> {
+  async inspect(key: string, rule?: LegacyRule): Promise<OpenedObject | null> {
     const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
-    const opened = openObject(key, stored, this.keys, this.maxObjectBytes);
-    if (!opened.seal) {
-      const start = await this.chainStart(shardOfObjectKey(key));
-      if (start?.genesisFirstId !== undefined && compareIds(opened.ref.lastId, start.genesisFirstId) >= 0)
-        throw new ArchiveIntegrityError(key, `it has no seal, though its shard's chain began before it (at ${start.genesisFirstId})`);
-    }
-    return opened;
+    // openObject asks only once the key has been parsed as an object's.
+    const admit: Admission = async (seal) =>
+      rule === 'lenient' ? undefined : objectAdmission(parseObjectKey(key)!, seal, rule ?? (await this.chainStart(shardOfObjectKey(key))));
+    return openObject(key, stored, this.keys, admit, this.maxObjectBytes);
   }
 
   /**
@@ -283,15 +374,15 @@ export class Archive {
     const key = objectKey(this.heraldPrefix, shard, firstId, lastId);
     const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
-    const opened = openObject(key, stored, this.keys, this.maxObjectBytes);
+    const opened = await openObject(key, stored, this.keys, ADMIT_ALL, this.maxObjectBytes);
     return { range: rangeOf(opened.ref), digest: opened.digest };
   }
 
   /** Stores a retired notice's record, sealed; storing it again (a retry after a crash) writes the same bytes. */
   async putRecord(record: NoticeRecord): Promise<void> {
     const key = recordKey(this.heraldPrefix, record.id);
-    const { body, sha256: checksum, digest } = encodeRecord(record);
-    const seal = formatSeal(this.keys.sealRecord(key, digest));
+    const { body, sha256: checksum } = encodeRecord(record);
+    const seal = formatSeal(this.keys.sealRecord(key, checksum));
     await this.io(() => this.storage.put(key, body, checksum, seal));
   }
 
@@ -301,26 +392,19 @@ export class Archive {
   }
 
   /**
-   * One record checked: its SHA-256, its seal (unsigned only for a notice created before its
-   * shard's chain began), and that it is the record of the notice its key names.
+   * One record checked: its SHA-256, its seal (unsigned, or v1-sealed, only for a notice created
+   * before its shard's chain start says so, as for objects), and that it is the record of the
+   * notice its key names.
    */
-  async inspectRecord(key: string): Promise<{ record: NoticeRecord; sealed: boolean } | null> {
+  async inspectRecord(key: string, rule?: LegacyRule): Promise<{ record: NoticeRecord; sealed: boolean } | null> {
     const noticeId = parseRecordKey(key);
     if (noticeId === undefined) throw new ArchiveIntegrityError(key, 'it is not named as a notice record');
     const stored = await this.io(() => this.storage.get(key));
     if (!stored) return null;
-    const json = inflate(key, verified(key, stored), this.maxRecordBytes);
-    const digest = sha256Hex(json);
-    if (stored.seal !== undefined) {
-      const seal = parseSeal(stored.seal);
-      if (!seal) throw new ArchiveIntegrityError(key, 'its seal cannot be read');
-      const problem = this.keys.checkRecord(key, digest, seal);
-      if (problem) throw new ArchiveIntegrityError(key, problem);
-    } else {
-      const start = await this.chainStart(shardOfNoticeId(noticeId));
-      if (start && (noticeCreatedAt(noticeId) ?? Infinity) >= start.sinceMs)
-        throw new ArchiveIntegrityError(key, 'it has no seal, though its notice was created after its shard began signing');
-    }
+    const admit: Admission = async (seal) =>
+      rule === 'lenient' ? undefined : recordAdmission(noticeId, seal, rule ?? (await this.chainStart(shardOfNoticeId(noticeId))));
+    const caps = { sealed: this.maxRecordBytes, legacy: Math.min(this.maxRecordBytes, MAX_LEGACY_RECORD_BYTES) };
+    const { content: json, seal } = await authenticated('record', key, stored, this.keys, admit, caps);
     let record: unknown;
     try {
       record = JSON.parse(json.toString('utf8'));
@@ -329,7 +413,7 @@ export class Archive {
     }
     const problem = checkRecord(record, noticeId);
     if (problem) throw new ArchiveIntegrityError(key, problem);
-    return { record: record as NoticeRecord, sealed: stored.seal !== undefined };
+    return { record: record as NoticeRecord, sealed: seal !== undefined };
   }
 
   /** The record keys of one shard, in key order (= by the notices' creation time). */
@@ -481,8 +565,47 @@ export class Archive {
     }
   }
 
+  /**
+   * The shard's anchor (src/archive/anchor.ts) once checked, or null when the archive holds none;
+   * an anchor that fails its checks is an ArchiveIntegrityError. Read once per process.
+   */
+  async readAnchor(shard: number): Promise<AnchoredStart | null> {
+    const known = this.anchors.get(shard) ?? (await this.fetchAnchor(shard))?.start;
+    if (known) this.anchors.set(shard, known);
+    return known ?? null;
+  }
+
+  /**
+   * Writes the shard's anchor unless the archive holds one. One held is never overwritten with
+   * other facts: `differs` (Redis lost its chain state and began a new chain) leaves it as it is.
+   * One sealed with a key other than the signing key is sealed again (`resealed`), the same
+   * facts, so that the key that sealed it may be dropped after a rotation like any other. Reads
+   * the archive every time (a lifecycle rule may have expired the anchor).
+   */
+  async putAnchor(
+    shard: number,
+    start: AnchoredStart,
+  ): Promise<{ outcome: 'written' | 'resealed' | 'existed' | 'differs'; held: AnchoredStart }> {
+    const held = await this.fetchAnchor(shard);
+    if (held && !sameStart(held.start, start)) return { outcome: 'differs', held: held.start };
+    if (held?.keyId === this.keys.signingKeyId) return { outcome: 'existed', held: held.start };
+    const key = anchorKey(this.heraldPrefix, shard);
+    const { body, sha256 } = encodeAnchor(shard, start);
+    await this.io(() => this.storage.put(key, body, sha256, formatSeal(this.keys.sealAnchor(key, sha256))));
+    this.anchors.set(shard, start);
+    return { outcome: held ? 'resealed' : 'written', held: start };
+  }
+
+  private async fetchAnchor(shard: number): Promise<{ start: AnchoredStart; keyId: string } | null> {
+    const key = anchorKey(this.heraldPrefix, shard);
+    const stored = await this.io(() => this.storage.get(key));
+    return stored ? openAnchor(key, stored, this.keys, shard) : null;
+  }
+
+  /** Where the shard's chain began: its anchor in the archive, else Redis's chain, else null (none found). */
   private async chainStart(shard: number | undefined): Promise<ChainStart | null> {
-    return shard === undefined || !this.options.chainStart ? null : this.options.chainStart(shard);
+    if (shard === undefined) return null;
+    return (await this.readAnchor(shard)) ?? (this.options.chainStart ? await this.options.chainStart(shard) : null);
   }
 
   /** Runs one store call; anything it throws means the archive is out of reach. */

@@ -28,8 +28,9 @@ export function openObjectStorage(config: Pick<Config, 'archiveUrl' | 's3'>): Ob
 
 /**
  * Herald's archive for this configuration (its objects under `HERALD_PREFIX`, sealed with
- * HERALD_ARCHIVE_KEY). With `redis`, reads know where each shard's chain began, so that an object
- * stripped of its seal is not taken for a legacy one.
+ * HERALD_ARCHIVE_KEY). Reads learn where each shard's chain began from its anchor in the archive,
+ * so that an object stripped of its seal is not taken for a legacy one; with `redis`, also from
+ * Redis's chain for a shard the log mirror has not anchored yet.
  */
 export function openArchive(config: Pick<Config, 'archiveUrl' | 's3' | 'prefix' | 'archiveKeys'>, redis?: RedisClient): Archive {
   const chain = redis && new LogMirrorStore(redis, new Keys(config.prefix));

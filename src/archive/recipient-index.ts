@@ -32,7 +32,7 @@ export async function putRecipientPointer(archive: Archive, recipientId: string,
   const key = pointerKey(archive.heraldPrefix, recipientId, noticeId);
   const json = JSON.stringify({ id: noticeId, recipientId });
   const body = gzipStable(json);
-  const seal = formatSeal(archive.keys.sealRecord(key, sha256Hex(json)));
+  const seal = formatSeal(archive.keys.sealRecord(key, sha256Hex(body)));
   await io(archive, () => archive.storage.put(key, body, sha256Hex(body), seal));
 }
 

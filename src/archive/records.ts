@@ -49,12 +49,11 @@ export function parseRecordKey(key: string): string | undefined {
 
 /**
  * The same record always gives the same bytes (gzip writes no time; the OS byte is fixed);
- * `digest` is of the JSON, which the seal covers.
+ * `sha256` is of those bytes, which the seal covers.
  */
-export function encodeRecord(record: NoticeRecord): { body: Buffer; sha256: string; digest: string } {
-  const json = JSON.stringify(record);
-  const body = gzipStable(json);
-  return { body, sha256: sha256Hex(body), digest: sha256Hex(json) };
+export function encodeRecord(record: NoticeRecord): { body: Buffer; sha256: string } {
+  const body = gzipStable(JSON.stringify(record));
+  return { body, sha256: sha256Hex(body) };
 }
 
 

@@ -5,6 +5,8 @@ import { readNotice } from '../notice/notice.js';
 import { noticeView, type NoticeView } from '../notice/view.js';
 import type { Archive } from './archive.js';
 import { idTime } from './names.js';
+import type { NoticeRecord } from './records.js';
+import { RetiredRecords } from './retired-records.js';
 
 /** Entries of a notice's trail that neither Redis nor the archive holds, though both should. */
 export class TrailGapError extends Error {
@@ -23,6 +25,8 @@ export interface TrailSources {
   archive: () => Archive;
   /** Entries older than this (ms) may have left the archive too (HERALD_AUDIT_RETENTION). */
   retainedSince: number;
+  /** How a retired notice's record is looked up; by default it is read from the archive, whatever the ID. */
+  readRecord?: (noticeId: string) => Promise<NoticeRecord | null>;
 }
 
 export interface Trail {
@@ -42,9 +46,10 @@ export interface Trail {
 export async function readTrail(sources: TrailSources, noticeId: string): Promise<Trail> {
   const shard = shardOfNoticeId(noticeId);
   if (shard === undefined) throw new Error(`not a notice ID: ${noticeId}`);
+  const readRecord = sources.readRecord ?? ((id: string) => sources.archive().readRecord(id));
   let ids = [...new Set(await sources.store.eventIds(noticeId))];
   // Redis let go of a retired notice (src/retention/retire.ts): its record names its entries.
-  if (ids.length === 0) ids = (await sources.archive().readRecord(noticeId))?.entryIds ?? [];
+  if (ids.length === 0) ids = (await readRecord(noticeId))?.entryIds ?? [];
   const trail: Trail = { entries: [], fromRedis: 0, fromArchive: 0, expired: 0 };
   if (ids.length === 0) return trail;
 
@@ -73,10 +78,14 @@ export async function readTrail(sources: TrailSources, noticeId: string): Promis
  * A notice's view (`GET /v1/notices/:id`): from Redis while it holds the notice, from the
  * notice's archive record once it is retired; null when neither has it.
  */
-export async function readView(store: NoticeStore, archive: () => Archive, noticeId: string): Promise<NoticeView | null> {
+export async function readView(
+  store: NoticeStore,
+  readRecord: (noticeId: string) => Promise<NoticeRecord | null>,
+  noticeId: string,
+): Promise<NoticeView | null> {
   const notice = await readNotice(store, noticeId);
   if (notice) return noticeView(notice);
-  return (await archive().readRecord(noticeId))?.view ?? null;
+  return (await readRecord(noticeId))?.view ?? null;
 }
 
 /** Reads trails and views for a process that serves them. */
@@ -85,13 +94,21 @@ export interface TrailReader {
   view(noticeId: string): Promise<NoticeView | null>;
 }
 
-/** A TrailReader over the process's archive, which `archive` opens on first need (its owner closes it). */
+/**
+ * A TrailReader over the process's archive, which `archive` opens on first need (its owner
+ * closes it). A notice Redis does not hold is looked for in the archive only once it may have
+ * retired, and not again for a few seconds when it is not there (src/archive/retired-records.ts).
+ */
 export function trailReader(opts: {
   store: NoticeStore;
   archive: () => Archive;
   auditRetentionMs: number;
+  /** HERALD_NOTICE_KEEP_HOT: how long a finished notice stays in Redis. */
+  noticeKeepHotMs: number;
   clock: Clock;
 }): TrailReader {
+  const records = new RetiredRecords({ archive: opts.archive, clock: opts.clock, noticeKeepHotMs: opts.noticeKeepHotMs });
+  const readRecord = (noticeId: string) => records.read(noticeId);
   return {
     read: (noticeId) =>
       readTrail(
@@ -99,9 +116,10 @@ export function trailReader(opts: {
           store: opts.store,
           archive: opts.archive,
           retainedSince: opts.clock.now() - opts.auditRetentionMs,
+          readRecord,
         },
         noticeId,
       ),
-    view: (noticeId) => (shardOfNoticeId(noticeId) === undefined ? Promise.resolve(null) : readView(opts.store, opts.archive, noticeId)),
+    view: (noticeId) => (shardOfNoticeId(noticeId) === undefined ? Promise.resolve(null) : readView(opts.store, readRecord, noticeId)),
   };
 }

@@ -1,5 +1,6 @@
-import { ArchiveIntegrityError, type Archive } from './archive.js';
+import { ArchiveIntegrityError, type Archive, type LegacyRule } from './archive.js';
 import type { ChainState } from '../store/log-mirror.js';
+import { anchorKey } from './anchor.js';
 import { compareIds, idTime, objectKey, rangeOf, type ObjectRef } from './names.js';
 import { linkIds } from './seal.js';
 
@@ -16,6 +17,8 @@ export interface ShardVerdict {
   afterRetention?: string;
   /** Links to batches Redis still holds, not archived yet. */
   unarchived: number;
+  /** The shard has objects or records but no anchor, and `allowUnanchored` let it go on: from Redis's chain start, or none. */
+  unanchored?: 'redis' | 'none';
   /** The first object or record that does not hold, and why; undefined when all hold. */
   broken?: { key: string; why: string };
 }
@@ -30,15 +33,23 @@ export interface VerifyOptions {
    * claims it): a link to one of them is to an object not stored yet, not to a removed one.
    */
   pending?: ReadonlySet<string>;
+  /**
+   * A shard with objects or records and no anchor in the archive is broken, unless this is set
+   * (`--allow-unanchored`): then its chain start is Redis's, or, without Redis, unsigned objects
+   * before its first signed one are read as legacy.
+   */
+  allowUnanchored?: boolean;
 }
 
 /**
- * Checks one shard of the archive: every object in entry order (its SHA-256, its seal, its
- * entries against its name, its link to the object before it), the newest object the mirror
- * confirmed (the tip Redis keeps), then every notice record. Stops at the first that does not
- * hold. A link to a batch Redis still holds unacknowledged (a dead worker's, not yet claimed) is
- * to an object not stored yet; once it is stored, its own link is checked like any other. Unsigned objects before the first signed one are the legacy prefix of earlier versions;
- * after it, none may be unsigned.
+ * Checks one shard of the archive: its anchor (where its chain began: src/archive/anchor.ts),
+ * every object in entry order (its SHA-256, its seal, its entries against its name, its link to
+ * the object before it), the newest object the mirror confirmed (the tip Redis keeps), then
+ * every notice record. Stops at the first that does not hold. A link to a batch Redis still
+ * holds unacknowledged (a dead worker's, not yet claimed) is to an object not stored yet; once it
+ * is stored, its own link is checked like any other. The anchor says which objects and records
+ * may be unsigned (the legacy prefix of earlier versions, before the chain) or v1-sealed; Redis
+ * is not needed for that, and is not trusted over the anchor.
  */
 export async function verifyShard(archive: Archive, shard: number, opts: VerifyOptions): Promise<ShardVerdict> {
   const verdict: ShardVerdict = { shard, objects: 0, legacy: 0, unarchived: 0, records: 0, legacyRecords: 0 };
@@ -50,6 +61,24 @@ export async function verifyShard(archive: Archive, shard: number, opts: VerifyO
     verdict.broken = { key, why };
     return verdict;
   };
+  let rule: LegacyRule;
+  try {
+    const anchor = await archive.readAnchor(shard);
+    if (anchor) rule = anchor;
+    else if (!(await holdsAnything(archive, shard))) rule = 'lenient';
+    else if (!opts.allowUnanchored)
+      return broken(
+        anchorKey(archive.heraldPrefix, shard),
+        "the anchor of the shard's chain is missing, so nothing says which of its objects may be unsigned (--allow-unanchored goes on without it)",
+      );
+    else {
+      verdict.unanchored = opts.chain?.genesisFirstId !== undefined ? 'redis' : 'none';
+      rule = opts.chain?.genesisFirstId !== undefined ? opts.chain : 'lenient';
+    }
+  } catch (error) {
+    if (error instanceof ArchiveIntegrityError) return broken(error.key, error.problem);
+    throw error;
+  }
   const tip = opts.chain?.tip;
   let tipSeen = false;
   let previous: { ref: ObjectRef; digest: string } | undefined;
@@ -58,7 +87,7 @@ export async function verifyShard(archive: Archive, shard: number, opts: VerifyO
   for await (const ref of archive.shardObjects(shard)) {
     let opened;
     try {
-      opened = await archive.inspect(ref.key);
+      opened = await archive.inspect(ref.key, rule);
     } catch (error) {
       if (error instanceof ArchiveIntegrityError) return broken(ref.key, error.problem);
       throw error;
@@ -106,7 +135,7 @@ export async function verifyShard(archive: Archive, shard: number, opts: VerifyO
 
   for await (const key of archive.recordKeys(shard)) {
     try {
-      const read = await archive.inspectRecord(key);
+      const read = await archive.inspectRecord(key, rule);
       if (!read) continue;
       verdict.records += 1;
       if (!read.sealed) verdict.legacyRecords += 1;
@@ -116,4 +145,11 @@ export async function verifyShard(archive: Archive, shard: number, opts: VerifyO
     }
   }
   return verdict;
+}
+
+/** Whether the shard holds any object or record. */
+async function holdsAnything(archive: Archive, shard: number): Promise<boolean> {
+  for await (const _ of archive.shardObjects(shard)) return true;
+  for await (const _ of archive.recordKeys(shard)) return true;
+  return false;
 }

@@ -1,15 +1,21 @@
 import { performance } from 'node:perf_hooks';
 import type { RedisClient } from '../store/redis.js';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { HOUR, type Clock } from '../clock.js';
 import type { Keys } from '../store/keys.js';
-import { batchDigest, type Archive, type PutOutcome } from '../archive/archive.js';
+import { ArchiveIntegrityError, batchDigest, type Archive, type PutOutcome } from '../archive/archive.js';
+import { isAnchorable } from '../archive/anchor.js';
 import { ContentExpiryIndex, RetireIndex } from '../store/retention-indexes.js';
 import { LogMirrorStore, type MirrorBatch } from '../store/log-mirror.js';
 import { idTime } from '../archive/names.js';
 import { linkIds, type ChainLink } from '../archive/seal.js';
 
 const FAILURE_WARN_EVERY_MS = 60_000;
+/**
+ * How often a mirror makes sure each shard's anchor is still in the archive: a lifecycle rule on
+ * the archive's prefix expires it with the objects, and it is then written again from Redis.
+ */
+const ANCHOR_CHECK_EVERY_MS = HOUR;
 
 export interface MirrorSettings {
   /** Most entries in one archive object. */
@@ -76,6 +82,8 @@ export class LogMirror {
   private stopping = false;
   /** When each shard last warned that the archive failed, so that an outage logs once a minute per shard. */
   private readonly warnedAt = new Map<number, number>();
+  /** When each shard's anchor was last found or written in the archive (by the injected clock). */
+  private readonly anchoredAt = new Map<number, number>();
 
   constructor(private readonly deps: MirrorDeps) {
     this.stream = new LogMirrorStore(deps.redis, deps.keys);
@@ -101,26 +109,31 @@ export class LogMirror {
   private async mirrorShard(shard: number, report: MirrorReport, until: number): Promise<void> {
     const { settings, archive, hooks, log } = this.deps;
     while (!this.stopping) {
+      // The script begins the shard's chain in Redis if it has none, even when it hands out nothing.
       const batch = await this.stream.next(shard, this.deps.consumer, settings.batchSize, settings.reclaimAfterMs, this.deps.clock.now());
-      if (!batch) break;
+      if (!batch) {
+        // A shard with nothing new is anchored all the same (the first run after an upgrade).
+        await this.anchor(shard).catch((error: unknown) =>
+          this.warn(shard, { err: error }, 'log mirror could not anchor a shard; it tries again'),
+        );
+        break;
+      }
       await this.indexContentExpiry(batch);
       await this.indexRetirement(batch);
       let outcome: PutOutcome;
       let digest: string;
       try {
+        await this.anchor(shard);
         const prev = await this.linkBefore(batch);
         ({ outcome, digest } = await archive.putBatch(shard, batch.entries, { firstAttempt: batch.mode === 'new', prev }));
       } catch (error) {
         // The batch stays pending and is tried again on the next sweep; the stream keeps growing meanwhile.
         report.failures += 1;
-        const now = performance.now();
-        if (now - (this.warnedAt.get(shard) ?? -Infinity) >= FAILURE_WARN_EVERY_MS) {
-          this.warnedAt.set(shard, now);
-          log.warn(
-            { err: error, shard, firstId: batch.firstId, lastId: batch.lastId },
-            'log mirror could not store a batch; it stays in Redis',
-          );
-        }
+        this.warn(
+          shard,
+          { err: error, firstId: batch.firstId, lastId: batch.lastId },
+          'log mirror could not store a batch; it stays in Redis',
+        );
         break;
       }
       await hooks?.afterUpload?.(batch);
@@ -138,6 +151,44 @@ export class LogMirror {
     const now = this.deps.clock.now();
     const { removed } = await this.stream.trim(shard, now - settings.keepHotMs, settings.reclaimAfterMs);
     report.trimmed += removed;
+  }
+
+  /** Warns of an archive failure of the shard, once a minute at most. */
+  private warn(shard: number, fields: Record<string, unknown>, message: string): void {
+    const now = performance.now();
+    if (now - (this.warnedAt.get(shard) ?? -Infinity) < FAILURE_WARN_EVERY_MS) return;
+    this.warnedAt.set(shard, now);
+    this.deps.log.warn({ ...fields, shard }, message);
+  }
+
+  /**
+   * Makes sure the archive holds the shard's anchor (src/archive/anchor.ts), written from what
+   * Redis's chain says when it is missing, before the shard's next sealed object; then again once
+   * an hour (one sealed with a key rotated out of first place is sealed again). An anchor that
+   * says otherwise, or fails its checks, stays as it is, for `herald audit --verify` to name: the
+   * mirror goes on, so that Redis does not fill up.
+   */
+  private async anchor(shard: number): Promise<void> {
+    const now = this.deps.clock.now();
+    if (now - (this.anchoredAt.get(shard) ?? -Infinity) < ANCHOR_CHECK_EVERY_MS) return;
+    const start = await this.stream.chain(shard);
+    // The batch script has begun the chain before any call here.
+    if (!start || !isAnchorable(start)) return;
+    try {
+      const { outcome, held } = await this.deps.archive.putAnchor(shard, start);
+      if (outcome === 'differs')
+        this.deps.log.error(
+          { shard, anchor: held, redis: start },
+          "the archive's anchor says this shard's chain began elsewhere than Redis says: Redis lost its chain state, and herald audit --verify names the objects of the chain it began again",
+        );
+    } catch (error) {
+      if (!(error instanceof ArchiveIntegrityError)) throw error;
+      this.deps.log.error(
+        { err: error, shard },
+        "the shard's anchor in the archive fails its checks; left for herald audit --verify to name",
+      );
+    }
+    this.anchoredAt.set(shard, now);
   }
 
   /**

@@ -38,7 +38,7 @@ export class Keys {
   mirrorBatches(shard: number): string {
     return `${this.shard(shard)}:mirror-batches`;
   }
-  /** The shard's archive chain: last batch handed out, genesis, since, tip (src/store/log-mirror.ts). */
+  /** The shard's archive chain: last batch handed out, genesis, since, v1through, v2since, tip (src/store/log-mirror.ts). */
   archiveChain(shard: number): string {
     return `${this.shard(shard)}:archive-chain`;
   }

@@ -2,7 +2,7 @@ import { execAll, type RedisClient } from './redis.js';
 import { decodeEntry, type StoredEntry } from './notices.js';
 import type { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
-import type { ChainStart } from '../archive/archive.js';
+import type { ChainStart } from '../archive/anchor.js';
 import { PARTITION_MS } from '../archive/names.js';
 import type { ChainLink } from '../archive/seal.js';
 
@@ -67,11 +67,28 @@ export class LogMirrorStore {
     this.redis = defineScripts(redis);
   }
 
-  /** Where the shard's chain began and its tip; null before the chain began. */
+  /**
+   * Where the shard's chain began and its tip; null before the chain began. A chain an earlier
+   * version began, before this version's first batch of it, lacks `v1through` and `v2since`.
+   */
   async chain(shard: number): Promise<ChainState | null> {
-    const [last, genesis, since, tip] = await this.redis.hmget(this.keys.archiveChain(shard), 'last', 'genesis', 'since', 'tip');
+    const [last, genesis, since, tip, v1through, v2since] = await this.redis.hmget(
+      this.keys.archiveChain(shard),
+      'last',
+      'genesis',
+      'since',
+      'tip',
+      'v1through',
+      'v2since',
+    );
     if (last === null) return null;
-    return { genesisFirstId: genesis ?? undefined, sinceMs: Number(since), tip: parseTip(tip) };
+    return {
+      genesisFirstId: genesis ?? undefined,
+      sinceMs: Number(since),
+      v1ThroughId: v1through === null ? undefined : v1through === '-' ? null : v1through,
+      v2SinceMs: v2since === null ? undefined : Number(v2since),
+      tip: parseTip(tip),
+    };
   }
 
   /** The ranges (`firstId_lastId`) of the batches handed out and not yet acknowledged: not in the archive yet, or not confirmed. */

@@ -6,7 +6,8 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, encodeObject } from '../../src/archive/archive.js';
 import { MIRROR_GROUP, LogMirrorStore } from '../../src/store/log-mirror.js';
-import { objectKey } from '../../src/archive/names.js';
+import { idTime, objectKey } from '../../src/archive/names.js';
+import { anchorKey } from '../../src/archive/anchor.js';
 import { openArchive, openObjectStorage } from '../../src/archive/open.js';
 import { encodeRecord, recordKey, type NoticeRecord } from '../../src/archive/records.js';
 import { retireNoticesOnce } from '../../src/retention/retire.js';
@@ -20,6 +21,7 @@ import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testEnv, testPrefix } from '../helpers/env.js';
 import { startWebUnderTest } from '../helpers/herald.js';
+import { freePort } from '../helpers/redis-server.js';
 import {
   archived,
   fileStore,
@@ -30,6 +32,7 @@ import {
   silent,
   startS3,
   tempDir,
+  v1Seal,
   writeNotices,
   type S3UnderTest,
 } from '../helpers/archive.js';
@@ -94,8 +97,8 @@ async function rewrite(
   resealWith?: ArchiveKeyring,
 ): Promise<void> {
   const stored = (await raw.get(key))!;
-  const { body, sha256, digest } = encodeObject(change(entriesOf(stored.body)));
-  const seal = resealWith ? formatSeal(resealWith.sealObject(key, digest, parseSeal(stored.seal)!.prev)) : stored.seal!;
+  const { body, sha256 } = encodeObject(change(entriesOf(stored.body)));
+  const seal = resealWith ? formatSeal(resealWith.sealObject(key, sha256, parseSeal(stored.seal)!.prev)) : stored.seal!;
   await raw.put(key, body, sha256, seal);
 }
 
@@ -104,6 +107,15 @@ async function objectKeys(archive: Archive, shard: number): Promise<string[]> {
   const keys: string[] = [];
   for await (const ref of archive.shardObjects(shard)) keys.push(ref.key);
   return keys;
+}
+
+/** An object as versions without seals stored it: with its SHA-256 alone (on disk, a `.sha256` file of one line). */
+async function putUnsigned(raw: ObjectStorage, key: string, body: Buffer): Promise<void> {
+  const root = raw.location.startsWith('file://') ? raw.location.slice('file://'.length) : undefined;
+  if (!root) throw new Error('unsigned objects are written here to a file store');
+  await mkdir(dirname(join(root, key)), { recursive: true });
+  await writeFile(`${join(root, key)}.sha256`, `${sha256Hex(body)}\n`);
+  await writeFile(join(root, key), body);
 }
 
 const verify = (env: Record<string, string>, shard: number) => runHerald(['audit', '--verify', '--shard', String(shard)], env);
@@ -276,25 +288,96 @@ describe('entries read from the archive', () => {
     await expect(archive.read(first!)).rejects.toThrow(`is of ${stranger}, not of shard 6`);
   });
 
-  it('refuses a gzip bomb without inflating it past the cap', async () => {
+  it('refuses a planted gzip bomb by its seal, before decompressing it; the API answers 503', async () => {
+    const { prefix, config, store, archive, raw } = setUp('file');
+    // A cap far below the bomb: decompressing it at all would end in the cap's error instead.
+    const capped = new Archive(raw, prefix, { maxObjectBytes: 1 << 20, maxRecordBytes: 1 << 20 });
+    const bomb = gzipSync(Buffer.alloc(64 << 20));
+    const forged = `v2 dev - ${'0'.repeat(64)}`;
+    const now = Date.now();
+    const key = objectKey(prefix, 1, `${now}-0`, `${now}-9`);
+    await raw.put(key, bomb, sha256Hex(bomb), forged);
+    await expect(capped.read(key)).rejects.toThrow(`${key}: its MAC does not match its name and content`);
+    const noticeId = newNoticeId(1, now);
+    await raw.put(recordKey(prefix, noticeId), bomb, sha256Hex(bomb), forged);
+    await expect(capped.readRecord(noticeId)).rejects.toThrow('its MAC does not match its name and content');
+
+    // Planted in place of a real object of a trail, under that object's own seal, as a writer of the bucket would.
+    const shard = 9;
+    const written = await writeNotices(store, redis, shard, 1);
+    await mirrorFor({ redis, store, archive, consumer: 'w', settings: { batchSize: 3 } }).mirrorOnce([shard]);
+    expect(await redis.xlen(store.keys.log(shard))).toBe(0);
+    const [first] = await objectKeys(archive, shard);
+    const real = (await raw.get(first!))!;
+    await raw.put(first!, bomb, sha256Hex(bomb), real.seal!);
+    await expect(capped.read(first!)).rejects.toThrow(`${first}: its MAC does not match its name and content`);
+    const web = await startWebUnderTest(config);
+    try {
+      const res = await web.call('GET', `/v1/notices/${written[0]!.noticeId}/events`);
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('integrity check') });
+    } finally {
+      await web.close();
+    }
+  });
+
+  it('refuses a gzip bomb without inflating it past the cap, where its shard admits an unsigned or v1-sealed one', async () => {
     const { prefix, raw } = setUp('file');
     const capped = new Archive(raw, prefix, { maxObjectBytes: 1 << 20, maxRecordBytes: 1 << 20 });
     const bomb = gzipSync(Buffer.alloc(16 << 20));
     expect(bomb.length).toBeLessThan(1 << 20);
     const now = Date.now();
-    const key = objectKey(prefix, 1, `${now}-0`, `${now}-9`);
-    await raw.put(key, bomb, sha256Hex(bomb), `v1 dev - ${'0'.repeat(64)}`);
-    await expect(capped.read(key)).rejects.toThrow(`it decompresses to more than ${1 << 20} bytes; refused`);
+    // The shard's chain began after these objects and records, and sealed with v1 until after them.
+    await capped.putAnchor(1, { genesisFirstId: `${now + 10}-0`, sinceMs: now + 10, v1ThroughId: `${now + 20}-0`, v2SinceMs: now + 20 });
+    const unsigned = objectKey(prefix, 1, `${now}-0`, `${now}-9`);
+    await putUnsigned(raw, unsigned, bomb);
+    await expect(capped.read(unsigned)).rejects.toThrow(`it decompresses to more than ${1 << 20} bytes; refused`);
+    const v1 = objectKey(prefix, 1, `${now + 1}-0`, `${now + 1}-9`);
+    await raw.put(v1, bomb, sha256Hex(bomb), `v1 dev - ${'0'.repeat(64)}`);
+    await expect(capped.read(v1)).rejects.toThrow(`it decompresses to more than ${1 << 20} bytes; refused`);
 
     const noticeId = newNoticeId(1, now);
     await raw.put(recordKey(prefix, noticeId), bomb, sha256Hex(bomb), `v1 dev - ${'0'.repeat(64)}`);
     await expect(capped.readRecord(noticeId)).rejects.toThrow('decompresses to more than');
   });
+
+  it('refuses an unsigned or v1-sealed bomb before decompressing it where its shard does not admit one, or has no anchor', async () => {
+    const { prefix, raw } = setUp('file');
+    // No cap stands in the way: only what comes before decompressing refuses these.
+    const archive = new Archive(raw, prefix);
+    const bomb = gzipSync(Buffer.alloc(64 << 20));
+    const now = Date.now();
+    const fake = `v1 dev - ${'0'.repeat(64)}`;
+    await archive.putAnchor(2, { genesisFirstId: `${now - 10}-0`, sinceMs: now - 10, v1ThroughId: `${now - 5}-0`, v2SinceMs: now - 5 });
+    const unsigned = objectKey(prefix, 2, `${now}-0`, `${now}-9`);
+    await putUnsigned(raw, unsigned, bomb);
+    await expect(archive.read(unsigned)).rejects.toThrow(`it has no seal, though its shard's chain began before it (at ${now - 10}-0)`);
+    const v1 = objectKey(prefix, 2, `${now + 1}-0`, `${now + 1}-9`);
+    await raw.put(v1, bomb, sha256Hex(bomb), fake);
+    await expect(archive.read(v1)).rejects.toThrow(`it has a v1 seal, though its shard's objects after ${now - 5}-0 are sealed with v2`);
+    const noticeId = newNoticeId(2, now);
+    await raw.put(recordKey(prefix, noticeId), bomb, sha256Hex(bomb), fake);
+    await expect(archive.readRecord(noticeId)).rejects.toThrow(
+      'it has a v1 seal, though its notice was created after its shard began sealing with v2',
+    );
+    await putUnsigned(raw, recordKey(prefix, noticeId), bomb);
+    await expect(archive.readRecord(noticeId)).rejects.toThrow(
+      'it has no seal, though its notice was created after its shard began signing',
+    );
+
+    // Shard 3 has no anchor, and this archive no Redis to ask.
+    const elsewhere = objectKey(prefix, 3, `${now}-0`, `${now}-9`);
+    await raw.put(elsewhere, bomb, sha256Hex(bomb), fake);
+    await expect(archive.read(elsewhere)).rejects.toThrow(
+      "it has a v1 seal, and no anchor of its shard's chain (in the archive or in Redis)",
+    );
+  });
 });
 
 describe('notice records', () => {
   it('are refused when copied to another notice, even signed again with the key; the API answers 503', async () => {
-    const { prefix, env, config, store, archive, raw } = setUp('file', { HERALD_ADMIN_TOKEN: ADMIN_TOKEN });
+    // The notices are indexed for retirement at once, as HERALD_NOTICE_KEEP_HOT=0s would have the mirror do.
+    const { prefix, env, config, store, archive, raw } = setUp('file', { HERALD_ADMIN_TOKEN: ADMIN_TOKEN, HERALD_NOTICE_KEEP_HOT: '0s' });
     const shard = 2;
     const now = Date.now();
     const [a, b] = [await finishedNotice(store, shard, now), await finishedNotice(store, shard, now + 1)];
@@ -326,8 +409,8 @@ describe('notice records', () => {
     }
 
     const record = JSON.parse(gunzipSync(ofA.body).toString('utf8')) as NoticeRecord;
-    const { body, sha256, digest } = encodeRecord(record);
-    await raw.put(recordKey(prefix, b), body, sha256, formatSeal(archive.keys.sealRecord(recordKey(prefix, b), digest)));
+    const { body, sha256 } = encodeRecord(record);
+    await raw.put(recordKey(prefix, b), body, sha256, formatSeal(archive.keys.sealRecord(recordKey(prefix, b), sha256)));
     await expect(archive.readRecord(b)).rejects.toThrow(`it is the record of ${a}, not of ${b}`);
     const verified = await verify(env, shard);
     expect(verified.code).toBe(1);
@@ -353,6 +436,8 @@ describe('HERALD_ARCHIVE_KEY rotation', () => {
     const keys = await objectKeys(archive, shard);
     const seals = await Promise.all(keys.map(async (key) => parseSeal((await before.raw.get(key))!.seal)!));
     expect(seals.map((seal) => seal.keyId)).toEqual(['old', 'new']);
+    // The shard's anchor, which stays for good, is sealed again with the new key by the mirror.
+    expect(parseSeal((await before.raw.get(anchorKey(before.prefix, shard)))!.seal)!.keyId).toBe('new');
     expect(await archived(archive, shard)).toEqual(written);
     expect((await verify(rotated, shard)).code).toBe(0);
 
@@ -362,16 +447,81 @@ describe('HERALD_ARCHIVE_KEY rotation', () => {
   });
 });
 
+describe('objects and records an earlier version sealed with v1', () => {
+  it('are still read, checked once decompressed, where the anchor says v1 seals were written; one rewritten under its v1 seal is refused', async () => {
+    const { prefix, store, archive, raw } = setUp('file');
+    const shard = 12;
+    const written = await writeNotices(store, redis, shard, 1);
+    const at = idTime(written[0]!.id);
+    await archive.putAnchor(shard, { genesisFirstId: written[0]!.id, sinceMs: at, v1ThroughId: written[2]!.id, v2SinceMs: at + 60_000 });
+    const key = objectKey(prefix, shard, written[0]!.id, written[2]!.id);
+    const { body, sha256, digest } = encodeObject(written);
+    await raw.put(key, body, sha256, v1Seal('object', key, digest));
+    expect(await archive.read(key)).toEqual(written);
+
+    const forged = encodeObject(written.map((e) => (e.type === 'email.requested' ? { ...e, provider: 'forged' } : e)));
+    await raw.put(key, forged.body, forged.sha256, v1Seal('object', key, digest));
+    await expect(archive.read(key)).rejects.toThrow('its MAC does not match its name and content');
+
+    const noticeId = written[0]!.noticeId;
+    const record: NoticeRecord = {
+      id: noticeId,
+      view: { id: noticeId, state: 'canceled' } as NoticeRecord['view'],
+      entryIds: written.map((e) => e.id),
+      stats: { state: 'canceled', fallbackReason: null, emailChecks: 0, smsChecks: 0, emailSent: false, smsSegments: 0 },
+    };
+    const json = JSON.stringify(record);
+    const recordBody = gzipSync(json);
+    await raw.put(
+      recordKey(prefix, noticeId),
+      recordBody,
+      sha256Hex(recordBody),
+      v1Seal('record', recordKey(prefix, noticeId), sha256Hex(json)),
+    );
+    expect(await archive.readRecord(noticeId)).toEqual(record);
+  });
+});
+
 describe('an archive an earlier version began', () => {
-  /** An object as versions without seals stored it on disk: the object and a `.sha256` file of one line. */
-  async function putUnsigned(root: string, key: string, body: Buffer): Promise<void> {
-    await mkdir(dirname(join(root, key)), { recursive: true });
-    await writeFile(`${join(root, key)}.sha256`, `${sha256Hex(body)}\n`);
-    await writeFile(join(root, key), body);
-  }
+  it('verifies, Redis down or not, once the mirror anchored the chain a version sealing with v1 began; a v1 seal past where they end does not', async () => {
+    const { prefix, env, store, archive, raw } = setUp('file');
+    const shard = 13;
+    const before = await writeNotices(store, redis, shard, 1);
+    await mirrorFor({ redis, store, archive, consumer: 'w' }).mirrorOnce([shard]);
+    // As that version left it: its object sealed with v1, its chain in Redis without v1through and v2since, no anchor.
+    const oldKey = objectKey(prefix, shard, before[0]!.id, before[2]!.id);
+    const old = encodeObject(before);
+    await raw.put(oldKey, old.body, old.sha256, v1Seal('object', oldKey, old.digest));
+    await redis.hdel(store.keys.archiveChain(shard), 'v1through', 'v2since');
+    await raw.delete([anchorKey(prefix, shard)]);
+
+    const after = await writeNotices(store, redis, shard, 1);
+    await mirrorFor({ redis, store, archive: openArchive(loadConfig(env), redis), consumer: 'w' }).mirrorOnce([shard]);
+    const down = { ...env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` };
+    for (const environment of [env, down]) {
+      const verified = await verify(environment, shard);
+      expect(verified.stdout).toMatch(/^s13  ok  2 objects, 0 records$/m);
+      expect(verified.code).toBe(0);
+    }
+
+    const newKey = objectKey(prefix, shard, after[0]!.id, after[2]!.id);
+    const held = (await raw.get(newKey))!;
+    const newer = encodeObject(after);
+    await raw.put(
+      newKey,
+      held.body,
+      held.sha256!,
+      v1Seal('object', newKey, newer.digest, `${before[0]!.id}_${before[2]!.id}@${old.digest}`),
+    );
+    const downgraded = await verify(down, shard);
+    expect(downgraded.stdout).toContain(
+      `s13  BROKEN  ${newKey}: it has a v1 seal, though its shard's objects after ${before[2]!.id} are sealed with v2`,
+    );
+    expect(downgraded.code).toBe(1);
+  });
 
   it('is read as the legacy prefix of the chain, whose first link is the batch that version left unacknowledged', async () => {
-    const { prefix, env, config, store, archive, raw, root } = setUp('file');
+    const { prefix, env, config, store, archive, raw } = setUp('file');
     const shard = 7;
     const written = await writeNotices(store, redis, shard, 3);
     const log = new LogMirrorStore(redis, store.keys);
@@ -381,7 +531,7 @@ describe('an archive an earlier version began', () => {
     // The earlier version stored its first batch unsigned and acknowledged it ...
     await readAsOld();
     const legacyKey = objectKey(prefix, shard, written[0]!.id, written[2]!.id);
-    await putUnsigned(root, legacyKey, encodeObject(written.slice(0, 3)).body);
+    await putUnsigned(raw, legacyKey, encodeObject(written.slice(0, 3)).body);
     await redis.xack(store.keys.log(shard), MIRROR_GROUP, ...written.slice(0, 3).map((e) => e.id));
     // ... and read its second (recorded as it recorded batches) but stopped before storing it.
     await readAsOld();
@@ -411,7 +561,7 @@ describe('an archive an earlier version began', () => {
 
     // A signed object stripped of its seal is not taken for a legacy one.
     const signedKey = objectKey(prefix, shard, written[6]!.id, written[8]!.id);
-    await putUnsigned(root, signedKey, (await raw.get(signedKey))!.body);
+    await putUnsigned(raw, signedKey, (await raw.get(signedKey))!.body);
     await expect(archive.read(signedKey)).rejects.toThrow(
       `it has no seal, though its shard's chain began before it (at ${written[3]!.id})`,
     );

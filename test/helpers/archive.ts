@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,9 @@ import { LogMirror, type MirrorHooks, type MirrorSettings } from '../../src/rete
 import { createS3Storage } from '../../src/archive/s3-storage.js';
 import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { runCli } from '../../src/cli.js';
-import { iso, systemClock } from '../../src/clock.js';
+import { iso, systemClock, type Clock } from '../../src/clock.js';
+import { DEV_ARCHIVE_KEY } from '../../src/config.js';
+import type { EncryptionKey } from '../../src/crypto.js';
 import { createLogger } from '../../src/logger.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { decodeEntry, type NoticeStore, type StoredEntry } from '../../src/store/notices.js';
@@ -62,6 +65,24 @@ export function fileStore(path: string): ObjectStorage {
   return createFileStorage(path);
 }
 
+/** A store that counts what is asked of it: the keys read (`gets`), written (`puts`, in order) and listed (`lists`, by prefix). */
+export function countingStore(inner: ObjectStorage): ObjectStorage & { gets: string[]; puts: string[]; lists: string[] } {
+  const gets: string[] = [];
+  const puts: string[] = [];
+  const lists: string[] = [];
+  return {
+    location: inner.location,
+    gets,
+    puts,
+    lists,
+    get: (key) => (gets.push(key), inner.get(key)),
+    put: (key, body, sha256, seal) => (puts.push(key), inner.put(key, body, sha256, seal)),
+    list: (prefix, startAfter) => (lists.push(prefix), inner.list(prefix, startAfter)),
+    delete: (keys) => inner.delete(keys),
+    close: () => inner.close(),
+  };
+}
+
 /**
  * Writes `notices` notices into one shard through the store's own scripts, each with three
  * log entries, and returns the shard's log as Redis holds it.
@@ -110,12 +131,13 @@ export function mirrorFor(opts: {
   consumer: string;
   settings?: Partial<MirrorSettings>;
   hooks?: MirrorHooks;
+  clock?: Clock;
 }): LogMirror {
   return new LogMirror({
     redis: opts.redis,
     keys: opts.store.keys,
     archive: opts.archive,
-    clock: systemClock,
+    clock: opts.clock ?? systemClock,
     log: silent,
     consumer: opts.consumer,
     settings: { batchSize: 5, reclaimAfterMs: 60_000, keepHotMs: 0, sweepBudgetMs: 20_000, ...opts.settings },
@@ -155,6 +177,23 @@ export async function finishedNotice(store: NoticeStore, shard: number, now: num
   });
   if (!done.ok) throw new Error(`could not cancel ${id}`);
   return id;
+}
+
+/**
+ * A seal as versions before v2 wrote it: `v1`, a MAC over the name and the SHA-256 of the
+ * *uncompressed* content (and, for an object, its link `prev`: `-` or `<range>@<digest>`).
+ */
+export function v1Seal(
+  kind: 'object' | 'record',
+  key: string,
+  contentDigest: string,
+  prev = '-',
+  signer: EncryptionKey = DEV_ARCHIVE_KEY,
+): string {
+  const message =
+    kind === 'object' ? ['herald-archive-object v1', key, contentDigest, prev] : ['herald-archive-record v1', key, contentDigest];
+  const mac = createHmac('sha256', Buffer.from(signer.key, 'base64')).update(message.join('\n'), 'utf8').digest('hex');
+  return `v1 ${signer.id} ${prev} ${mac}`;
 }
 
 function collector() {

@@ -2,6 +2,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { buildApp, type AppDeps } from '../../src/app.js';
+import type { Archive } from '../../src/archive/archive.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { composeWeb } from '../../src/compose.js';
 import type { Config } from '../../src/config.js';
@@ -29,13 +30,17 @@ export interface WebUnderTest {
   close(): Promise<void>;
 }
 
-/** The web app of a test (in-process, `inject`), on real Redis and real queues under `config.prefix`. */
+/**
+ * The web app of a test (in-process, `inject`), on real Redis and real queues under
+ * `config.prefix`; on `archive` when given (the test closes it), else on the one `config` names.
+ */
 export async function startWebUnderTest(
   config: Config,
   clock: Clock = systemClock,
   logger: Logger = createLogger('herald-test', 'silent'),
+  archive?: Archive,
 ): Promise<WebUnderTest> {
-  const parts = composeWeb(config, { clock, logger, connectionName: 'herald-test-web' });
+  const parts = composeWeb(config, { clock, logger, connectionName: 'herald-test-web', archive });
   const { deps } = parts;
   const { redis, store, queues } = deps;
   await Promise.all([waitReady(redis), waitReady(deps.queueRedis)]);

@@ -183,8 +183,12 @@ describe('a finished notice leaves Redis for the archive', () => {
     expect(hangingEvents.filter((e) => e.type === 'provider.error' && e.channel === 'sms')).toHaveLength(4);
   });
 
+  // The web processes below are of the same deployment as the stack: its HERALD_NOTICE_KEEP_HOT
+  // tells them how soon a notice may have retired.
   it('answers 503 unavailable while the archive that holds it cannot be reached', async () => {
-    const blind = await startWebUnderTest(testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive' }));
+    const blind = await startWebUnderTest(
+      testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive', HERALD_NOTICE_KEEP_HOT: '1s' }),
+    );
     try {
       for (const url of [`/v1/notices/${id}`, `/v1/notices/${id}/events`]) {
         const res = await blind.call('GET', url);
@@ -198,7 +202,11 @@ describe('a finished notice leaves Redis for the archive', () => {
 
   it('has an audit timeline that answers 503 unavailable, not 500, while the archive cannot be reached', async () => {
     const blind = await startWebUnderTest(
-      testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive', HERALD_ADMIN_TOKEN: ADMIN_TOKEN }),
+      testConfig(stack.config.prefix, {
+        HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive',
+        HERALD_ADMIN_TOKEN: ADMIN_TOKEN,
+        HERALD_NOTICE_KEEP_HOT: '1s',
+      }),
     );
     try {
       const res = await blind.call('GET', `/admin/notices/${id}`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` });
@@ -212,7 +220,10 @@ describe('a finished notice leaves Redis for the archive', () => {
   it('is read through the archive a worker in the same process opened, which the web leaves open (npm start)', async () => {
     const shared = openArchive(stack.config, redis);
     // Its own archive URL leads nowhere: only the archive handed to it can answer.
-    const web = await startWeb(testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive' }), { archive: shared });
+    const web = await startWeb(
+      testConfig(stack.config.prefix, { HERALD_ARCHIVE_URL: 'file:///dev/null/herald-archive', HERALD_NOTICE_KEEP_HOT: '1s' }),
+      { archive: shared },
+    );
     try {
       const res = await fetch(`${web.url}/v1/notices/${id}`, { headers: { authorization: `Bearer ${TEST_API_KEY}` } });
       expect(res.status).toBe(200);

@@ -2,15 +2,29 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Archive, ArchiveIntegrityError } from '../../src/archive/archive.js';
+import { Archive, ArchiveIntegrityError, encodeObject } from '../../src/archive/archive.js';
 import { readinessWarnings } from '../../src/retention/backlog.js';
 import { LogMirrorStore, MIRROR_GROUP } from '../../src/store/log-mirror.js';
-import { idTime, PARTITION_MS, partitionDir } from '../../src/archive/names.js';
+import { idTime, objectKey, PARTITION_MS, partitionDir } from '../../src/archive/names.js';
+import { anchorKey } from '../../src/archive/anchor.js';
+import { HOUR, ManualClock } from '../../src/clock.js';
 import type { ObjectStorage } from '../../src/archive/object-storage.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
-import { archived, fileStore, killOn, mirrorFor, startS3, streamEntries, tempDir, writeNotices, type S3UnderTest } from '../helpers/archive.js';
+import {
+  archived,
+  countingStore,
+  fileStore,
+  killOn,
+  mirrorFor,
+  startS3,
+  streamEntries,
+  tempDir,
+  v1Seal,
+  writeNotices,
+  type S3UnderTest,
+} from '../helpers/archive.js';
 
 let redis: Redis;
 let s3: S3UnderTest;
@@ -181,12 +195,95 @@ describe('archive objects', () => {
     const bytes = await readFile(path);
     expect(await archive.putBatch(1, written)).toMatchObject({ outcome: 'existed' });
     expect(await readFile(path)).toEqual(bytes);
-    // The SHA-256, then the seal: signed with the dev key, the first of its chain.
-    expect(await readFile(`${path}.sha256`, 'utf8')).toMatch(/^[0-9a-f]{64}\nv1 dev - [0-9a-f]{64}\n$/);
+    // The SHA-256, then the seal: v2 (over the stored bytes), signed with the dev key, the first of its chain.
+    expect(await readFile(`${path}.sha256`, 'utf8')).toMatch(/^[0-9a-f]{64}\nv2 dev - [0-9a-f]{64}\n$/);
 
     bytes[bytes.length - 5] ^= 0xff;
     await writeFile(path, bytes);
     await expect(archive.read(put.key)).rejects.toBeInstanceOf(ArchiveIntegrityError);
+  });
+});
+
+describe('the anchor of each shard', () => {
+  /** The chain start Redis keeps for a shard, as an anchor holds it. */
+  async function redisStart(store: NoticeStore, shard: number) {
+    const { tip: _tip, ...start } = (await new LogMirrorStore(redis, store.keys).chain(shard))!;
+    return start;
+  }
+
+  it("is written from Redis's chain before the shard's first sealed object, and for a shard with nothing to mirror", async () => {
+    const { prefix, store } = setUp('file');
+    const objects = countingStore(fileStore(join(dir.path, prefix)));
+    const archive = new Archive(objects, prefix);
+    await writeNotices(store, redis, 6, 2);
+    await mirrorFor({ redis, store, archive, consumer: 'w', settings: { batchSize: 3 } }).mirrorOnce([6, 7]);
+
+    const ofShard6 = objects.puts.filter((key) => key.startsWith(`${prefix}/s06/`));
+    expect(ofShard6[0]).toBe(anchorKey(prefix, 6));
+    expect(ofShard6.slice(1)).toHaveLength(2);
+    expect(objects.puts).toContain(anchorKey(prefix, 7));
+    for (const shard of [6, 7]) {
+      const start = await redisStart(store, shard);
+      // A chain begun by this version: every object after the start of the stream is sealed, with v2.
+      expect(start).toMatchObject({ genesisFirstId: '0-1', v1ThroughId: null });
+      expect(await new Archive(fileStore(join(dir.path, prefix)), prefix).readAnchor(shard)).toEqual(start);
+    }
+  });
+
+  it('is written on the first run over a chain an earlier version began, where its v1 seals end', async () => {
+    const { prefix, store, archive } = setUp('file');
+    const shard = 8;
+    const before = await writeNotices(store, redis, shard, 1);
+    await mirrorFor({ redis, store, archive, consumer: 'w' }).mirrorOnce([shard]);
+    // As the version before this one left things: a chain without v1through and v2since, its object sealed with v1, no anchor.
+    const raw = fileStore(join(dir.path, prefix));
+    const key = objectKey(prefix, shard, before[0]!.id, before[2]!.id);
+    const { body, sha256, digest } = encodeObject(before);
+    await raw.put(key, body, sha256, v1Seal('object', key, digest));
+    await redis.hdel(store.keys.archiveChain(shard), 'v1through', 'v2since');
+    await raw.delete([anchorKey(prefix, shard)]);
+    const { v1ThroughId: _v1, v2SinceMs: _v2, ...earlier } = await redisStart(store, shard);
+
+    const after = await writeNotices(store, redis, shard, 1);
+    const reading = new Archive(raw, prefix);
+    await mirrorFor({ redis, store, archive: reading, consumer: 'w' }).mirrorOnce([shard]);
+    const anchor = await new Archive(raw, prefix).readAnchor(shard);
+    expect(anchor).toEqual({ ...earlier, v1ThroughId: before[2]!.id, v2SinceMs: expect.any(Number) });
+    expect(anchor).toEqual(await redisStart(store, shard));
+    expect(await archived(new Archive(raw, prefix), shard)).toEqual([...before, ...after]);
+    // After where its v1 seals end, a v1 seal is a downgrade: refused before the object is decompressed.
+    const newer = objectKey(prefix, shard, after[0]!.id, after[2]!.id);
+    const held = (await raw.get(newer))!;
+    expect(held.seal).toMatch(/^v2 /);
+    await raw.put(newer, held.body, held.sha256!, v1Seal('object', newer, encodeObject(after).digest, '-'));
+    await expect(new Archive(raw, prefix).read(newer)).rejects.toThrow(
+      `it has a v1 seal, though its shard's objects after ${before[2]!.id} are sealed with v2`,
+    );
+  });
+
+  it('is written again, the same, once a lifecycle rule expired it; never overwritten after Redis lost its chain', async () => {
+    const { prefix, store, archive } = setUp('file');
+    const shard = 9;
+    const raw = fileStore(join(dir.path, prefix));
+    const clock = new ManualClock();
+    const mirror = mirrorFor({ redis, store, archive, consumer: 'w', clock });
+    await writeNotices(store, redis, shard, 1);
+    await mirror.mirrorOnce([shard]);
+    const first = (await raw.get(anchorKey(prefix, shard)))!;
+
+    await raw.delete([anchorKey(prefix, shard)]);
+    await mirror.mirrorOnce([shard]);
+    expect(await raw.get(anchorKey(prefix, shard))).toBeNull();
+    clock.advance(HOUR);
+    await mirror.mirrorOnce([shard]);
+    expect(await raw.get(anchorKey(prefix, shard))).toEqual(first);
+
+    await redis.del(store.keys.archiveChain(shard));
+    await writeNotices(store, redis, shard, 1);
+    clock.advance(HOUR);
+    await mirror.mirrorOnce([shard]);
+    expect(await redisStart(store, shard)).not.toEqual(await new Archive(raw, prefix).readAnchor(shard));
+    expect(await raw.get(anchorKey(prefix, shard))).toEqual(first);
   });
 });
 

@@ -14,9 +14,14 @@
   batch handed out before it in this shard ('-' for the first), fixed here when the batch is
   first handed out, so the chain runs in stream order whoever uploads which batch when. KEYS[3]
   holds `last` (the range of the last batch handed out, '-' before any), `genesis` (the first
-  entry of the chain's first batch), `since` (ARGV[6] when the chain began) and `tip` (written
-  by ackMirrorBatch-3.lua). The first run after an upgrade from a version without the chain
-  begins it with the batches that version handed out and left unacknowledged, oldest first.
+  entry the chain covers: of its first batch, or the first entry not handed out yet when it
+  began without one), `since` (ARGV[6] when the chain began), `v1through` (the last entry of the
+  last batch a version sealing with v1 handed out, '-' when none did), `v2since` (ARGV[6] when
+  this version took the chain over) and `tip` (written by ackMirrorBatch-3.lua). The log mirror
+  copies all but `last` and `tip` into the archive as the shard's anchor (src/archive/anchor.ts).
+  The first run after an upgrade from a version without the chain begins it with the batches
+  that version handed out and left unacknowledged, oldest first; the first run on a chain a
+  version sealing with v1 began records where its v1 seals end.
 
   KEYS[1] shard log stream     KEYS[2] shard mirror-batches hash     KEYS[3] shard archive-chain hash
   ARGV[1] consumer group       ARGV[2] consumer name        ARGV[3] most entries in a batch
@@ -33,6 +38,12 @@
 
 local group, consumer = ARGV[1], ARGV[2]
 local most = tonumber(ARGV[3])
+
+-- The first entry of the shard no consumer has been handed yet: where a chain begun now starts.
+local function firstUnread()
+  local info = mirrorGroup(KEYS[1], group)
+  return idAfter(info and info['last-delivered-id'] or '0-0')
+end
 
 local function parseRecord(record)
   local lastId, count, prev = string.match(record, '^(%S+) (%d+) ?(%S*)$')
@@ -54,9 +65,14 @@ if redis.call('HEXISTS', KEYS[3], 'last') == 0 then
     redis.call('HSET', KEYS[2], batch[1], lastId .. ' ' .. count .. ' ' .. prev)
     prev = batch[1] .. '_' .. lastId
   end
-  redis.call('HSET', KEYS[3], 'last', prev, 'since', ARGV[6])
-  if #batches > 0 then
-    redis.call('HSET', KEYS[3], 'genesis', batches[1][1])
+  local genesis = #batches > 0 and batches[1][1] or firstUnread()
+  redis.call('HSET', KEYS[3], 'last', prev, 'since', ARGV[6], 'genesis', genesis, 'v1through', '-', 'v2since', ARGV[6])
+elseif redis.call('HEXISTS', KEYS[3], 'v2since') == 0 then
+  -- A chain a version sealing with v1 began: its seals end with the last batch it handed out.
+  local last = redis.call('HGET', KEYS[3], 'last')
+  redis.call('HSET', KEYS[3], 'v1through', string.match(last, '_(%S+)$') or '-', 'v2since', ARGV[6])
+  if redis.call('HEXISTS', KEYS[3], 'genesis') == 0 then
+    redis.call('HSET', KEYS[3], 'genesis', firstUnread())
   end
 end
 
@@ -122,7 +138,4 @@ local firstId, lastId = entries[1][1], entries[#entries][1]
 local prev = redis.call('HGET', KEYS[3], 'last')
 redis.call('HSET', KEYS[2], firstId, lastId .. ' ' .. #entries .. ' ' .. prev)
 redis.call('HSET', KEYS[3], 'last', firstId .. '_' .. lastId)
-if redis.call('HEXISTS', KEYS[3], 'genesis') == 0 then
-  redis.call('HSET', KEYS[3], 'genesis', firstId)
-end
 return answer('new', entries, prev, (cut or #entries >= most) and '1' or '0')
