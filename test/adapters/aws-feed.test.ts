@@ -1,4 +1,11 @@
-import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
@@ -9,7 +16,7 @@ import { readSesMessage, readSmsMessage } from '../../src/providers/feed-events.
 import { createSesProvider } from '../../src/providers/ses.js';
 import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../../src/sandbox/sqs-api.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_MAX_RECEIVE_COUNT, SANDBOX_QUEUE_NAMES } from '../../src/sandbox/sqs-api.js';
 import { KEEP_AFTER_FINAL_READ_MS, ProviderFeedStore } from '../../src/store/provider-feed.js';
 import { SuppressionStore } from '../../src/store/suppressions.js';
 import { deleteKeys, plainRedis, sleep, testEnv, testPrefix } from '../helpers/env.js';
@@ -263,6 +270,46 @@ describe('the SQS emulator, through the real SDK', () => {
     expect(back.Messages?.map((m) => m.MessageId)).toEqual(expect.arrayContaining(first.Messages!.map((m) => m.MessageId)));
     for (const m of back.Messages ?? [])
       await client.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+    client.destroy();
+  });
+
+  it('creates queues, takes messages, counts receives, and moves a message past its redrive policy to the dead-letter queue', async () => {
+    const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
+    const name = `emulator-${++n}`;
+    const dlq = await client.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }));
+    const redrive = JSON.stringify({ deadLetterTargetArn: `arn:aws:sqs:us-east-1:${SANDBOX_ACCOUNT_ID}:${name}-dlq`, maxReceiveCount: 2 });
+    const { QueueUrl } = await client.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '0', RedrivePolicy: redrive } }),
+    );
+    expect(QueueUrl).toBe(`${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${name}`);
+    // The same attributes again: the same queue; others: refused, as SQS does.
+    await client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '0', RedrivePolicy: redrive } }));
+    await expect(client.send(new CreateQueueCommand({ QueueName: name }))).rejects.toMatchObject({ name: 'QueueNameExists' });
+    const attributes = await client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['RedrivePolicy', 'VisibilityTimeout'] }));
+    expect(JSON.parse(attributes.Attributes!.RedrivePolicy!)).toEqual(JSON.parse(redrive));
+    expect(attributes.Attributes!.VisibilityTimeout).toBe('0');
+    const without = await client.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['RedrivePolicy'] }));
+    expect(without.Attributes?.RedrivePolicy).toBeUndefined();
+
+    // The SDK checks the MD5 of what it sent against the answer's.
+    await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'not an event' }));
+    const counts: string[] = [];
+    for (let receive = 0; receive < 3; receive += 1) {
+      const answer = await client.send(new ReceiveMessageCommand({ QueueUrl, MessageSystemAttributeNames: ['ApproximateReceiveCount'] }));
+      counts.push(...(answer.Messages ?? []).map((m) => m.Attributes!.ApproximateReceiveCount!));
+    }
+    // Received twice (its maxReceiveCount), then moved at the third receive.
+    expect(counts).toEqual(['1', '2']);
+    expect(sandbox.feedQueues().find((q) => q.name === name)).toMatchObject({ messages: 0, redriven: 1 });
+    expect(sandbox.feedQueues().find((q) => q.name === `${name}-dlq`)).toMatchObject({ messages: 1 });
+    // The events queues have one too.
+    const events = await client.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`,
+        AttributeNames: ['All'],
+      }),
+    );
+    expect(JSON.parse(events.Attributes!.RedrivePolicy!)).toMatchObject({ maxReceiveCount: SANDBOX_MAX_RECEIVE_COUNT });
     client.destroy();
   });
 
