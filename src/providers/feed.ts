@@ -7,7 +7,10 @@
  * SQS delivers at least once and in no particular order: the store ranks events so that
  * duplicates and late `Send`s change nothing (src/store/lua/recordFeedEvent-1.lua). A message
  * whose body cannot be read is left in the queue (its redrive policy moves it aside), never
- * deleted unread.
+ * deleted unread. Each source is pinned to one SNS topic: a message from any other topic, or
+ * with no SNS envelope, is deleted and counted, never recorded. A bounce or complaint
+ * suppresses only the address Herald recorded for the message's notice, and only when it is the
+ * address the event names: an event naming another address records nothing.
  */
 import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import type { Logger } from 'pino';
@@ -16,14 +19,16 @@ import { normalizeEmail } from '../notice/accept.js';
 import type { ProviderFeedStore } from '../store/provider-feed.js';
 import type { SuppressionStore } from '../store/suppressions.js';
 import { awsCall, awsClientConfig, type AwsClientOptions } from './feed-aws.js';
-import type { FeedMessage } from './feed-events.js';
+import type { FeedMessage, FeedOutcome } from './feed-events.js';
 
 /** One events queue and how to read its messages. */
 export interface FeedSource {
   /** The provider whose messages the events are about (`ses`, `aws-sms`): the store's namespace. */
   provider: string;
   queueUrl: string;
-  read(body: string, now: number): FeedMessage;
+  /** The SNS topic whose envelopes the queue may hold (SES_EVENTS_TOPIC_ARN, AWS_SMS_EVENTS_TOPIC_ARN). */
+  topicArn: string;
+  read(body: string, now: number, topicArn: string): FeedMessage;
 }
 
 export interface FeedSweepSettings {
@@ -38,6 +43,10 @@ export interface FeedSweepReport {
   received: number;
   recorded: number;
   ignored: number;
+  /** From another topic, or no SNS envelope at all: deleted unrecorded. */
+  foreign: number;
+  /** Past a bound, or naming an address other than the notice's own: deleted unrecorded. */
+  refused: number;
   unreadable: number;
   deleted: number;
   failed: number;
@@ -74,7 +83,7 @@ export class FeedSweep {
 
   /** One sweep over every queue: drains each within the budget. */
   async sweepOnce(): Promise<FeedSweepReport> {
-    const report: FeedSweepReport = { received: 0, recorded: 0, ignored: 0, unreadable: 0, deleted: 0, failed: 0 };
+    const report: FeedSweepReport = { received: 0, recorded: 0, ignored: 0, foreign: 0, refused: 0, unreadable: 0, deleted: 0, failed: 0 };
     const until = this.deps.clock.now() + this.deps.settings.budgetMs;
     for (const source of this.deps.sources) {
       try {
@@ -101,48 +110,83 @@ export class FeedSweep {
       );
       const messages = answer.Messages ?? [];
       report.received += messages.length;
-      const stored: Message[] = [];
+      const done: Message[] = [];
+      const outcomes = new Map<FeedOutcome, number>();
       for (const message of messages) {
-        if (await this.store(source, message, report)) stored.push(message);
+        const outcome = await this.store(source, message, report);
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+        if (outcome !== 'unreadable') done.push(message);
       }
-      await this.delete(source, stored, report);
+      await this.deps.store.countMessages(source.provider, outcomes);
+      await this.delete(source, done, report);
       if (messages.length < RECEIVE_MAX) return;
       // A full answer: more may be waiting; read on without waiting.
       waitSeconds = 0;
     }
   }
 
-  /** Stores what one SQS message says; true when it may be deleted. */
-  private async store(source: FeedSource, message: Message, report: FeedSweepReport): Promise<boolean> {
+  /** Stores what one SQS message says; says what became of it (all but `unreadable` may be deleted). */
+  private async store(source: FeedSource, message: Message, report: FeedSweepReport): Promise<FeedOutcome> {
     const now = this.deps.clock.now();
-    const read = source.read(message.Body ?? '', now);
-    if (read.kind === 'unreadable') {
-      report.unreadable += 1;
-      this.deps.log.warn(
-        { provider: source.provider, sqsMessageId: message.MessageId, reason: read.reason },
-        'feed sweep: an unreadable message is left in the queue',
-      );
-      return false;
-    }
-    if (read.kind === 'ignored') {
-      report.ignored += 1;
-      return true;
+    const { log } = this.deps;
+    const read = source.read(message.Body ?? '', now, source.topicArn);
+    const about = { provider: source.provider, sqsMessageId: message.MessageId };
+    switch (read.kind) {
+      case 'unreadable':
+        report.unreadable += 1;
+        log.warn({ ...about, reason: read.reason }, 'feed sweep: an unreadable message is left in the queue');
+        return 'unreadable';
+      case 'foreign':
+        report.foreign += 1;
+        log.warn(
+          { ...about, reason: read.reason, topicArn: read.topicArn, pinnedTopicArn: source.topicArn },
+          "feed sweep: a message not from the feed's topic is deleted unrecorded",
+        );
+        return read.outcome;
+      case 'refused':
+        report.refused += 1;
+        log.warn({ ...about, reason: read.reason }, 'feed sweep: a message past a bound is deleted unrecorded');
+        return 'refused';
+      case 'ignored':
+        report.ignored += 1;
+        return 'ignored';
     }
     const { event, tag, suppress } = read;
-    if (suppress) {
-      // The provider refuses the address from now on: Herald's own list says so before any notice asks.
-      await this.deps.suppressions.add({
-        channel: 'email',
-        address: normalizeEmail(suppress.address),
-        reason: suppress.reason,
-        source: suppress.source,
-        ...(suppress.noticeId ? { noticeId: suppress.noticeId } : {}),
-        createdAt: iso(now),
-      });
+    if (suppress && !(await this.suppressOwn(suppress, now))) {
+      report.refused += 1;
+      log.warn(
+        { ...about, noticeId: suppress.noticeId, source: suppress.source },
+        "feed sweep: a bounce or complaint naming an address other than its notice's is deleted unrecorded",
+      );
+      return 'address_mismatch';
     }
     if (tag) await this.deps.store.recordTag(source.provider, tag.value, event.messageId, tag.sentAt);
     await this.deps.store.record(source.provider, event);
     report.recorded += 1;
+    return 'recorded';
+  }
+
+  /**
+   * Puts the address Herald recorded for the message's notice on the suppression list, when the
+   * event names that address: the provider refuses it from now on, and Herald's own list says so
+   * before any notice asks. An address the event names and the notice does not hold is never
+   * stored (false). With no notice to check against (a key that names none, a notice Redis no
+   * longer holds), nothing is suppressed here; the notice's own check, if it still reads the
+   * message, suppresses its own address (src/notice/steps/observe.ts).
+   */
+  private async suppressOwn(suppress: NonNullable<Extract<FeedMessage, { kind: 'event' }>['suppress']>, now: number): Promise<boolean> {
+    if (suppress.noticeId === undefined) return true;
+    const own = await this.deps.store.noticeEmail(suppress.noticeId);
+    if (own === undefined) return true;
+    if (normalizeEmail(suppress.address) !== normalizeEmail(own)) return false;
+    await this.deps.suppressions.add({
+      channel: 'email',
+      address: normalizeEmail(own),
+      reason: suppress.reason,
+      source: suppress.source,
+      noticeId: suppress.noticeId,
+      createdAt: iso(now),
+    });
     return true;
   }
 

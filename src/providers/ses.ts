@@ -89,6 +89,9 @@ export function createSesProvider(opts: SesProviderOptions): EmailProvider {
       const observed = await feed().observation(SES_PROVIDER, providerMessageId);
       if (!observed) return { providerStatus: NO_EVENT_YET, status: 'pending', engagement: [] };
       const { events: _events, ...observation } = observed;
+      // The notice's check suppresses its own address under SES's name for why.
+      if (observation.suppressed)
+        observation.suppressionSource = observation.engagement.includes('complained') ? 'ses_complaint' : 'ses_hard_bounce';
       return observation;
     },
 

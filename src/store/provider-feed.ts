@@ -1,7 +1,9 @@
 import type { RedisClient } from './redis.js';
 import { sha256Hex } from '../digest.js';
+import { shardOfKey } from '../notice/ids.js';
 import type { NormalizedStatus, StatusObservation } from '../providers/types.js';
 import { Keys } from './keys.js';
+import { channelField } from './notices.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 
 /** One event of a feed provider, reduced to what the observation keeps (src/providers/feed-events.ts). */
@@ -78,6 +80,29 @@ export class ProviderFeedStore {
   /** The messages that carried `tag`, sent at or after `since` (ms), oldest first. */
   async tagged(provider: string, tag: string, since = 0): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.feedTag(provider, sha256Hex(tag)), Math.floor(since), '+inf');
+  }
+
+  /**
+   * The email address Herald recorded for a notice whose email it handed to a provider at least
+   * once: the one address a feed event about that notice's message may suppress. Undefined when
+   * Redis holds no such notice (never one, not sent yet, or retired).
+   */
+  async noticeEmail(noticeId: string): Promise<string | undefined> {
+    const [email, attempts] = await this.redis.hmget(this.keys.notice(noticeId), 'email', channelField('email', 'attempts'));
+    return email && Number(attempts) >= 1 ? email : undefined;
+  }
+
+  /**
+   * Counts what the sweep did with the messages of one receive, by outcome, in /metrics
+   * (`herald_feed_messages_total`): one shard's metrics hash per provider, summed at scrape time.
+   */
+  async countMessages(provider: string, outcomes: ReadonlyMap<string, number>): Promise<void> {
+    if (outcomes.size === 0) return;
+    const key = this.keys.metrics(shardOfKey(provider));
+    const pipeline = this.redis.pipeline();
+    for (const [outcome, n] of outcomes) pipeline.hincrby(key, `feed|${provider}|${outcome}`, n);
+    const replies = (await pipeline.exec()) ?? [];
+    for (const [error] of replies) if (error) throw error;
   }
 
   /** The message's latest observation, or undefined when the feed has shown nothing of it yet. */

@@ -16,9 +16,10 @@ import { readSesMessage, readSmsMessage } from '../../src/providers/feed-events.
 import { createSesProvider } from '../../src/providers/ses.js';
 import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { SANDBOX_ACCOUNT_ID, SANDBOX_MAX_RECEIVE_COUNT, SANDBOX_QUEUE_NAMES } from '../../src/sandbox/sqs-api.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_MAX_RECEIVE_COUNT, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from '../../src/sandbox/sqs-api.js';
 import { KEEP_AFTER_FINAL_READ_MS, ProviderFeedStore } from '../../src/store/provider-feed.js';
 import { SuppressionStore } from '../../src/store/suppressions.js';
+import { shardOfKey } from '../../src/notice/ids.js';
 import { deleteKeys, plainRedis, sleep, testEnv, testPrefix } from '../helpers/env.js';
 
 const credentials = { accessKeyId: 'AKIASANDBOX', secretAccessKey: 'sandbox-secret' };
@@ -50,8 +51,18 @@ beforeAll(async () => {
   sms = createAwsSmsProvider({ ...common, originationIdentity: '+15005550006', configurationSet: 'herald', feed: store });
   sweep = new FeedSweep({
     sources: [
-      { provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`, read: readSesMessage },
-      { provider: 'aws-sms', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.awsSms}`, read: readSmsMessage },
+      {
+        provider: 'ses',
+        queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`,
+        topicArn: SANDBOX_TOPIC_ARNS.ses,
+        read: readSesMessage,
+      },
+      {
+        provider: 'aws-sms',
+        queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.awsSms}`,
+        topicArn: SANDBOX_TOPIC_ARNS.awsSms,
+        read: readSmsMessage,
+      },
     ],
     sqs: common,
     store,
@@ -94,7 +105,7 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     expect(await email.status(sent.providerMessageId)).toEqual({ providerStatus: 'Delivery', status: 'delivered', engagement: [] });
   });
 
-  it('maps bounces, delays, suppression-list bounces, opens and complaints; suppression goes to Herald list', async () => {
+  it('maps bounces, delays, suppression-list bounces, opens and complaints; suppresses no address without its notice', async () => {
     const bounce = await email.send(message(address('bounce')));
     const soft = await email.send(message(address('softbounce')));
     const deferred = await email.send(message(address('deferred')));
@@ -121,10 +132,19 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
       status: 'pending',
       engagement: ['clicked', 'opened'],
     });
-    // A complaint suppresses the address and changes nothing of the delivery.
+    // A complaint says the address is suppressed and changes nothing of the delivery.
     const complained = await email.status(complaint.providerMessageId);
-    expect(complained).toMatchObject({ status: 'delivered', providerStatus: 'Delivery', suppressed: true, engagement: ['complained'] });
-    expect(await suppressions.get('email', complaintTo)).toMatchObject({ source: 'ses_complaint' });
+    expect(complained).toMatchObject({
+      status: 'delivered',
+      providerStatus: 'Delivery',
+      suppressed: true,
+      suppressionSource: 'ses_complaint',
+      engagement: ['complained'],
+    });
+    expect(await email.status(bounce.providerMessageId)).toMatchObject({ suppressionSource: 'ses_hard_bounce' });
+    // These keys name no notice of Herald's: there is no address Herald recorded for the message,
+    // so the sweep suppresses none (test/processes/provider-ses.test.ts has the notice's own).
+    expect(await suppressions.get('email', complaintTo)).toBeNull();
   });
 
   it('keeps the latest observation through duplicates and a Send read after its Delivery', async () => {
@@ -161,6 +181,36 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     }
     expect(await redis.pttl(horizon.keys.feedObservation('ses', final.messageId))).toBeLessThanOrEqual(KEEP_AFTER_FINAL_READ_MS);
     expect(await redis.pttl(horizon.keys.feedObservation('ses', pending.messageId))).toBeGreaterThan(KEEP_AFTER_FINAL_READ_MS);
+  });
+
+  it('deletes and counts what is not from the pinned topic or breaks a bound, recording nothing of it', async () => {
+    const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
+    const QueueUrl = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
+    const forged = (topicArn: string | undefined, record: Record<string, unknown>) => {
+      const body = topicArn === undefined ? record : { Type: 'Notification', MessageId: `f${++n}`, TopicArn: topicArn, Message: JSON.stringify(record) };
+      return client.send(new SendMessageCommand({ QueueUrl, MessageBody: JSON.stringify(body) }));
+    };
+    const victim = `victim-${++n}@example.com`;
+    const mail = (messageId: string, to: string) => ({ messageId, destination: [to], timestamp: new Date().toISOString(), tags: { herald_key: [`k${n}`] } });
+    const bounce = (to: string) => ({ bounceType: 'Permanent', bounceSubType: 'General', bouncedRecipients: [{ emailAddress: to }] });
+    const ids = [`forged-${++n}`, `raw-${++n}`, `long-${++n}`];
+    const counted = async (outcome: string) => Number((await redis.hget(store.keys.metrics(shardOfKey('ses')), `feed|ses|${outcome}`)) ?? 0);
+    const before = { foreign: await counted('foreign_topic'), raw: await counted('not_sns'), refused: await counted('refused') };
+    await forged('arn:aws:sns:us-east-1:999999999999:not-herald', { eventType: 'Bounce', mail: mail(ids[0]!, victim), bounce: bounce(victim) });
+    await forged(undefined, { eventType: 'Bounce', mail: mail(ids[1]!, victim), bounce: bounce(victim) });
+    const long = `${'x'.repeat(50_000)}@example.com`;
+    await forged(SANDBOX_TOPIC_ARNS.ses, { eventType: 'Bounce', mail: mail(ids[2]!, 'a@example.com'), bounce: bounce(long) });
+    for (let sweeps = 0; sweeps < 5 && sandbox.feedQueues().find((q) => q.name === SANDBOX_QUEUE_NAMES.ses)!.messages > 0; sweeps += 1) {
+      await sweep.sweepOnce();
+    }
+    expect(sandbox.feedQueues().find((q) => q.name === SANDBOX_QUEUE_NAMES.ses)!.messages).toBe(0);
+    for (const id of ids) expect(await store.observation('ses', id)).toBeUndefined();
+    expect(await suppressions.get('email', victim)).toBeNull();
+    expect(await suppressions.get('email', long)).toBeNull();
+    expect(await counted('foreign_topic')).toBe(before.foreign + 1);
+    expect(await counted('not_sns')).toBe(before.raw + 1);
+    expect(await counted('refused')).toBe(before.refused + 1);
+    client.destroy();
   });
 
   it('finds a send in doubt by its key once the feed shows it, and never answers "none" before', async () => {
@@ -328,11 +378,11 @@ describe('herald doctor and the events queues', () => {
   it('reads each queue without receiving, and says when one does not exist', async () => {
     const sqs = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
     const sesQueue = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
-    expect(await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, read: readSesMessage }], sqs)).toEqual([
+    expect(await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }], sqs)).toEqual([
       { provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number) },
     ]);
     const missing = checkFeedQueues(
-      [{ provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/nope`, read: readSesMessage }],
+      [{ provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/nope`, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }],
       sqs,
     );
     await expect(missing).rejects.toMatchObject({ kind: 'server_error', httpStatus: 400 });
