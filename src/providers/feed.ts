@@ -6,8 +6,10 @@
  *
  * SQS delivers at least once and in no particular order: the store ranks events so that
  * duplicates and late `Send`s change nothing (src/store/lua/recordFeedEvent-1.lua). A message
- * whose body cannot be read is left in the queue (its redrive policy moves it aside), never
- * deleted unread. Each source is pinned to one SNS topic: a message from any other topic, or
+ * whose body cannot be read is counted and left in the queue, to be read again; once SQS has
+ * handed it out POISON_RECEIVES times it is left to the queue's redrive policy (its dead-letter
+ * queue), or, on a queue without one, deleted with a warning that says what it was (never its
+ * body). Each source is pinned to one SNS topic: a message from any other topic, or
  * with no SNS envelope, is deleted and counted, never recorded. A bounce or complaint
  * suppresses only the address Herald recorded for the message's notice, and only when it is the
  * address the event names: an event naming another address records nothing.
@@ -15,6 +17,7 @@
 import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
+import { sha256Hex } from '../digest.js';
 import { normalizeEmail } from '../notice/accept.js';
 import type { ProviderFeedStore } from '../store/provider-feed.js';
 import type { SuppressionStore } from '../store/suppressions.js';
@@ -55,6 +58,18 @@ export interface FeedSweepReport {
 /** SQS hands out at most 10 messages per receive. */
 const RECEIVE_MAX = 10;
 
+/**
+ * How many times SQS may hand out a message Herald cannot read before Herald gives up on it.
+ * Reading is deterministic, so later receives only help a worker of a newer version; a redrive
+ * policy then moves it to its dead-letter queue, and a queue without one would hand it out until
+ * its retention period ends (four days by default), every visibility timeout, each time a
+ * request and a warning: Herald deletes it instead, once, with a warning naming it.
+ */
+export const POISON_RECEIVES = 5;
+
+/** How long a queue's redrive policy, once read, is taken as it was. */
+const REDRIVE_CHECK_EVERY_MS = 5 * 60_000;
+
 export class FeedSweep {
   private readonly sqs: SQSClient;
 
@@ -76,6 +91,8 @@ export class FeedSweep {
   }
 
   private readonly timeoutMs: number;
+  /** Per queue URL: whether it has a redrive policy, and when that was read. */
+  private readonly redrive = new Map<string, { has: boolean; readAt: number }>();
 
   get sources(): readonly FeedSource[] {
     return this.deps.sources;
@@ -104,7 +121,12 @@ export class FeedSweep {
     while (this.deps.clock.now() < until) {
       const answer = await awsCall('sqs', this.timeoutMs, (abortSignal) =>
         this.sqs.send(
-          new ReceiveMessageCommand({ QueueUrl: source.queueUrl, MaxNumberOfMessages: RECEIVE_MAX, WaitTimeSeconds: waitSeconds }),
+          new ReceiveMessageCommand({
+            QueueUrl: source.queueUrl,
+            MaxNumberOfMessages: RECEIVE_MAX,
+            WaitTimeSeconds: waitSeconds,
+            MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+          }),
           { abortSignal },
         ),
       );
@@ -113,7 +135,8 @@ export class FeedSweep {
       const done: Message[] = [];
       const outcomes = new Map<FeedOutcome, number>();
       for (const message of messages) {
-        const outcome = await this.store(source, message, report);
+        let outcome = await this.store(source, message, report);
+        if (outcome === 'unreadable' && (await this.givesUp(source, message))) outcome = 'poison_deleted';
         outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
         if (outcome !== 'unreadable') done.push(message);
       }
@@ -134,7 +157,7 @@ export class FeedSweep {
     switch (read.kind) {
       case 'unreadable':
         report.unreadable += 1;
-        log.warn({ ...about, reason: read.reason }, 'feed sweep: an unreadable message is left in the queue');
+        log.warn({ ...about, reason: read.reason, receives: receivesOf(message) }, 'feed sweep: a message cannot be read');
         return 'unreadable';
       case 'foreign':
         report.foreign += 1;
@@ -190,6 +213,49 @@ export class FeedSweep {
     return true;
   }
 
+  /**
+   * Whether to delete a message that cannot be read: not before SQS has handed it out
+   * POISON_RECEIVES times, and never from a queue with a redrive policy (its dead-letter queue
+   * takes it), nor while that cannot be told. The warning names the message (ID, receives, size,
+   * digest), never its body.
+   */
+  private async givesUp(source: FeedSource, message: Message): Promise<boolean> {
+    const receives = receivesOf(message);
+    if (receives < POISON_RECEIVES) return false;
+    const about = { provider: source.provider, sqsMessageId: message.MessageId, receives };
+    const redrive = await this.hasRedrivePolicy(source);
+    if (redrive !== false) {
+      this.deps.log.warn(
+        { ...about, redrivePolicy: redrive },
+        redrive
+          ? "feed sweep: an unreadable message is left to the queue's redrive policy"
+          : 'feed sweep: an unreadable message is left in the queue',
+      );
+      return false;
+    }
+    const body = message.Body ?? '';
+    this.deps.log.warn(
+      { ...about, bytes: Buffer.byteLength(body), sha256: sha256Hex(body) },
+      `feed sweep: a message no receive could read is deleted: its queue has no redrive policy (received ${receives} times)`,
+    );
+    return true;
+  }
+
+  /** Whether the queue has a redrive policy, read at most every few minutes; undefined when it cannot be read. */
+  private async hasRedrivePolicy(source: FeedSource): Promise<boolean | undefined> {
+    const now = this.deps.clock.now();
+    const known = this.redrive.get(source.queueUrl);
+    if (known && now - known.readAt < REDRIVE_CHECK_EVERY_MS) return known.has;
+    try {
+      const has = await queueHasRedrivePolicy(this.sqs, source.queueUrl, this.timeoutMs);
+      this.redrive.set(source.queueUrl, { has, readAt: now });
+      return has;
+    } catch (error) {
+      this.deps.log.warn({ err: error, provider: source.provider }, "feed sweep: the events queue's redrive policy could not be read");
+      return undefined;
+    }
+  }
+
   private async delete(source: FeedSource, messages: Message[], report: FeedSweepReport): Promise<void> {
     const entries = messages.flatMap((m, i) => (m.ReceiptHandle ? [{ Id: String(i), ReceiptHandle: m.ReceiptHandle }] : []));
     if (entries.length === 0) return;
@@ -211,27 +277,44 @@ export class FeedSweep {
   }
 }
 
+/** How many times SQS has handed out this message (1 when it does not say). */
+function receivesOf(message: Message): number {
+  const count = Number(message.Attributes?.ApproximateReceiveCount);
+  return Number.isInteger(count) && count >= 1 ? count : 1;
+}
+
+/** Whether the queue sends what is received too often to a dead-letter queue (its `RedrivePolicy`). Throws ProviderError. */
+async function queueHasRedrivePolicy(sqs: SQSClient, queueUrl: string, timeoutMs: number): Promise<boolean> {
+  const answer = await awsCall('sqs', timeoutMs, (abortSignal) =>
+    sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['RedrivePolicy'] }), { abortSignal }),
+  );
+  return Boolean(answer.Attributes?.RedrivePolicy);
+}
+
 /**
  * Reads each events queue's attributes, receiving nothing (`herald doctor`): whether the queue
- * exists and the credentials may read it, and how many events wait in it. Throws ProviderError.
+ * exists and the credentials may read it, how many events wait in it, and whether it has a
+ * redrive policy. Throws ProviderError.
  */
 export async function checkFeedQueues(
   sources: readonly FeedSource[],
   sqsOptions: AwsClientOptions,
-): Promise<{ provider: string; queueUrl: string; waiting: number }[]> {
+): Promise<{ provider: string; queueUrl: string; waiting: number; redrivePolicy: boolean }[]> {
   const sqs = new SQSClient({ ...awsClientConfig(sqsOptions), useQueueUrlAsEndpoint: false });
   try {
     const results = [];
     for (const source of sources) {
       const answer = await awsCall('sqs', sqsOptions.timeoutMs, (abortSignal) =>
-        sqs.send(new GetQueueAttributesCommand({ QueueUrl: source.queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }), {
-          abortSignal,
-        }),
+        sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: source.queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'RedrivePolicy'] }),
+          { abortSignal },
+        ),
       );
       results.push({
         provider: source.provider,
         queueUrl: source.queueUrl,
         waiting: Number(answer.Attributes?.ApproximateNumberOfMessages ?? 0),
+        redrivePolicy: Boolean(answer.Attributes?.RedrivePolicy),
       });
     }
     return results;

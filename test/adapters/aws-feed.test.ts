@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { createAwsSmsProvider } from '../../src/providers/aws-sms.js';
 import { diagnose } from '../../src/doctor.js';
-import { checkFeedQueues, FeedSweep } from '../../src/providers/feed.js';
+import { checkFeedQueues, FeedSweep, POISON_RECEIVES } from '../../src/providers/feed.js';
 import { readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
 import { createSesProvider } from '../../src/providers/ses.js';
 import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
@@ -363,6 +363,50 @@ describe('the SQS emulator, through the real SDK', () => {
     client.destroy();
   });
 
+  it('counts a message it cannot read, then leaves it to the redrive policy, or deletes it once from a queue without one', async () => {
+    const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
+    const queue = async (name: string, attributes: Record<string, string>) =>
+      (await client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '0', ...attributes } }))).QueueUrl!;
+    const bare = `poison-bare-${++n}`;
+    const guarded = `poison-guarded-${++n}`;
+    await queue(`${guarded}-dlq`, {});
+    const maxReceiveCount = POISON_RECEIVES + 1;
+    const urls = {
+      bare: await queue(bare, {}),
+      guarded: await queue(guarded, {
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: `arn:aws:sqs:us-east-1:${SANDBOX_ACCOUNT_ID}:${guarded}-dlq`, maxReceiveCount }),
+      }),
+    };
+    for (const QueueUrl of Object.values(urls)) await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'truncated {"Type": "Noti' }));
+    const counted = async (provider: string, outcome: string) =>
+      Number((await redis.hget(store.keys.metrics(shardOfKey(provider)), `feed|${provider}|${outcome}`)) ?? 0);
+    const poisonSweep = new FeedSweep({
+      sources: [
+        { provider: 'poison-bare', queueUrl: urls.bare, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage },
+        { provider: 'poison-guarded', queueUrl: urls.guarded, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage },
+      ],
+      sqs: { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 },
+      store,
+      suppressions,
+      clock: systemClock,
+      log: pino({ level: 'silent' }),
+      settings: { waitSeconds: 0, budgetMs: 2000 },
+    });
+    const view = (name: string) => sandbox.feedQueues().find((q) => q.name === name)!;
+    // One receive of each queue per sweep (the message is visible again at once).
+    for (let sweeps = 0; sweeps < maxReceiveCount + 1; sweeps += 1) await poisonSweep.sweepOnce();
+    poisonSweep.close();
+    // Without a redrive policy: received POISON_RECEIVES times, then deleted, once.
+    expect(view(bare)).toMatchObject({ messages: 0, deleted: 1 });
+    expect(await counted('poison-bare', 'unreadable')).toBe(POISON_RECEIVES - 1);
+    expect(await counted('poison-bare', 'poison_deleted')).toBe(1);
+    // With one: Herald never deletes it; SQS moves it to the dead-letter queue past maxReceiveCount.
+    expect(view(guarded)).toMatchObject({ messages: 0, deleted: 0, redriven: 1 });
+    expect(view(`${guarded}-dlq`)).toMatchObject({ messages: 1 });
+    expect(await counted('poison-guarded', 'unreadable')).toBe(maxReceiveCount);
+    client.destroy();
+  });
+
   it('a feed fault on receive loses nothing: the events are read by the next sweep', async () => {
     const sent = await email.send(message(address('delivered')));
     sandbox.injectFault({ operation: 'sqs.receive', mode: 'status_500', count: 2 });
@@ -379,7 +423,7 @@ describe('herald doctor and the events queues', () => {
     const sqs = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
     const sesQueue = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
     expect(await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }], sqs)).toEqual([
-      { provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number) },
+      { provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number), redrivePolicy: true },
     ]);
     const missing = checkFeedQueues(
       [{ provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/nope`, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }],
