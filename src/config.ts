@@ -89,6 +89,8 @@ export interface Config {
     readonly sqsUrl: string | undefined;
     /** SES_EVENTS_TOPIC_ARN: the one SNS topic whose envelopes the feed accepts; undefined in sandbox mode (the emulator's stands in). */
     readonly eventsTopicArn: string | undefined;
+    /** HERALD_FEED_ABSENCE_MS: how long after an email attempt in doubt no event of its key in the feed means it never arrived. */
+    readonly feedAbsenceMs: number;
   };
   /** AWS End User Messaging SMS (HERALD_SMS_PROVIDER=aws-sms). */
   readonly awsSms: {
@@ -417,6 +419,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiUrl: awsEndpoint('AWS_ENDPOINT_URL_SESV2', 'email'),
     sqsUrl: awsEndpoint('AWS_ENDPOINT_URL_SQS', 'sqs'),
     eventsTopicArn: topicArn('SES_EVENTS_TOPIC_ARN', sesChosen),
+    feedAbsenceMs: integer('HERALD_FEED_ABSENCE_MS', 120_000, 1_000, 86_400_000),
   };
   const awsSms = {
     originationIdentity: liveRequired('AWS_SMS_ORIGINATION_IDENTITY', '+15005550006', awsSmsChosen),

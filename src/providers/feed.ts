@@ -117,6 +117,7 @@ export class FeedSweep {
   }
 
   private async drain(source: FeedSource, until: number, report: FeedSweepReport): Promise<void> {
+    const startedAt = this.deps.clock.now();
     let waitSeconds = this.deps.settings.waitSeconds;
     while (this.deps.clock.now() < until) {
       const answer = await awsCall('sqs', this.timeoutMs, (abortSignal) =>
@@ -142,7 +143,11 @@ export class FeedSweep {
       }
       await this.deps.store.countMessages(source.provider, outcomes);
       await this.delete(source, done, report);
-      if (messages.length < RECEIVE_MAX) return;
+      if (messages.length < RECEIVE_MAX) {
+        // Read to its end: every event visible when this drain began is stored (ses.ts's absence rests on it).
+        await this.deps.store.markRead(source.provider, startedAt);
+        return;
+      }
       // A full answer: more may be waiting; read on without waiting.
       waitSeconds = 0;
     }

@@ -113,6 +113,7 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
         from: config.ses.from,
         configurationSet: config.ses.configurationSet,
         feed: deps.feed,
+        feedAbsenceMs: config.ses.feedAbsenceMs,
       });
     case 'mailgun':
       return createMailgunProvider({ ...config.mailgun, apiUrl: baseUrl(config.mailgun.apiUrl, deps, 'MAILGUN_API_URL'), timeoutMs });

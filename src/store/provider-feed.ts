@@ -77,6 +77,20 @@ export class ProviderFeedStore {
     await this.redis.multi().zadd(key, Math.round(at), messageId).pexpire(key, this.ttlMs).exec();
   }
 
+  /**
+   * Notes that a sweep read the provider's events queue to its end, having started at `at` (ms):
+   * every event visible by then is stored. Kept as long as the observations.
+   */
+  async markRead(provider: string, at: number): Promise<void> {
+    await this.redis.set(this.keys.feedRead(provider), String(Math.floor(at)), 'PX', this.ttlMs);
+  }
+
+  /** When a sweep last read the provider's events queue to its end (ms); undefined when none has. */
+  async readThrough(provider: string): Promise<number | undefined> {
+    const at = await this.redis.get(this.keys.feedRead(provider));
+    return at === null ? undefined : Number(at);
+  }
+
   /** The messages that carried `tag`, sent at or after `since` (ms), oldest first. */
   async tagged(provider: string, tag: string, since = 0): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.feedTag(provider, sha256Hex(tag)), Math.floor(since), '+inf');

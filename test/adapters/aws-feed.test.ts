@@ -31,6 +31,8 @@ let store: ProviderFeedStore;
 let suppressions: SuppressionStore;
 const redis = plainRedis();
 const prefix = testPrefix('awsfeed');
+/** The SES adapter's HERALD_FEED_ABSENCE_MS here. */
+const ABSENCE_MS = 1_500;
 
 async function failure(promise: Promise<unknown>): Promise<ProviderError> {
   try {
@@ -47,7 +49,7 @@ beforeAll(async () => {
   store = new ProviderFeedStore(redis, prefix, 60_000);
   suppressions = new SuppressionStore(redis, prefix);
   const common = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
-  email = createSesProvider({ ...common, from: 'herald@sandbox.example', configurationSet: 'herald', feed: store });
+  email = createSesProvider({ ...common, from: 'herald@sandbox.example', configurationSet: 'herald', feed: store, feedAbsenceMs: ABSENCE_MS });
   sms = createAwsSmsProvider({ ...common, originationIdentity: '+15005550006', configurationSet: 'herald', feed: store });
   sweep = new FeedSweep({
     sources: [
@@ -227,6 +229,29 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     expect(found?.providerMessageId).toBe(sandbox.emails().find((e) => e.metadata.herald_key === key)!.messageId);
   });
 
+  it('answers "no such message" only once the absence time has passed and the feed was read to its end since', async () => {
+    const key = `absent-${++n}`;
+    const to = address('delivered');
+    // The attempt in doubt started at `startedAt`: the window says how long ago, as the engine does.
+    const window = (startedAt: number) => ({ since: startedAt, lastAttemptAgeMs: Date.now() - startedAt });
+    // Before the absence time: it cannot tell.
+    expect((await failure(email.findByIdempotencyKey(key, to, window(Date.now() - ABSENCE_MS + 500)))).message).toMatch(/stays in doubt/);
+    // Just past it, the feed last read to its end before: it still cannot tell.
+    await sleep(20);
+    const startedAt = Date.now() - ABSENCE_MS - 10;
+    expect((await failure(email.findByIdempotencyKey(key, to, window(startedAt)))).message).toMatch(/not been read to its end/);
+    // A sweep reads the queue to its end: no event with the key, so SES never took the message.
+    await sweep.sweepOnce();
+    expect(await email.findByIdempotencyKey(key, to, window(startedAt))).toBeNull();
+    // A message the feed showed is found whatever the age.
+    const sent = await email.send(message(to, key));
+    await sweep.sweepOnce();
+    expect(await email.findByIdempotencyKey(key, to, window(startedAt))).toEqual({
+      providerMessageId: sent.providerMessageId,
+      providerStatus: 'Send',
+    });
+  });
+
   it('classifies errors: rejection, throttling, 5xx, timeouts; the SDK never resends', async () => {
     expect(await failure(email.send(message(address('rejected'))))).toMatchObject({ kind: 'rejected', httpStatus: 400 });
     const flaky = address('flaky');
@@ -253,6 +278,7 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
       from: 'a@b.c',
       configurationSet: 'c',
       feed: store,
+      feedAbsenceMs: ABSENCE_MS,
     });
     expect(await failure(bad.verify())).toMatchObject({ kind: 'server_error', httpStatus: 403 });
     expect(await email.verify()).toMatch(/sending enabled/);

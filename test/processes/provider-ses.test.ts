@@ -224,3 +224,72 @@ describe('with HERALD_EMAIL_PROVIDER=ses', () => {
     expect(queue.deleted).toBeGreaterThan(0);
   });
 });
+
+/**
+ * An SES send answered 500 is in doubt (SES may have taken it), and SES has no message search: its
+ * event feed establishes whether the message arrived. Here HERALD_FEED_ABSENCE_MS is 3 s.
+ */
+describe('with HERALD_EMAIL_PROVIDER=ses and a send answered 500', () => {
+  let absence: Stack;
+  const ABSENCE_MS = 3_000;
+  beforeAll(async () => {
+    absence = await startStack({
+      prefix: testPrefix('ses-absent'),
+      env: { HERALD_EMAIL_PROVIDER: 'ses', HERALD_FEED_ABSENCE_MS: String(ABSENCE_MS) },
+    });
+  });
+  afterAll(() => absence.close());
+
+  const sends = (address: string) => absence.sandbox.requests().filter((r) => r.operation === 'ses.send' && r.recipient === address);
+
+  it('is recorded not arrived once the feed has shown no event of it for HERALD_FEED_ABSENCE_MS, sent once more, and delivered: one email, no SMS', async () => {
+    const address = 'delivered+300ms+absent@example.com';
+    const to = phone();
+    absence.sandbox.injectFault({ operation: 'ses.send', mode: 'status_500', match: address });
+    const id = await absence.createNotice(notice(address, to, 30));
+    const view = await absence.waitForState(id, ['email_delivered', 'sms_pending', 'sms_sent', 'sms_delivered'], 30_000);
+    expect(view.state).toBe('email_delivered');
+    expect(absence.sandbox.emails().filter((m) => m.to === address)).toHaveLength(1);
+    expect(sends(address)).toHaveLength(2);
+    expect(absence.smsTo(to)).toBe(0);
+
+    const events = await absence.events(id);
+    const [first, second] = ofType(events, 'email.requested');
+    expect(ofType(events, 'email.requested')).toHaveLength(2);
+    expect(ofType(events, 'provider.error')[0]).toMatchObject({
+      operation: 'send',
+      kind: 'server_error',
+      httpStatus: 500,
+      attemptId: first!.attemptId,
+    });
+    const notArrived = ofType(events, 'email.not_arrived');
+    expect(notArrived).toEqual([
+      expect.objectContaining({
+        attemptId: first!.attemptId,
+        provider: 'ses-sandbox',
+        feedAbsenceMs: ABSENCE_MS,
+        attemptStartedAt: first!.at,
+      }),
+    ]);
+    // Never before the absence time; the new attempt follows it, under the same key.
+    expect(Date.parse(notArrived[0]!.at)).toBeGreaterThanOrEqual(Date.parse(first!.at) + ABSENCE_MS);
+    expect(second).toMatchObject({ retryOf: first!.attemptId, idempotencyKey: first!.idempotencyKey, attempt: 2 });
+    expect(second!.seq).toBeGreaterThan(notArrived[0]!.seq);
+    expect(ofType(events, 'email.accepted')).toEqual([expect.objectContaining({ attemptId: second!.attemptId })]);
+    expect(ofType(events, 'fallback.decided')).toHaveLength(0);
+  });
+
+  it('when the deadline comes first, the deadline decides as for any send in doubt: no second email, one SMS', async () => {
+    const address = 'delivered+300ms+absent-late@example.com';
+    const to = phone();
+    absence.sandbox.injectFault({ operation: 'ses.send', mode: 'status_500', match: address });
+    const id = await absence.createNotice(notice(address, to, 2));
+    const view = await absence.waitForState(id, ['sms_delivered'], 30_000);
+    expect(view.fallback.reason).toBe('email_deadline_elapsed');
+    expect(sends(address)).toHaveLength(1);
+    expect(absence.smsTo(to)).toBe(1);
+    const events = await absence.events(id);
+    expect(ofType(events, 'email.not_arrived')).toHaveLength(0);
+    expect(ofType(events, 'email.requested')).toHaveLength(1);
+  });
+});

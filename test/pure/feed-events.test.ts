@@ -261,17 +261,36 @@ describe('configuration of the feed providers', () => {
       AWS_SMS_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:herald-sms',
       AWS_ENDPOINT_URL_SQS: 'https://proxy.example/sqs',
     });
-    expect(config.ses.eventsTopicArn).toBe('arn:aws:sns:eu-west-1:123456789012:herald-ses');
-    expect(problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', SES_EVENTS_TOPIC_ARN: 'herald-ses' })).toContain(
-      'SES_EVENTS_TOPIC_ARN="herald-ses" must be an SNS topic ARN',
-    );
-    // Sandbox mode: the emulator's topic stands in.
-    expect(loadConfig({ HERALD_EMAIL_PROVIDER: 'ses' }).ses.eventsTopicArn).toBeUndefined();
     expect(config.ses).toMatchObject({ apiUrl: 'https://email.eu-west-1.amazonaws.com', sqsUrl: 'https://proxy.example/sqs' });
     expect(config.awsSms.apiUrl).toBe('https://sms-voice.eu-west-1.amazonaws.com');
     expect(config.aws.credentials).toBeUndefined();
     expect(problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'AKIA' })).toContain(
       'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
     );
+  });
+  it("pins each feed to an SNS topic ARN: required live, the emulator's in sandbox mode", () => {
+    expect(
+      loadConfig({
+        ...live,
+        HERALD_EMAIL_PROVIDER: 'ses',
+        SES_FROM: 'h@example.com',
+        SES_CONFIGURATION_SET: 'herald',
+        SES_EVENTS_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/ses',
+        SES_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:herald-ses',
+        AWS_REGION: 'eu-west-1',
+        TWILIO_ACCOUNT_SID: 'AC1',
+        TWILIO_AUTH_TOKEN: 't',
+        TWILIO_FROM: '+15555550100',
+      }).ses.eventsTopicArn,
+    ).toBe('arn:aws:sns:eu-west-1:123456789012:herald-ses');
+    expect(problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', SES_EVENTS_TOPIC_ARN: 'herald-ses' })).toContain(
+      'SES_EVENTS_TOPIC_ARN="herald-ses" must be an SNS topic ARN',
+    );
+    expect(loadConfig({ HERALD_EMAIL_PROVIDER: 'ses' }).ses.eventsTopicArn).toBeUndefined();
+  });
+  it('reads HERALD_FEED_ABSENCE_MS, two minutes unless set, at least a second', () => {
+    expect(loadConfig({}).ses.feedAbsenceMs).toBe(120_000);
+    expect(loadConfig({ HERALD_FEED_ABSENCE_MS: '5000' }).ses.feedAbsenceMs).toBe(5_000);
+    expect(problems({ HERALD_FEED_ABSENCE_MS: '10' })).toContain('HERALD_FEED_ABSENCE_MS="10" must be a whole number from 1000');
   });
 });
