@@ -90,12 +90,18 @@ export interface Config {
     readonly apiUrl: string | undefined;
     /** AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else (live) the region's endpoint. */
     readonly sqsUrl: string | undefined;
+    /** SES_EVENTS_TOPIC_ARN: the one SNS topic whose envelopes the feed accepts; undefined in sandbox mode (the emulator's stands in). */
+    readonly eventsTopicArn: string | undefined;
+    /** HERALD_FEED_ABSENCE_MS: how long after an email attempt in doubt no event of its key in the feed means it never arrived. */
+    readonly feedAbsenceMs: number;
   };
   /** AWS End User Messaging SMS (HERALD_SMS_PROVIDER=aws-sms). */
   readonly awsSms: {
     readonly originationIdentity: string;
     readonly configurationSet: string;
     readonly eventsQueueUrl: string | undefined;
+    /** AWS_SMS_EVENTS_TOPIC_ARN, as SES_EVENTS_TOPIC_ARN. */
+    readonly eventsTopicArn: string | undefined;
     /** AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2, else AWS_ENDPOINT_URL, else (live) the region's endpoint. */
     readonly apiUrl: string | undefined;
     readonly sqsUrl: string | undefined;
@@ -425,17 +431,29 @@ export function loadConfig(env: Env = process.env): Config {
     liveRequired(name, '', chosen);
     return undefined;
   };
+  /** The SNS topic an events queue's envelopes must come from: required live with its queue; in sandbox mode the emulator's. */
+  const topicArn = (name: string, chosen: boolean): string | undefined => {
+    const value = read(name);
+    if (value === undefined) return liveRequired(name, '', chosen) || undefined;
+    if (!/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/.test(value)) {
+      problems.push(`${name}="${value}" must be an SNS topic ARN, like arn:aws:sns:us-east-1:123456789012:herald-ses-events`);
+    }
+    return value;
+  };
   const ses = {
     from: liveRequired('SES_FROM', 'herald@sandbox.example', sesChosen),
     configurationSet: liveRequired('SES_CONFIGURATION_SET', 'herald-sandbox', sesChosen),
     eventsQueueUrl: queueUrl('SES_EVENTS_QUEUE_URL', sesChosen),
     apiUrl: awsEndpoint('AWS_ENDPOINT_URL_SESV2', 'email'),
     sqsUrl: awsEndpoint('AWS_ENDPOINT_URL_SQS', 'sqs'),
+    eventsTopicArn: topicArn('SES_EVENTS_TOPIC_ARN', sesChosen),
+    feedAbsenceMs: integer('HERALD_FEED_ABSENCE_MS', 120_000, 1_000, 86_400_000),
   };
   const awsSms = {
     originationIdentity: liveRequired('AWS_SMS_ORIGINATION_IDENTITY', '+15005550006', awsSmsChosen),
     configurationSet: liveRequired('AWS_SMS_CONFIGURATION_SET', 'herald-sandbox', awsSmsChosen),
     eventsQueueUrl: queueUrl('AWS_SMS_EVENTS_QUEUE_URL', awsSmsChosen),
+    eventsTopicArn: topicArn('AWS_SMS_EVENTS_TOPIC_ARN', awsSmsChosen),
     apiUrl: awsEndpoint('AWS_ENDPOINT_URL_PINPOINT_SMS_VOICE_V2', 'sms-voice'),
     sqsUrl: ses.sqsUrl,
   };

@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { RedisClient } from './store/redis.js';
 import { ConfigError, loadConfig, withoutCredentials, type Config } from './config.js';
 import { openObjectStorage } from './archive/open.js';
-import { checkFeedQueues } from './providers/feed.js';
+import { checkFeedQueues, POISON_RECEIVES } from './providers/feed.js';
 import { createEmailProvider, createSmsProvider, credentialVariables, emailUrl, feedSources, smsUrl } from './providers/registry.js';
 import { ProviderError } from './providers/types.js';
 import { connectRedis, describeRedisTarget, waitReady } from './store/redis.js';
@@ -256,11 +256,17 @@ async function checkEventQueues(config: Config): Promise<Finding[]> {
   if (!feeds) return [];
   try {
     const queues = await checkFeedQueues(feeds.sources, feeds.sqs);
-    return queues.map((q) => ({
-      verdict: 'ok',
-      area: 'events queue',
-      what: `${q.provider} events at ${withoutCredentials(q.queueUrl)}: ${q.waiting} waiting`,
-    }));
+    return queues.map((q): Finding => {
+      const what = `${q.provider} events at ${withoutCredentials(q.queueUrl)}: ${q.waiting} waiting`;
+      if (q.redrivePolicy) return { verdict: 'ok', area: 'events queue', what: `${what}, redrive policy set` };
+      // Without one, a message Herald cannot read comes back every visibility timeout until Herald deletes it.
+      return {
+        verdict: config.providers === 'live' ? 'fail' : 'warn',
+        area: 'events queue',
+        what: `${what}, no RedrivePolicy: a message Herald cannot read is received ${POISON_RECEIVES} times, then deleted unread`,
+        fix: 'give the queue a dead-letter queue (an SQS RedrivePolicy) to keep such messages for a look',
+      };
+    });
   } catch (error) {
     const kind = error instanceof ProviderError ? error.kind : 'error';
     return [

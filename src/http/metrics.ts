@@ -128,6 +128,12 @@ export function metricSeries(currency: string, providers: { email: string; sms: 
       'counter',
       (s) => byFields(s, 'unreplicated', ['write', 'reason']),
     ),
+    def(
+      'herald_feed_messages_total',
+      'SQS messages the feed sweep read (SES, AWS SMS), by provider and outcome: recorded, ignored, foreign_topic, not_sns, refused, address_mismatch, unreadable, poison_deleted.',
+      'counter',
+      (s) => byFields(s, 'feed', ['provider', 'outcome']),
+    ),
     def('herald_reconciler_repairs_total', 'Overdue notices the reconciler drove forward.', 'counter', (s) => [
       { value: s.counters.get('entry|notice.reconciled') ?? 0 },
     ]),

@@ -63,6 +63,20 @@ export interface Accepted {
   late?: true;
 }
 
+/**
+ * An email attempt in doubt that never reached the provider, as its event feed established (SES):
+ * no event of Herald's key `feedAbsenceMs` after the attempt started, the feed read to its end
+ * since. It settles the attempt; the email is sent once more under a new attempt.
+ */
+export interface EmailNotArrived {
+  type: 'email.not_arrived';
+  attemptId: string;
+  provider: string;
+  attemptStartedAt: string;
+  /** HERALD_FEED_ABSENCE_MS: how long after the attempt the feed showed no event of its key. */
+  feedAbsenceMs: number;
+}
+
 export interface EmailObserved {
   type: 'email.observed';
   attemptId: string | undefined;
@@ -203,6 +217,7 @@ export type LogEntry =
   | PolicyChecked
   | Requested
   | Accepted
+  | EmailNotArrived
   | EmailObserved
   | SmsObserved
   | ProviderErrorEntry
@@ -230,6 +245,7 @@ export const ENTRY_TYPES = [
   'email.accepted',
   'email.observed',
   'provider.error',
+  'email.not_arrived',
   'fallback.decided',
   'fallback.blocked',
   'sms.requested',

@@ -38,7 +38,11 @@ export const TRANSITIONS = {
   startEmailAttempt: { from: ['accepted', 'email_sending'], to: 'email_sending', marks: 'email.requested', replicated: 'email_send' },
   /** Postmark accepted the email (or a search found the message of an attempt in doubt). */
   recordEmailAccepted: { from: ['email_sending'], to: 'email_sent', marks: 'email.accepted' },
-  /** An email attempt ended without acceptance: a provider error settles it, in doubt or not. */
+  /**
+   * An email attempt ended without acceptance: a provider error settles it, in doubt or not, or
+   * the provider's event feed establishes that it never arrived (`email.not_arrived`: no longer
+   * in doubt, so the next attempt goes ahead without a search).
+   */
   settleEmailAttempt: { from: ['email_sending'] },
   /** An email status read is recorded, whatever the notice is doing (late observations say so). */
   observeEmail: { from: '*' },

@@ -10,7 +10,7 @@ import { AWS_SMS_PROVIDER, createAwsSmsProvider } from './aws-sms.js';
 import type { FeedSource } from './feed.js';
 import type { AwsClientOptions } from './feed-aws.js';
 import { readSesMessage, readSmsMessage } from './feed-events.js';
-import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../sandbox/sqs-api.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from '../sandbox/sqs-api.js';
 import { createMailgunProvider } from './mailgun.js';
 import { createInfraiEmailProvider, createInfraiSmsProvider } from './infrai.js';
 import { createPostmarkProvider } from './postmark.js';
@@ -113,6 +113,7 @@ export function createEmailProvider(config: Config, deps: ProviderDeps): EmailPr
         from: config.ses.from,
         configurationSet: config.ses.configurationSet,
         feed: deps.feed,
+        feedAbsenceMs: config.ses.feedAbsenceMs,
       });
     case 'mailgun':
       return createMailgunProvider({ ...config.mailgun, apiUrl: baseUrl(config.mailgun.apiUrl, deps, 'MAILGUN_API_URL'), timeoutMs });
@@ -154,7 +155,7 @@ function awsOptions(config: Config, endpoint: string): AwsClientOptions {
 
 /**
  * The events queues the feed sweep reads for the chosen providers (none when neither SES nor
- * AWS SMS is chosen), and the SQS client settings to read them with.
+ * AWS SMS is chosen), each pinned to its SNS topic, and the SQS client settings to read them with.
  */
 export function feedSources(config: Config, deps: ProviderDeps): { sources: FeedSource[]; sqs: AwsClientOptions } | undefined {
   const sources: FeedSource[] = [];
@@ -162,10 +163,12 @@ export function feedSources(config: Config, deps: ProviderDeps): { sources: Feed
   // Sandbox mode: the emulator's queue, on the SQS endpoint (the sandbox, or AWS_ENDPOINT_URL's emulator).
   const queue = (configured: string | undefined, name: string, variable: string) =>
     configured ?? `${sqsUrl(variable).replace(/\/+$/, '')}/${SANDBOX_ACCOUNT_ID}/${name}`;
+  // Live mode requires the topic (src/config.ts); in sandbox mode the emulator's topic stands in.
   if (config.emailProvider === 'ses') {
     sources.push({
       provider: SES_PROVIDER,
       queueUrl: queue(config.ses.eventsQueueUrl, SANDBOX_QUEUE_NAMES.ses, 'SES_EVENTS_QUEUE_URL'),
+      topicArn: config.ses.eventsTopicArn ?? SANDBOX_TOPIC_ARNS.ses,
       read: readSesMessage,
     });
   }
@@ -173,6 +176,7 @@ export function feedSources(config: Config, deps: ProviderDeps): { sources: Feed
     sources.push({
       provider: AWS_SMS_PROVIDER,
       queueUrl: queue(config.awsSms.eventsQueueUrl, SANDBOX_QUEUE_NAMES.awsSms, 'AWS_SMS_EVENTS_QUEUE_URL'),
+      topicArn: config.awsSms.eventsTopicArn ?? SANDBOX_TOPIC_ARNS.awsSms,
       read: readSmsMessage,
     });
   }

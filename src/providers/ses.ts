@@ -7,15 +7,27 @@
  * log entries and the deadline rule are the same as for a provider with a status API.
  *
  * A send in doubt is found by Herald's key, sent as the `herald_key` message tag and carried
- * by the events; when the feed has not shown it (yet), the search cannot tell "never sent"
- * from "not seen yet", so it throws instead of answering "none": the attempt stays in doubt
- * and the deadline decides, with no blind second email.
+ * by the events. While the feed has not shown it, the search cannot tell "never sent" from "not
+ * seen yet", so it throws instead of answering "none": the attempt stays in doubt. SES publishes
+ * a `Send` event for every message it takes, so absence is established by the feed: once
+ * `feedAbsenceMs` (HERALD_FEED_ABSENCE_MS) have passed since the attempt started, and the sweep
+ * has read the queue to its end since then, no event with the key means SES never took the
+ * message, and the search answers null (the engine sends once more). A second email is then
+ * possible only if the feed lost the `Send` event, or delivered it later than that.
  */
 import { GetAccountCommand, SESv2Client, SendEmailCommand, type MessageTag } from '@aws-sdk/client-sesv2';
+import { systemClock, type Clock } from '../clock.js';
 import type { ProviderFeedStore } from '../store/provider-feed.js';
 import { awsCall, awsClientConfig, type AwsClientOptions } from './feed-aws.js';
 import { IDEMPOTENCY_TAG, idempotencyTagValue } from './feed-events.js';
-import { ProviderError, type EmailMessage, type EmailProvider, type SendResult, type StatusObservation } from './types.js';
+import {
+  ProviderError,
+  type EmailMessage,
+  type EmailProvider,
+  type SearchWindow,
+  type SendResult,
+  type StatusObservation,
+} from './types.js';
 
 export const SES_PROVIDER = 'ses';
 
@@ -25,6 +37,10 @@ export interface SesProviderOptions extends AwsClientOptions {
   configurationSet: string;
   /** Where the feed sweep keeps what the events said; absent in processes that only verify (`herald doctor`). */
   feed: ProviderFeedStore | undefined;
+  /** HERALD_FEED_ABSENCE_MS: no event of an attempt's key this long after it started means SES never took it. */
+  feedAbsenceMs: number;
+  /** The clock the feed sweep marks its reads by (the system's). */
+  clock?: Clock;
 }
 
 /** SES tags: at most 50 per message; names and values of letters, digits, `_` and `-`, at most 256 characters. */
@@ -36,6 +52,8 @@ export const NO_EVENT_YET = 'NoEventYet';
 /** Creates the SES email provider. */
 export function createSesProvider(opts: SesProviderOptions): EmailProvider {
   if (!(opts.timeoutMs > 0)) throw new Error('ses: timeoutMs must be a positive number of milliseconds');
+  if (!(opts.feedAbsenceMs > 0)) throw new Error('ses: feedAbsenceMs must be a positive number of milliseconds');
+  const clock = opts.clock ?? systemClock;
   const client = new SESv2Client(awsClientConfig(opts));
   const call = <T>(request: (abortSignal: AbortSignal) => Promise<T>) => awsCall(SES_PROVIDER, opts.timeoutMs, request);
   const feed = (): ProviderFeedStore => {
@@ -45,6 +63,7 @@ export function createSesProvider(opts: SesProviderOptions): EmailProvider {
 
   return {
     name: SES_PROVIDER,
+    feedAbsenceMs: opts.feedAbsenceMs,
 
     close: () => client.destroy(),
 
@@ -89,14 +108,27 @@ export function createSesProvider(opts: SesProviderOptions): EmailProvider {
       const observed = await feed().observation(SES_PROVIDER, providerMessageId);
       if (!observed) return { providerStatus: NO_EVENT_YET, status: 'pending', engagement: [] };
       const { events: _events, ...observation } = observed;
+      // The notice's check suppresses its own address under SES's name for why.
+      if (observation.suppressed)
+        observation.suppressionSource = observation.engagement.includes('complained') ? 'ses_complaint' : 'ses_hard_bounce';
       return observation;
     },
 
-    async findByIdempotencyKey(idempotencyKey: string): Promise<SendResult | null> {
+    async findByIdempotencyKey(idempotencyKey: string, _to: string, window?: SearchWindow): Promise<SendResult | null> {
       const [found] = await feed().tagged(SES_PROVIDER, idempotencyTagValue(idempotencyKey));
       if (found !== undefined) return { providerMessageId: found, providerStatus: 'Send' };
+      if (window !== undefined && window.lastAttemptAgeMs >= opts.feedAbsenceMs) {
+        // The feed must have been read to its end since the event would have been there.
+        const absentFrom = clock.now() - window.lastAttemptAgeMs + opts.feedAbsenceMs;
+        const readThrough = await feed().readThrough(SES_PROVIDER);
+        if (readThrough !== undefined && readThrough >= absentFrom) return null;
+        throw new ProviderError(
+          'ses: no event with this key in the event feed, which has not been read to its end since the absence time: the attempt stays in doubt',
+          { kind: 'server_error' },
+        );
+      }
       throw new ProviderError(
-        'ses: no Send event with this key in the event feed (yet); SES has no message search, so the attempt stays in doubt and the deadline decides',
+        'ses: no Send event with this key in the event feed (yet); SES has no message search, so the attempt stays in doubt until the feed shows it or establishes its absence',
         { kind: 'server_error' },
       );
     },

@@ -105,6 +105,14 @@ export interface StatusObservation {
 
 export interface EmailProvider {
   readonly name: string;
+  /**
+   * Set by a provider that has no message search but whose event feed shows every message it
+   * took (SES): an attempt whose key the feed has not shown this long after the attempt started,
+   * the feed read to its end since, never arrived, and `findByIdempotencyKey` then answers null.
+   * The engine records such an attempt `email.not_arrived` and sends again under a new attempt;
+   * before, it keeps the attempt in doubt and looks again no later than then.
+   */
+  readonly feedAbsenceMs?: number;
   /** Closes the adapter's connections (its keep-alive sockets); the worker calls it at shutdown. */
   close?(): void;
   /** An authenticated call that sends nothing (`herald doctor`); resolves with what the provider said of the account. Throws ProviderError. */

@@ -7,10 +7,11 @@
  * +1 NPA 555-01XX): `03` is opted out (`ConflictException` `DESTINATION_PHONE_NUMBER_OPTED_OUT`),
  * `04` flaky (a 500, then a throttling error), `06` slow; the others' timelines become events
  * (`TEXT_QUEUED`, `TEXT_PENDING`, `TEXT_SUCCESSFUL`, `TEXT_DELIVERED`, `TEXT_UNREACHABLE`,
- * `TEXT_INVALID`) published through SNS into the sandbox's SMS events queue, when the send
- * names a configuration set. Feed faults, SMS only: `08` delivered with every event published
- * twice, `09` delivered with its events arriving in reverse order, `10` delivered with no event
- * ever published (events lost on their way to the queue: the feed never shows the message).
+ * `TEXT_INVALID`) published through its SNS topic (`SANDBOX_TOPIC_ARNS.awsSms`) into the
+ * sandbox's SMS events queue, when the send names a configuration set. Feed faults, SMS only:
+ * `08` delivered with every event published twice, `09` delivered with its events arriving in
+ * reverse order, `10` delivered with no event ever published (events lost on their way to the
+ * queue: the feed never shows the message).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
@@ -18,7 +19,14 @@ import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import { publish } from './ses-api.js';
 import { plannedSteps, smsBehaviour, type StatusStep } from './sms-behaviour.js';
 import type { SmsRecord } from './state.js';
-import { awsCredentialProblem, awsJsonError, SANDBOX_QUEUE_NAMES, type AwsJsonTargets, type SandboxQueues } from './sqs-api.js';
+import {
+  awsCredentialProblem,
+  awsJsonError,
+  SANDBOX_QUEUE_NAMES,
+  SANDBOX_TOPIC_ARNS,
+  type AwsJsonTargets,
+  type SandboxQueues,
+} from './sqs-api.js';
 
 const BODY_LIMIT = 1600;
 /** The account ID the emulated messages belong to (a Twilio account SID in Twilio's records). */
@@ -184,5 +192,6 @@ function publishEvents(
     const times = events.map((e) => e.at);
     events.forEach((event, i) => (event.at = times[times.length - 1 - i]!));
   }
-  for (const { at, record: event } of events) publish(queues, SANDBOX_QUEUE_NAMES.awsSms, event, at, fault === 'duplicate');
+  for (const { at, record: event } of events)
+    publish(queues, SANDBOX_QUEUE_NAMES.awsSms, SANDBOX_TOPIC_ARNS.awsSms, event, at, fault === 'duplicate');
 }

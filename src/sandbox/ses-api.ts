@@ -6,17 +6,25 @@
  *
  * The address chooses the behaviour as for Postmark (email-behaviour.ts), and SES publishes
  * the message's events — `Send`, then `Delivery`, `Bounce`, `DeliveryDelay`, `Open`, `Click`,
- * `Complaint` — as SNS notifications into the sandbox's SES events queue (sqs-api.ts), each
- * visible at its event's time, when the send names a configuration set (as SES does). SES-only
- * parts of the address: the behaviour `complaint` (delivered, then a complaint), and the
- * labels `dup` (every event published twice) and `reorder` (the `Send` event arrives last).
+ * `Complaint` — as notifications of its SNS topic (`SANDBOX_TOPIC_ARNS.ses`) into the sandbox's
+ * SES events queue (sqs-api.ts), each visible at its event's time, when the send names a
+ * configuration set (as SES does). SES-only parts of the address: the behaviour `complaint`
+ * (delivered, then a complaint), and the labels `dup` (every event published twice) and
+ * `reorder` (the `Send` event arrives last).
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { emailAddress, planEmail, type EmailBehaviour } from './email-behaviour.js';
 import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import type { EmailEvent, EmailRecord } from './state.js';
-import { awsCredentialProblem, SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES, snsEnvelope, type SandboxQueues } from './sqs-api.js';
+import {
+  awsCredentialProblem,
+  SANDBOX_ACCOUNT_ID,
+  SANDBOX_QUEUE_NAMES,
+  SANDBOX_TOPIC_ARNS,
+  snsEnvelope,
+  type SandboxQueues,
+} from './sqs-api.js';
 
 type Json = Record<string, unknown>;
 
@@ -217,18 +225,19 @@ function publishEvents(
     const last = Math.max(...events.map((e) => e.at));
     events[0]!.at = last + REORDER_SEND_AFTER_MS;
   }
-  for (const { at, record: event } of events) publish(queues, SANDBOX_QUEUE_NAMES.ses, event, at, opts.duplicate);
+  for (const { at, record: event } of events) publish(queues, SANDBOX_QUEUE_NAMES.ses, SANDBOX_TOPIC_ARNS.ses, event, at, opts.duplicate);
 }
 
 /**
- * Publishes one event as an SNS notification visible at `at`; with `duplicate`, twice more (at
- * once and a little later), as SNS and SQS may deliver it (at-least-once).
+ * Publishes one event as a notification of the SNS topic `topicArn` into the queue subscribed to
+ * it, visible at `at`; with `duplicate`, twice more (at once and a little later), as SNS and SQS
+ * may deliver it (at-least-once).
  */
-export function publish(queues: SandboxQueues, queue: string, event: Json, at: number, duplicate: boolean): void {
-  queues.publish(queue, snsEnvelope(queue, event, at), at);
+export function publish(queues: SandboxQueues, queue: string, topicArn: string, event: Json, at: number, duplicate: boolean): void {
+  queues.publish(queue, snsEnvelope(topicArn, event, at), at);
   if (!duplicate) return;
-  queues.publish(queue, snsEnvelope(queue, event, at), at);
-  queues.publish(queue, snsEnvelope(queue, event, at), at + DUPLICATE_AFTER_MS);
+  queues.publish(queue, snsEnvelope(topicArn, event, at), at);
+  queues.publish(queue, snsEnvelope(topicArn, event, at), at + DUPLICATE_AFTER_MS);
 }
 
 /** An SES event record for one of the shared model's events (its `mail` part added by the caller). */

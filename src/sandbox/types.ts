@@ -25,6 +25,8 @@ export type Operation =
   | 'sqs.receive'
   | 'sqs.delete'
   | 'sqs.attributes'
+  | 'sqs.send'
+  | 'sqs.create'
   | 'mailgun.send'
   | 'mailgun.events'
   | 'mailgun.domain'
@@ -56,6 +58,8 @@ export const OPERATIONS: readonly Operation[] = [
   'sqs.receive',
   'sqs.delete',
   'sqs.attributes',
+  'sqs.send',
+  'sqs.create',
   'mailgun.send',
   'mailgun.events',
   'mailgun.domain',
@@ -217,7 +221,7 @@ export interface Sandbox {
   /** Every API request seen, oldest first. */
   requests(): SandboxRequest[];
   /** The feed providers' events queues (SES, AWS SMS): messages still in each, and deleted so far. */
-  feedQueues(): { name: string; messages: number; deleted: number }[];
+  feedQueues(): { name: string; messages: number; deleted: number; redriven: number }[];
   /** Adds a fault; returns it with its id. */
   injectFault(fault: Fault): ActiveFault;
   /** Faults still waiting for requests. */

@@ -127,6 +127,10 @@ export class Keys {
   feedTag(provider: string, tagDigest: string): string {
     return `${this.prefix}:{f:${provider}:${tagDigest}}:tag`;
   }
+  /** When the feed sweep last read a feed provider's events queue to its end (ms): what an absence rests on. */
+  feedRead(provider: string): string {
+    return `${this.prefix}:{f:${provider}}:read`;
+  }
   /**
    * BullMQ's prefix of the sweep queues, and of every notice queue when HERALD_QUEUE_PARTITIONS
    * is 1: all of them in the one slot of `{q}`.

@@ -1,7 +1,9 @@
 import type { RedisClient } from './redis.js';
 import { sha256Hex } from '../digest.js';
+import { shardOfKey } from '../notice/ids.js';
 import type { NormalizedStatus, StatusObservation } from '../providers/types.js';
 import { Keys } from './keys.js';
+import { channelField } from './notices.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 
 /** One event of a feed provider, reduced to what the observation keeps (src/providers/feed-events.ts). */
@@ -75,9 +77,46 @@ export class ProviderFeedStore {
     await this.redis.multi().zadd(key, Math.round(at), messageId).pexpire(key, this.ttlMs).exec();
   }
 
+  /**
+   * Notes that a sweep read the provider's events queue to its end, having started at `at` (ms):
+   * every event visible by then is stored. Kept as long as the observations.
+   */
+  async markRead(provider: string, at: number): Promise<void> {
+    await this.redis.set(this.keys.feedRead(provider), String(Math.floor(at)), 'PX', this.ttlMs);
+  }
+
+  /** When a sweep last read the provider's events queue to its end (ms); undefined when none has. */
+  async readThrough(provider: string): Promise<number | undefined> {
+    const at = await this.redis.get(this.keys.feedRead(provider));
+    return at === null ? undefined : Number(at);
+  }
+
   /** The messages that carried `tag`, sent at or after `since` (ms), oldest first. */
   async tagged(provider: string, tag: string, since = 0): Promise<string[]> {
     return this.redis.zrangebyscore(this.keys.feedTag(provider, sha256Hex(tag)), Math.floor(since), '+inf');
+  }
+
+  /**
+   * The email address Herald recorded for a notice whose email it handed to a provider at least
+   * once: the one address a feed event about that notice's message may suppress. Undefined when
+   * Redis holds no such notice (never one, not sent yet, or retired).
+   */
+  async noticeEmail(noticeId: string): Promise<string | undefined> {
+    const [email, attempts] = await this.redis.hmget(this.keys.notice(noticeId), 'email', channelField('email', 'attempts'));
+    return email && Number(attempts) >= 1 ? email : undefined;
+  }
+
+  /**
+   * Counts what the sweep did with the messages of one receive, by outcome, in /metrics
+   * (`herald_feed_messages_total`): one shard's metrics hash per provider, summed at scrape time.
+   */
+  async countMessages(provider: string, outcomes: ReadonlyMap<string, number>): Promise<void> {
+    if (outcomes.size === 0) return;
+    const key = this.keys.metrics(shardOfKey(provider));
+    const pipeline = this.redis.pipeline();
+    for (const [outcome, n] of outcomes) pipeline.hincrby(key, `feed|${provider}|${outcome}`, n);
+    const replies = (await pipeline.exec()) ?? [];
+    for (const [error] of replies) if (error) throw error;
   }
 
   /** The message's latest observation, or undefined when the feed has shown nothing of it yet. */

@@ -1,17 +1,25 @@
-import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { createAwsSmsProvider } from '../../src/providers/aws-sms.js';
 import { diagnose } from '../../src/doctor.js';
-import { checkFeedQueues, FeedSweep } from '../../src/providers/feed.js';
+import { checkFeedQueues, FeedSweep, POISON_RECEIVES } from '../../src/providers/feed.js';
 import { readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
 import { createSesProvider } from '../../src/providers/ses.js';
 import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES } from '../../src/sandbox/sqs-api.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_MAX_RECEIVE_COUNT, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from '../../src/sandbox/sqs-api.js';
 import { KEEP_AFTER_FINAL_READ_MS, ProviderFeedStore } from '../../src/store/provider-feed.js';
 import { SuppressionStore } from '../../src/store/suppressions.js';
+import { shardOfKey } from '../../src/notice/ids.js';
 import { deleteKeys, plainRedis, sleep, testEnv, testPrefix } from '../helpers/env.js';
 
 const credentials = { accessKeyId: 'AKIASANDBOX', secretAccessKey: 'sandbox-secret' };
@@ -23,6 +31,8 @@ let store: ProviderFeedStore;
 let suppressions: SuppressionStore;
 const redis = plainRedis();
 const prefix = testPrefix('awsfeed');
+/** The SES adapter's HERALD_FEED_ABSENCE_MS here. */
+const ABSENCE_MS = 1_500;
 
 async function failure(promise: Promise<unknown>): Promise<ProviderError> {
   try {
@@ -39,12 +49,22 @@ beforeAll(async () => {
   store = new ProviderFeedStore(redis, prefix, 60_000);
   suppressions = new SuppressionStore(redis, prefix);
   const common = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
-  email = createSesProvider({ ...common, from: 'herald@sandbox.example', configurationSet: 'herald', feed: store });
+  email = createSesProvider({ ...common, from: 'herald@sandbox.example', configurationSet: 'herald', feed: store, feedAbsenceMs: ABSENCE_MS });
   sms = createAwsSmsProvider({ ...common, originationIdentity: '+15005550006', configurationSet: 'herald', feed: store });
   sweep = new FeedSweep({
     sources: [
-      { provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`, read: readSesMessage },
-      { provider: 'aws-sms', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.awsSms}`, read: readSmsMessage },
+      {
+        provider: 'ses',
+        queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`,
+        topicArn: SANDBOX_TOPIC_ARNS.ses,
+        read: readSesMessage,
+      },
+      {
+        provider: 'aws-sms',
+        queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.awsSms}`,
+        topicArn: SANDBOX_TOPIC_ARNS.awsSms,
+        read: readSmsMessage,
+      },
     ],
     sqs: common,
     store,
@@ -87,7 +107,7 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     expect(await email.status(sent.providerMessageId)).toEqual({ providerStatus: 'Delivery', status: 'delivered', engagement: [] });
   });
 
-  it('maps bounces, delays, suppression-list bounces, opens and complaints; suppression goes to Herald list', async () => {
+  it('maps bounces, delays, suppression-list bounces, opens and complaints; suppresses no address without its notice', async () => {
     const bounce = await email.send(message(address('bounce')));
     const soft = await email.send(message(address('softbounce')));
     const deferred = await email.send(message(address('deferred')));
@@ -114,10 +134,19 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
       status: 'pending',
       engagement: ['clicked', 'opened'],
     });
-    // A complaint suppresses the address and changes nothing of the delivery.
+    // A complaint says the address is suppressed and changes nothing of the delivery.
     const complained = await email.status(complaint.providerMessageId);
-    expect(complained).toMatchObject({ status: 'delivered', providerStatus: 'Delivery', suppressed: true, engagement: ['complained'] });
-    expect(await suppressions.get('email', complaintTo)).toMatchObject({ source: 'ses_complaint' });
+    expect(complained).toMatchObject({
+      status: 'delivered',
+      providerStatus: 'Delivery',
+      suppressed: true,
+      suppressionSource: 'ses_complaint',
+      engagement: ['complained'],
+    });
+    expect(await email.status(bounce.providerMessageId)).toMatchObject({ suppressionSource: 'ses_hard_bounce' });
+    // These keys name no notice of Herald's: there is no address Herald recorded for the message,
+    // so the sweep suppresses none (test/processes/provider-ses.test.ts has the notice's own).
+    expect(await suppressions.get('email', complaintTo)).toBeNull();
   });
 
   it('keeps the latest observation through duplicates and a Send read after its Delivery', async () => {
@@ -156,6 +185,36 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     expect(await redis.pttl(horizon.keys.feedObservation('ses', pending.messageId))).toBeGreaterThan(KEEP_AFTER_FINAL_READ_MS);
   });
 
+  it('deletes and counts what is not from the pinned topic or breaks a bound, recording nothing of it', async () => {
+    const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
+    const QueueUrl = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
+    const forged = (topicArn: string | undefined, record: Record<string, unknown>) => {
+      const body = topicArn === undefined ? record : { Type: 'Notification', MessageId: `f${++n}`, TopicArn: topicArn, Message: JSON.stringify(record) };
+      return client.send(new SendMessageCommand({ QueueUrl, MessageBody: JSON.stringify(body) }));
+    };
+    const victim = `victim-${++n}@example.com`;
+    const mail = (messageId: string, to: string) => ({ messageId, destination: [to], timestamp: new Date().toISOString(), tags: { herald_key: [`k${n}`] } });
+    const bounce = (to: string) => ({ bounceType: 'Permanent', bounceSubType: 'General', bouncedRecipients: [{ emailAddress: to }] });
+    const ids = [`forged-${++n}`, `raw-${++n}`, `long-${++n}`];
+    const counted = async (outcome: string) => Number((await redis.hget(store.keys.metrics(shardOfKey('ses')), `feed|ses|${outcome}`)) ?? 0);
+    const before = { foreign: await counted('foreign_topic'), raw: await counted('not_sns'), refused: await counted('refused') };
+    await forged('arn:aws:sns:us-east-1:999999999999:not-herald', { eventType: 'Bounce', mail: mail(ids[0]!, victim), bounce: bounce(victim) });
+    await forged(undefined, { eventType: 'Bounce', mail: mail(ids[1]!, victim), bounce: bounce(victim) });
+    const long = `${'x'.repeat(50_000)}@example.com`;
+    await forged(SANDBOX_TOPIC_ARNS.ses, { eventType: 'Bounce', mail: mail(ids[2]!, 'a@example.com'), bounce: bounce(long) });
+    for (let sweeps = 0; sweeps < 5 && sandbox.feedQueues().find((q) => q.name === SANDBOX_QUEUE_NAMES.ses)!.messages > 0; sweeps += 1) {
+      await sweep.sweepOnce();
+    }
+    expect(sandbox.feedQueues().find((q) => q.name === SANDBOX_QUEUE_NAMES.ses)!.messages).toBe(0);
+    for (const id of ids) expect(await store.observation('ses', id)).toBeUndefined();
+    expect(await suppressions.get('email', victim)).toBeNull();
+    expect(await suppressions.get('email', long)).toBeNull();
+    expect(await counted('foreign_topic')).toBe(before.foreign + 1);
+    expect(await counted('not_sns')).toBe(before.raw + 1);
+    expect(await counted('refused')).toBe(before.refused + 1);
+    client.destroy();
+  });
+
   it('finds a send in doubt by its key once the feed shows it, and never answers "none" before', async () => {
     const key = `doubt-${++n}`;
     const to = address('delivered');
@@ -168,6 +227,29 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     await sweep.sweepOnce();
     const found = await email.findByIdempotencyKey(key, to);
     expect(found?.providerMessageId).toBe(sandbox.emails().find((e) => e.metadata.herald_key === key)!.messageId);
+  });
+
+  it('answers "no such message" only once the absence time has passed and the feed was read to its end since', async () => {
+    const key = `absent-${++n}`;
+    const to = address('delivered');
+    // The attempt in doubt started at `startedAt`: the window says how long ago, as the engine does.
+    const window = (startedAt: number) => ({ since: startedAt, lastAttemptAgeMs: Date.now() - startedAt });
+    // Before the absence time: it cannot tell.
+    expect((await failure(email.findByIdempotencyKey(key, to, window(Date.now() - ABSENCE_MS + 500)))).message).toMatch(/stays in doubt/);
+    // Just past it, the feed last read to its end before: it still cannot tell.
+    await sleep(20);
+    const startedAt = Date.now() - ABSENCE_MS - 10;
+    expect((await failure(email.findByIdempotencyKey(key, to, window(startedAt)))).message).toMatch(/not been read to its end/);
+    // A sweep reads the queue to its end: no event with the key, so SES never took the message.
+    await sweep.sweepOnce();
+    expect(await email.findByIdempotencyKey(key, to, window(startedAt))).toBeNull();
+    // A message the feed showed is found whatever the age.
+    const sent = await email.send(message(to, key));
+    await sweep.sweepOnce();
+    expect(await email.findByIdempotencyKey(key, to, window(startedAt))).toEqual({
+      providerMessageId: sent.providerMessageId,
+      providerStatus: 'Send',
+    });
   });
 
   it('classifies errors: rejection, throttling, 5xx, timeouts; the SDK never resends', async () => {
@@ -196,6 +278,7 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
       from: 'a@b.c',
       configurationSet: 'c',
       feed: store,
+      feedAbsenceMs: ABSENCE_MS,
     });
     expect(await failure(bad.verify())).toMatchObject({ kind: 'server_error', httpStatus: 403 });
     expect(await email.verify()).toMatch(/sending enabled/);
@@ -266,6 +349,90 @@ describe('the SQS emulator, through the real SDK', () => {
     client.destroy();
   });
 
+  it('creates queues, takes messages, counts receives, and moves a message past its redrive policy to the dead-letter queue', async () => {
+    const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
+    const name = `emulator-${++n}`;
+    const dlq = await client.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }));
+    const redrive = JSON.stringify({ deadLetterTargetArn: `arn:aws:sqs:us-east-1:${SANDBOX_ACCOUNT_ID}:${name}-dlq`, maxReceiveCount: 2 });
+    const { QueueUrl } = await client.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '0', RedrivePolicy: redrive } }),
+    );
+    expect(QueueUrl).toBe(`${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${name}`);
+    // The same attributes again: the same queue; others: refused, as SQS does.
+    await client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '0', RedrivePolicy: redrive } }));
+    await expect(client.send(new CreateQueueCommand({ QueueName: name }))).rejects.toMatchObject({ name: 'QueueNameExists' });
+    const attributes = await client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['RedrivePolicy', 'VisibilityTimeout'] }));
+    expect(JSON.parse(attributes.Attributes!.RedrivePolicy!)).toEqual(JSON.parse(redrive));
+    expect(attributes.Attributes!.VisibilityTimeout).toBe('0');
+    const without = await client.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['RedrivePolicy'] }));
+    expect(without.Attributes?.RedrivePolicy).toBeUndefined();
+
+    // The SDK checks the MD5 of what it sent against the answer's.
+    await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'not an event' }));
+    const counts: string[] = [];
+    for (let receive = 0; receive < 3; receive += 1) {
+      const answer = await client.send(new ReceiveMessageCommand({ QueueUrl, MessageSystemAttributeNames: ['ApproximateReceiveCount'] }));
+      counts.push(...(answer.Messages ?? []).map((m) => m.Attributes!.ApproximateReceiveCount!));
+    }
+    // Received twice (its maxReceiveCount), then moved at the third receive.
+    expect(counts).toEqual(['1', '2']);
+    expect(sandbox.feedQueues().find((q) => q.name === name)).toMatchObject({ messages: 0, redriven: 1 });
+    expect(sandbox.feedQueues().find((q) => q.name === `${name}-dlq`)).toMatchObject({ messages: 1 });
+    // The events queues have one too.
+    const events = await client.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`,
+        AttributeNames: ['All'],
+      }),
+    );
+    expect(JSON.parse(events.Attributes!.RedrivePolicy!)).toMatchObject({ maxReceiveCount: SANDBOX_MAX_RECEIVE_COUNT });
+    client.destroy();
+  });
+
+  it('counts a message it cannot read, then leaves it to the redrive policy, or deletes it once from a queue without one', async () => {
+    const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
+    const queue = async (name: string, attributes: Record<string, string>) =>
+      (await client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '0', ...attributes } }))).QueueUrl!;
+    const bare = `poison-bare-${++n}`;
+    const guarded = `poison-guarded-${++n}`;
+    await queue(`${guarded}-dlq`, {});
+    const maxReceiveCount = POISON_RECEIVES + 1;
+    const urls = {
+      bare: await queue(bare, {}),
+      guarded: await queue(guarded, {
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: `arn:aws:sqs:us-east-1:${SANDBOX_ACCOUNT_ID}:${guarded}-dlq`, maxReceiveCount }),
+      }),
+    };
+    for (const QueueUrl of Object.values(urls)) await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'truncated {"Type": "Noti' }));
+    const counted = async (provider: string, outcome: string) =>
+      Number((await redis.hget(store.keys.metrics(shardOfKey(provider)), `feed|${provider}|${outcome}`)) ?? 0);
+    const poisonSweep = new FeedSweep({
+      sources: [
+        { provider: 'poison-bare', queueUrl: urls.bare, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage },
+        { provider: 'poison-guarded', queueUrl: urls.guarded, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage },
+      ],
+      sqs: { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 },
+      store,
+      suppressions,
+      clock: systemClock,
+      log: pino({ level: 'silent' }),
+      settings: { waitSeconds: 0, budgetMs: 2000 },
+    });
+    const view = (name: string) => sandbox.feedQueues().find((q) => q.name === name)!;
+    // One receive of each queue per sweep (the message is visible again at once).
+    for (let sweeps = 0; sweeps < maxReceiveCount + 1; sweeps += 1) await poisonSweep.sweepOnce();
+    poisonSweep.close();
+    // Without a redrive policy: received POISON_RECEIVES times, then deleted, once.
+    expect(view(bare)).toMatchObject({ messages: 0, deleted: 1 });
+    expect(await counted('poison-bare', 'unreadable')).toBe(POISON_RECEIVES - 1);
+    expect(await counted('poison-bare', 'poison_deleted')).toBe(1);
+    // With one: Herald never deletes it; SQS moves it to the dead-letter queue past maxReceiveCount.
+    expect(view(guarded)).toMatchObject({ messages: 0, deleted: 0, redriven: 1 });
+    expect(view(`${guarded}-dlq`)).toMatchObject({ messages: 1 });
+    expect(await counted('poison-guarded', 'unreadable')).toBe(maxReceiveCount);
+    client.destroy();
+  });
+
   it('a feed fault on receive loses nothing: the events are read by the next sweep', async () => {
     const sent = await email.send(message(address('delivered')));
     sandbox.injectFault({ operation: 'sqs.receive', mode: 'status_500', count: 2 });
@@ -281,11 +448,11 @@ describe('herald doctor and the events queues', () => {
   it('reads each queue without receiving, and says when one does not exist', async () => {
     const sqs = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
     const sesQueue = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
-    expect(await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, read: readSesMessage }], sqs)).toEqual([
-      { provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number) },
+    expect(await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }], sqs)).toEqual([
+      { provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number), redrivePolicy: true },
     ]);
     const missing = checkFeedQueues(
-      [{ provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/nope`, read: readSesMessage }],
+      [{ provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/nope`, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }],
       sqs,
     );
     await expect(missing).rejects.toMatchObject({ kind: 'server_error', httpStatus: 400 });

@@ -59,7 +59,8 @@ const emailAdapters: Record<string, (url: string) => EmailProvider> = {
       apiUrl,
       timeoutMs: 2000,
     }),
-  ses: (url) => createSesProvider({ ...aws(url), from: 'herald@sandbox.example', configurationSet: 'herald', feed: undefined }),
+  ses: (url) =>
+    createSesProvider({ ...aws(url), from: 'herald@sandbox.example', configurationSet: 'herald', feed: undefined, feedAbsenceMs: 120_000 }),
   infrai: (apiUrl) => createInfraiEmailProvider({ apiKey: 'sandbox-infrai-key', from: 'herald@sandbox.example', apiUrl, timeoutMs: 2000 }),
 };
 

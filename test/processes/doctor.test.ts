@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from '../../src/sandbox/sqs-api.js';
 import { REDIS_URL, TEST_API_KEY, TEST_ARCHIVE_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
 import { runHerald } from '../helpers/archive.js';
 import { RedisServer } from '../helpers/redis-server.js';
@@ -99,6 +101,46 @@ describe('herald doctor', () => {
     expect(code).toBe(1);
     expect(stdout).toMatch(/^FAIL +configuration +HERALD_CONTENT_TTL/m);
     expect(stdout).toMatch(/^FAIL +configuration +POSTMARK_FROM must be set/m);
+  });
+});
+
+describe('herald doctor and the feed providers\' events queues', () => {
+  /** A live SES configuration whose services are the emulators; its events queue as given. */
+  const liveSes = (queueUrl: string) => ({
+    ...healthy(),
+    HERALD_EMAIL_PROVIDER: 'ses',
+    SES_FROM: 'notices@example.com',
+    SES_CONFIGURATION_SET: 'herald',
+    SES_EVENTS_QUEUE_URL: queueUrl,
+    SES_EVENTS_TOPIC_ARN: SANDBOX_TOPIC_ARNS.ses,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'AKIADOCTOR',
+    AWS_SECRET_ACCESS_KEY: 'doctor-secret',
+    AWS_ENDPOINT_URL: sandbox.url,
+  });
+
+  it('passes an events queue with a redrive policy, and fails one without (a warning outside live mode)', async () => {
+    const sqs = new SQSClient({
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'AKIADOCTOR', secretAccessKey: 'doctor-secret' },
+      endpoint: sandbox.url,
+      maxAttempts: 1,
+    });
+    const bare = (await sqs.send(new CreateQueueCommand({ QueueName: 'doctor-no-redrive' }))).QueueUrl!;
+    sqs.destroy();
+
+    const guarded = await runHerald(['doctor'], liveSes(`${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`));
+    expect(guarded.code).toBe(0);
+    expect(guarded.stdout).toMatch(/^ok +events queue +ses events at \S+herald-ses-events: \d+ waiting, redrive policy set$/m);
+
+    const live = await runHerald(['doctor'], liveSes(bare));
+    expect(live.code).toBe(1);
+    expect(live.stdout).toMatch(
+      /^FAIL +events queue +ses events at \S+doctor-no-redrive: \d+ waiting, no RedrivePolicy: a message Herald cannot read is received 5 times, then deleted unread\n +fix: give the queue a dead-letter queue/m,
+    );
+
+    const sandboxMode = await runHerald(['doctor'], { ...liveSes(bare), HERALD_PROVIDERS: 'sandbox' });
+    expect(sandboxMode.stdout).toMatch(/^WARN +events queue +ses events at \S+doctor-no-redrive: \d+ waiting, no RedrivePolicy/m);
   });
 });
 

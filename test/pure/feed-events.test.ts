@@ -1,18 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { idempotencyTagValue, readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
+import { idempotencyTagValue, noticeOfEmailTag, readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
 import { loadConfig, ConfigError } from '../../src/config.js';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');
-const sns = (message: unknown) =>
+const TOPIC = 'arn:aws:sns:us-east-1:123456789012:herald-ses-events';
+const sns = (message: unknown, topicArn = TOPIC) =>
   JSON.stringify({
     Type: 'Notification',
     MessageId: 'm',
-    TopicArn: 'arn:aws:sns:us-east-1:1:t',
+    TopicArn: topicArn,
     Message: JSON.stringify(message),
     Timestamp: '2026-12-01T10:00:00Z',
   });
 const mail = { timestamp: '2026-12-01T09:59:00.000Z', messageId: 'ses-1', destination: ['a@example.com'], tags: { herald_key: ['k-1'] } };
-const ses = (record: Record<string, unknown>) => readSesMessage(sns({ mail, ...record }), NOW);
+const ses = (record: Record<string, unknown>) => readSesMessage(sns({ mail, ...record }), NOW, TOPIC);
 
 describe('SES event records → observations (the README mapping)', () => {
   it.each([
@@ -85,15 +86,76 @@ describe('SES event records → observations (the README mapping)', () => {
     expect(ses({ eventType: 'Bounce', bounce: { bounceType: 'Transient' } })).not.toHaveProperty('suppress');
   });
 
-  it('reads raw delivery and EventBridge shapes, ignores subscription confirmations, and says what it cannot read', () => {
-    expect(readSesMessage(JSON.stringify({ eventType: 'Send', mail }), NOW)).toMatchObject({ kind: 'event' });
-    expect(readSesMessage(JSON.stringify({ 'detail-type': 'Email Sent', detail: { eventType: 'Send', mail } }), NOW)).toMatchObject({
-      kind: 'event',
+  it('takes only envelopes of the pinned topic: raw delivery, EventBridge and other topics are foreign', () => {
+    // Raw message delivery and EventBridge name no topic: nothing could tell whose they are.
+    expect(readSesMessage(JSON.stringify({ eventType: 'Send', mail }), NOW, TOPIC)).toMatchObject({ kind: 'foreign', outcome: 'not_sns' });
+    expect(readSesMessage(JSON.stringify({ 'detail-type': 'Email Sent', detail: { eventType: 'Send', mail } }), NOW, TOPIC)).toMatchObject({
+      kind: 'foreign',
+      outcome: 'not_sns',
     });
-    expect(readSesMessage(JSON.stringify({ Type: 'SubscriptionConfirmation', TopicArn: 't' }), NOW)).toMatchObject({ kind: 'ignored' });
-    expect(readSesMessage('not json', NOW)).toMatchObject({ kind: 'unreadable' });
-    expect(readSesMessage(JSON.stringify({ eventType: 'Send' }), NOW)).toMatchObject({ kind: 'unreadable' });
+    const other = 'arn:aws:sns:us-east-1:123456789012:someone-else';
+    expect(readSesMessage(sns({ eventType: 'Delivery', mail }, other), NOW, TOPIC)).toMatchObject({
+      kind: 'foreign',
+      outcome: 'foreign_topic',
+      topicArn: other,
+    });
+    // Another topic's subscription confirmation is foreign too; the pinned topic's is ignored.
+    expect(readSesMessage(JSON.stringify({ Type: 'SubscriptionConfirmation', TopicArn: other }), NOW, TOPIC)).toMatchObject({
+      kind: 'foreign',
+    });
+    expect(readSesMessage(JSON.stringify({ Type: 'SubscriptionConfirmation', TopicArn: TOPIC }), NOW, TOPIC)).toMatchObject({
+      kind: 'ignored',
+    });
+  });
+
+  it('says what it cannot read', () => {
+    expect(readSesMessage('not json', NOW, TOPIC)).toMatchObject({ kind: 'unreadable' });
+    expect(readSesMessage(sns({ eventType: 'Send' }), NOW, TOPIC)).toMatchObject({ kind: 'unreadable' });
     expect(ses({ eventType: 'Subscription' })).toMatchObject({ kind: 'ignored' });
+  });
+
+  it('refuses an event past a bound before anything of it is stored', () => {
+    const long = `${'a'.repeat(250)}@example.com`;
+    expect(ses({ eventType: 'Bounce', bounce: { bounceType: 'Permanent', bouncedRecipients: [{ emailAddress: long }] } })).toMatchObject({
+      kind: 'refused',
+    });
+    expect(ses({ eventType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: long }] } })).toMatchObject({
+      kind: 'refused',
+    });
+    expect(readSesMessage(sns({ eventType: 'Send', mail: { ...mail, destination: [long] } }), NOW, TOPIC)).toMatchObject({
+      kind: 'refused',
+    });
+    expect(readSesMessage(sns({ eventType: 'Send', mail: { ...mail, messageId: 'x'.repeat(300) } }), NOW, TOPIC)).toMatchObject({
+      kind: 'refused',
+    });
+    expect(readSesMessage(sns({ eventType: 'Send', mail: { ...mail, tags: { herald_key: ['a b'] } } }), NOW, TOPIC)).toMatchObject({
+      kind: 'refused',
+    });
+    // 254 characters is the bound itself; labels are cut, not refused.
+    const longest = `${'a'.repeat(242)}@example.com`;
+    expect(longest).toHaveLength(254);
+    const bounce = ses({
+      eventType: 'Bounce',
+      bounce: { bounceType: 'Permanent', bounceSubType: 'G'.repeat(500), bouncedRecipients: [{ emailAddress: longest }] },
+    });
+    expect(bounce).toMatchObject({ kind: 'event', suppress: { address: longest } });
+    expect(bounce.kind === 'event' && bounce.event.providerStatus.length).toBeLessThan(100);
+  });
+
+  it("names the notice of Herald's key beside the address a bounce names, for the sweep to check", () => {
+    const id = `ntc_0a${'01j'.padEnd(26, '0')}`;
+    const read = readSesMessage(
+      sns({
+        eventType: 'Bounce',
+        bounce: { bounceType: 'Permanent', bounceSubType: 'General' },
+        mail: { ...mail, tags: { herald_key: [`${id}-email`] } },
+      }),
+      NOW,
+      TOPIC,
+    );
+    expect(read).toMatchObject({ kind: 'event', suppress: { address: 'a@example.com', source: 'ses_hard_bounce', noticeId: id } });
+    expect(noticeOfEmailTag('k-1')).toBeUndefined();
+    expect(noticeOfEmailTag(`${id}-sms`)).toBeUndefined();
   });
 
   it('encodes a key SES tags cannot hold', () => {
@@ -103,17 +165,25 @@ describe('SES event records → observations (the README mapping)', () => {
 });
 
 describe('End User Messaging SMS events → observations', () => {
-  const sms = (eventType: string) =>
+  const SMS_TOPIC = 'arn:aws:sns:us-east-1:123456789012:herald-aws-sms-events';
+  const smsEvent = (eventType: string, extra: Record<string, unknown> = {}) =>
     readSmsMessage(
-      sns({
-        eventType,
-        messageId: 'sms-1',
-        eventTimestamp: NOW - 1000,
-        messageRequestTimestamp: NOW - 5000,
-        context: { herald_key: 'n-sms' },
-      }),
+      sns(
+        {
+          eventType,
+          messageId: 'sms-1',
+          eventTimestamp: NOW - 1000,
+          messageRequestTimestamp: NOW - 5000,
+          destinationPhoneNumber: '+12025550100',
+          context: { herald_key: 'n-sms' },
+          ...extra,
+        },
+        SMS_TOPIC,
+      ),
       NOW,
+      SMS_TOPIC,
     );
+  const sms = (eventType: string) => smsEvent(eventType);
   it.each([
     ['TEXT_QUEUED', 1, 'pending'],
     ['TEXT_PENDING', 2, 'pending'],
@@ -135,6 +205,14 @@ describe('End User Messaging SMS events → observations', () => {
   });
   it('ignores event types it does not know', () => {
     expect(sms('VOICE_ANSWERED')).toMatchObject({ kind: 'ignored' });
+  });
+  it('takes only its own topic, and refuses a destination that is no E.164 number', () => {
+    expect(readSmsMessage(sns({ eventType: 'TEXT_DELIVERED', messageId: 'x' }), NOW, SMS_TOPIC)).toMatchObject({
+      kind: 'foreign',
+      outcome: 'foreign_topic',
+    });
+    expect(smsEvent('TEXT_DELIVERED', { destinationPhoneNumber: `+1${'2'.repeat(40)}` })).toMatchObject({ kind: 'refused' });
+    expect(smsEvent('TEXT_DELIVERED', { context: { herald_key: 'k'.repeat(300) } })).toMatchObject({ kind: 'refused' });
   });
 });
 
@@ -161,9 +239,11 @@ describe('configuration of the feed providers', () => {
       'SES_FROM',
       'SES_CONFIGURATION_SET',
       'SES_EVENTS_QUEUE_URL',
+      'SES_EVENTS_TOPIC_ARN',
       'AWS_SMS_ORIGINATION_IDENTITY',
       'AWS_SMS_CONFIGURATION_SET',
       'AWS_SMS_EVENTS_QUEUE_URL',
+      'AWS_SMS_EVENTS_TOPIC_ARN',
     ]) {
       expect(message).toContain(name);
     }
@@ -182,6 +262,8 @@ describe('configuration of the feed providers', () => {
       AWS_SMS_ORIGINATION_IDENTITY: '+15555550100',
       AWS_SMS_CONFIGURATION_SET: 'herald',
       AWS_SMS_EVENTS_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/sms',
+      SES_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:herald-ses',
+      AWS_SMS_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:herald-sms',
       AWS_ENDPOINT_URL_SQS: 'https://proxy.example/sqs',
     });
     expect(config.ses).toMatchObject({ apiUrl: 'https://email.eu-west-1.amazonaws.com', sqsUrl: 'https://proxy.example/sqs' });
@@ -190,5 +272,30 @@ describe('configuration of the feed providers', () => {
     expect(problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', AWS_ACCESS_KEY_ID: 'AKIA' })).toContain(
       'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
     );
+  });
+  it("pins each feed to an SNS topic ARN: required live, the emulator's in sandbox mode", () => {
+    expect(
+      loadConfig({
+        ...live,
+        HERALD_EMAIL_PROVIDER: 'ses',
+        SES_FROM: 'h@example.com',
+        SES_CONFIGURATION_SET: 'herald',
+        SES_EVENTS_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/ses',
+        SES_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:herald-ses',
+        AWS_REGION: 'eu-west-1',
+        TWILIO_ACCOUNT_SID: 'AC1',
+        TWILIO_AUTH_TOKEN: 't',
+        TWILIO_FROM: '+15555550100',
+      }).ses.eventsTopicArn,
+    ).toBe('arn:aws:sns:eu-west-1:123456789012:herald-ses');
+    expect(problems({ ...live, HERALD_EMAIL_PROVIDER: 'ses', SES_EVENTS_TOPIC_ARN: 'herald-ses' })).toContain(
+      'SES_EVENTS_TOPIC_ARN="herald-ses" must be an SNS topic ARN',
+    );
+    expect(loadConfig({ HERALD_EMAIL_PROVIDER: 'ses' }).ses.eventsTopicArn).toBeUndefined();
+  });
+  it('reads HERALD_FEED_ABSENCE_MS, two minutes unless set, at least a second', () => {
+    expect(loadConfig({}).ses.feedAbsenceMs).toBe(120_000);
+    expect(loadConfig({ HERALD_FEED_ABSENCE_MS: '5000' }).ses.feedAbsenceMs).toBe(5_000);
+    expect(problems({ HERALD_FEED_ABSENCE_MS: '10' })).toContain('HERALD_FEED_ABSENCE_MS="10" must be a whole number from 1000');
   });
 });

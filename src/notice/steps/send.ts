@@ -21,6 +21,12 @@ const SETTLE_MARGIN_MS = 2_000;
 /** Clock skew allowed between Herald and the SMS provider when looking for a send in doubt. */
 const PROVIDER_CLOCK_SKEW_MS = 5_000;
 const MAX_RETRY_DELAY_MS = 60_000;
+/**
+ * How long after an email's absence time its search comes back: by then the feed sweep (every
+ * second, a one-second long poll) has read the events queue to its end past it, which the
+ * absence needs.
+ */
+const FEED_READ_MARGIN_MS = 2_000;
 
 /** Hands the email to the provider once; resolves a send in doubt by searching first. */
 export async function sendEmail(ctx: StepContext, id: string): Promise<StepOutcome> {
@@ -91,6 +97,11 @@ async function send(ctx: StepContext, port: ChannelPort, notice: Notice): Promis
         return providerFailure(ctx, port, notice, record.attemptId!, 'search', error, {});
       }
       if (found) return accepted(ctx, port, notice, record.attemptId!, found, 'provider_search', smsBody);
+      // "None" from a provider whose feed establishes absence (SES): the attempt never arrived.
+      if (port === EMAIL && ctx.deps.email.feedAbsenceMs !== undefined) {
+        const stop = await emailNotArrived(ctx, notice, ctx.deps.email.feedAbsenceMs);
+        if (stop) return stop;
+      }
     }
     retryOf = record.attemptId;
   }
@@ -266,6 +277,41 @@ async function smsSearchEnded(ctx: StepContext, notice: Notice, thrown: Provider
   return done('sms send unconfirmed: the provider could not tell by the end of the search');
 }
 
+/**
+ * Settles an email attempt in doubt that the provider's event feed says never arrived
+ * (`email.not_arrived`), so that the email is sent once more under a new attempt, with the same
+ * idempotency key. Not once the deadline has come: the deadline decides, as for any send in
+ * doubt. Returns why the step stops, or undefined to go on to the new attempt.
+ */
+async function emailNotArrived(ctx: StepContext, notice: Notice, feedAbsenceMs: number): Promise<StepOutcome | undefined> {
+  const now = ctx.now();
+  const record = notice.emailChannel;
+  if (now >= notice.deadline) return done('email not arrived, but the deadline has come: the deadline decides');
+  const startedAt = record.attemptStartedAt ?? notice.createdAt;
+  const settled = await ctx.store.transition(notice.id, now, iso(now), {
+    name: 'settleEmailAttempt',
+    onlyFrom: ['email_sending'],
+    eq: { [EMAIL.field('attemptId')]: record.attemptId ?? '' },
+    set: { [EMAIL.field('attemptSettled')]: 1, [EMAIL.field('attemptInDoubt')]: 0 },
+    entries: [
+      {
+        type: 'email.not_arrived',
+        attemptId: record.attemptId ?? '',
+        provider: EMAIL.providerName(ctx.deps),
+        attemptStartedAt: iso(startedAt),
+        feedAbsenceMs,
+      },
+    ],
+    due: now,
+  });
+  if (!settled.ok) return done('the notice moved on before the attempt was settled as not arrived');
+  ctx.deps.log.warn(
+    { noticeId: notice.id, attemptId: record.attemptId, feedAbsenceMs },
+    'email in doubt not arrived: the feed showed no event of it; sending once more',
+  );
+  return undefined;
+}
+
 /** Stores a provider's acceptance of an attempt and plans the first status check. */
 async function accepted(
   ctx: StepContext,
@@ -341,7 +387,15 @@ async function providerFailure(
   const now = ctx.now();
   const record = port.record(notice);
   const attempts = record.attempts + (opts.attemptStarted ? 1 : 0);
-  const retryTime = now + Math.max(error.retryAfterMs ?? 0, backoff(attempts));
+  let retryTime = now + Math.max(error.retryAfterMs ?? 0, backoff(attempts));
+  // An email in doubt at a feed provider: looked up no more often than the poll floor, and once
+  // more just after its absence can be established (the job comes back then, not at the deadline).
+  const absenceMs = port === EMAIL && operation === 'search' ? ctx.deps.email.feedAbsenceMs : undefined;
+  if (absenceMs !== undefined) {
+    const spaced = Math.max(retryTime, now + ctx.deps.settings.minPollIntervalMs);
+    const lookAgainAt = (record.attemptStartedAt ?? notice.createdAt) + absenceMs + FEED_READ_MARGIN_MS;
+    retryTime = lookAgainAt > now ? Math.min(lookAgainAt, spaced) : spaced;
+  }
   const entry = providerErrorEntry(port.channel, attemptId, operation, error, notice.providerTimeoutMs);
   ctx.deps.log.warn({ err: error, noticeId: notice.id, channel: port.channel, operation, kind: error.kind }, 'provider call failed');
 
