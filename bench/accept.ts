@@ -1,6 +1,6 @@
 /**
  * Accept: `POST /v1/notices` under autocannon, against the baseline route (one BullMQ add per
- * request) and the floor route (the creation script and two jobs, nothing else: what SPEC §3
+ * request) and the floor route (the creation script and two jobs, nothing else: what the design
  * makes every acceptance cost), each in its own process on the same Redis, no worker running.
  * Rounds rotate which side goes first, and the median round counts, so that a noisy moment of the
  * machine falls on every side alike.

@@ -4,7 +4,7 @@
  * web process. What Herald's `POST /v1/notices` adds on top (validation, policy, the stored
  * notice and its log, two jobs) is what the ratio measures. Env: REDIS_URL, BENCH_PREFIX, PORT.
  *
- * `POST /v1/floor` is the least a notice's acceptance may cost under SPEC §3: Herald's creation
+ * `POST /v1/floor` is the least a notice's acceptance may cost under the design: Herald's creation
  * script with the arguments of the body's notice (prepared once, at start) under a new ID, then
  * its two jobs, on the web process's own connections, with nothing else: no validation, rate
  * limit, policy or suppression read, plan or digest per request.

@@ -1,5 +1,5 @@
 /**
- * The scale figure of Redis Cluster (SPEC §9): Redis CPU per notice of the busiest master of a
+ * The scale figure of Redis Cluster: Redis CPU per notice of the busiest master of a
  * 3-master cluster (notice queues in 3 partitions), against one Redis node's in the same run, the
  * same notices through the same web and worker processes. Both are `redis-server`s of the
  * benchmark's own (no persistence, nothing else on them), so that their CPU time (`INFO cpu`,

@@ -21,7 +21,7 @@ import { judge, SCENARIOS, type Entry, type Row, type RunFacts, type Scenario, t
 const API_KEY = 'compare-api-key-0123456789';
 
 /**
- * The provider base-URL variables of SPEC §6: every one points at the comparison's sandbox, so
+ * The provider base-URL variables: every one points at the comparison's sandbox, so
  * that whichever provider is chosen talks to the emulators this process inspects.
  */
 const PROVIDER_URL_VARIABLES = [

@@ -324,7 +324,7 @@ async function bullmqCosts(ids: string[]) {
 /**
  * The floor under Herald's design, from the figures above: what a delivered and a fallback notice
  * of the cost run (checks at 2, 3.5, 5 and 6.5 s, then the deadline) cannot do without — the
- * jobs SPEC §3 asks for (the email send, a delayed job for each planned check, the deadline's
+ * jobs the design asks for (the email send, a delayed job for each planned check, the deadline's
  * delayed job, the SMS check), the transitions that record each provider call and observation
  * (the record before a send and the answer after it are what makes a send exactly once), the
  * creation, and the mirror reading each entry once — summed, against a raw job (add + run)

@@ -88,7 +88,7 @@ function noticeIdOfJob(jobId: string): string | undefined {
 }
 
 /**
- * One notice queue split into partitions (SPEC §9), each a BullMQ queue with its own hash tag: a
+ * One notice queue split into partitions, each a BullMQ queue with its own hash tag: a
  * notice's jobs go to its shard's partition, so adding, finding and removing a job touches one
  * partition. `earlier` is the unpartitioned queue of a deployment that had one partition before:
  * workers still run what it holds, and the counts include it.

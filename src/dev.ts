@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { ConfigError, loadConfig, newDevApiKey } from './config.js';
+import { ConfigError, loadConfig, newDevApiKey, warnUnknownVariables } from './config.js';
 import { createLogger } from './logger.js';
 import { startSandbox, urlHost, type Sandbox } from './sandbox/index.js';
 import { mailgunWebhookSigningKey, sendgridWebhookKeys } from './sandbox/webhook-keys.js';
@@ -38,6 +38,7 @@ async function main(): Promise<void> {
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;
   const config = loadConfig(env);
+  warnUnknownVariables(env, log);
   const worker = await startWorker(config, { logger: log });
   // One archive for the process: the web reads through the worker's.
   const web = await startWeb(config, { archive: worker.archive });

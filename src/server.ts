@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
-import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
+import { ConfigError, describeConfig, loadConfig, warnUnknownVariables, type Config } from './config.js';
 import { buildApp, buildMetricsApp } from './app.js';
 import type { Archive } from './archive/archive.js';
 import { composeWeb } from './compose.js';
@@ -41,6 +41,7 @@ export async function startWeb(config: Config, opts: { clock?: Clock; archive?: 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger('herald-web');
+  warnUnknownVariables(process.env, log);
   const starting = startWeb(config);
   exitOnSignals(async () => (await starting).close(), log);
   const web = await starting;

@@ -3,7 +3,7 @@ import { Worker, type Processor } from 'bullmq';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import { composeWorker, openProviderFeed, type ProviderFeed } from './compose.js';
-import { ConfigError, describeConfig, loadConfig, type Config } from './config.js';
+import { ConfigError, describeConfig, loadConfig, warnUnknownVariables, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import type { NoticeEngine } from './notice/engine.js';
 import { reconcileOnce, type ReconcilerDeps } from './notice/reconciler.js';
@@ -213,6 +213,7 @@ export function shareLimit(limit: { max: number; duration: number }, parts: numb
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger('herald-worker');
+  warnUnknownVariables(process.env, log);
   // Signals are handled from the start: jobs may begin before start-up has finished.
   const starting = startWorker(config, { logger: log });
   exitOnSignals(async () => (await starting).close(), log);

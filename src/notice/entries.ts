@@ -92,7 +92,7 @@ export interface EmailObserved {
   late?: true;
   /** The deadline's own read, when there was no message to read. */
   note?: 'email_not_sent' | 'email_send_unconfirmed';
-  /** Where the status came from: a status read Herald made, or the provider's webhook (SPEC §11). */
+  /** Where the status came from: a status read Herald made, or the provider's webhook. */
   source: ObservationSource;
   /** A webhook's delivery: the planned checks of the channel it made unnecessary. */
   checksSaved?: number;

@@ -17,7 +17,7 @@ export interface Transition {
   /** The entry type that records the move (with `to`); `notice.completed` when it is the only one. */
   readonly marks?: string;
   /**
-   * The write must survive a failover before what follows it happens (SPEC §9): it waits for a
+   * The write must survive a failover before what follows it happens: it waits for a
    * replica where the master has one (src/store/replicas.ts), and is counted under this name
    * when it goes ahead unreplicated.
    */

@@ -1,5 +1,5 @@
 /**
- * Pure reading of the feed providers' events (SPEC §10): an SQS message body, an SNS envelope
+ * Pure reading of the feed providers' events: an SQS message body, an SNS envelope
  * `{"Type":"Notification","TopicArn":…,"Message":"<event JSON>"}` holding an SES event record or
  * an AWS End User Messaging SMS event. Each becomes a FeedEvent for the observation store, with
  * the idempotency tag the event carried and any address the provider now refuses.

@@ -1,5 +1,5 @@
 /**
- * The feed sweep (SPEC §10): for the providers that report only through an event feed (SES,
+ * The feed sweep: for the providers that report only through an event feed (SES,
  * AWS SMS: configuration set → SNS → SQS), pull each configured queue, keep each message's
  * latest observation in Redis, and only then delete what was stored. The adapters' `status`
  * and in-doubt searches read those observations.

@@ -18,27 +18,9 @@ import { createSendgridProvider, SENDGRID_LOGS_LAG_MS } from './sendgrid.js';
 import { createSesProvider, SES_PROVIDER } from './ses.js';
 import { createTwilioProvider } from './twilio.js';
 import type { EmailProvider, SmsProvider } from './types.js';
+import type { EmailProviderName, SmsProviderName } from './names.js';
 
-export const EMAIL_PROVIDERS = ['postmark', 'sendgrid', 'mailgun', 'ses', 'infrai'] as const;
-export const SMS_PROVIDERS = ['twilio', 'aws-sms', 'infrai'] as const;
-export type EmailProviderName = (typeof EMAIL_PROVIDERS)[number];
-export type SmsProviderName = (typeof SMS_PROVIDERS)[number];
-
-/**
- * Default status reads per second, all workers together, per provider: from what each provider
- * publishes, and generous where it publishes no number (a 429 then pauses the status queue for
- * its Retry-After, for every worker). Overridden by HERALD_EMAIL_STATUS_PER_SECOND /
- * HERALD_SMS_STATUS_PER_SECOND. A feed provider's status read is a Redis read, not a call.
- */
-export const STATUS_READS_PER_SECOND: Record<EmailProviderName | SmsProviderName, { perSecond: number; why: string }> = {
-  postmark: { perSecond: 300, why: 'no published limit; 429 with a retry hint exists' },
-  sendgrid: { perSecond: 100, why: 'Email Logs API: 429 exists, no published number' },
-  mailgun: { perSecond: 100, why: 'no published number; 429 exists' },
-  ses: { perSecond: 5000, why: 'feed provider: the check reads the stored event, no SES call' },
-  twilio: { perSecond: 100, why: 'REST API concurrency of 100 requests per account by default; one read takes well under a second' },
-  'aws-sms': { perSecond: 5000, why: 'feed provider: the check reads the stored event, no AWS call' },
-  infrai: { perSecond: 100, why: 'no published number; 429 with Retry-After' },
-};
+export { EMAIL_PROVIDERS, SMS_PROVIDERS, STATUS_READS_PER_SECOND, type EmailProviderName, type SmsProviderName } from './names.js';
 
 /** How long the sandbox's Email Logs may lag behind a send (its index lag, 300 ms, with room to spare). */
 const SANDBOX_LOGS_LAG_MS = 1_000;
@@ -134,7 +116,7 @@ export function createSmsProvider(config: Config, deps: ProviderDeps): SmsProvid
         messagingServiceSid: config.twilio.messagingServiceSid,
         apiUrl: baseUrl(config.twilio.apiUrl, deps, 'TWILIO_API_URL'),
         timeoutMs,
-        // Twilio's status callbacks come to the web's route when it is on (SPEC §11).
+        // Twilio's status callbacks come to the web's route when it is on.
         publicUrl: deps.publicUrl,
       });
     case 'aws-sms':

@@ -39,7 +39,7 @@ export interface TwilioProviderOptions {
   /** Page size when listing messages in `findSince` (Twilio allows up to 1000). */
   pageSize?: number;
   /**
-   * HERALD_PUBLIC_URL, when Herald takes Twilio's status callbacks (SPEC §11): each send then
+   * HERALD_PUBLIC_URL, when Herald takes Twilio's status callbacks: each send then
    * carries `StatusCallback: <publicUrl>/webhooks/twilio?notice=<noticeId>`.
    */
   publicUrl?: string;

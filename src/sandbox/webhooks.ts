@@ -1,6 +1,6 @@
 /**
  * The sandbox's webhook outbox: the emulators push their messages' events to Herald as the real
- * providers do (SPEC §11), signed as each provider signs, at the times the address's behaviour
+ * providers do, signed as each provider signs, at the times the address's behaviour
  * fixes. Like the providers, the outbox retries a delivery that got no 2xx, a few times.
  *
  * Faults, as real webhooks have them, are chosen like the other behaviours: by an address tag

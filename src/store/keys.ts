@@ -139,7 +139,7 @@ export class Keys {
     return `${this.prefix}:{q}`;
   }
   /**
-   * BullMQ's prefix of each partition of the notice queues (SPEC §9): with one partition the
+   * BullMQ's prefix of each partition of the notice queues: with one partition the
    * unpartitioned `queuePrefix`; with more, partition i carries its own hash tag
    * (queuePartitionTags), so that the partitions spread over a Cluster's masters.
    */

@@ -5,7 +5,7 @@ import { slotOf } from './slots.js';
 
 /**
  * What the store knows of the master's replicas, and how a write that must survive a failover
- * waits for one (SPEC §9: the notice's creation before the 202, and the record that a provider
+ * waits for one (the notice's creation before the 202, and the record that a provider
  * call is about to leave, before it leaves).
  *
  * Where the master has a connected replica, such a write goes out in one pipeline with `WAIT 1

@@ -1,5 +1,5 @@
 /**
- * Mailgun's webhooks (SPEC §11). The current webhooks post JSON, one event per request:
+ * Mailgun's webhooks. The current webhooks post JSON, one event per request:
  * `{ "signature": { "timestamp", "token", "signature" }, "event-data": { … } }`, where `signature`
  * is the hex HMAC-SHA256 of `timestamp` followed by `token`, keyed with the domain's HTTP webhook
  * signing key (MAILGUN_WEBHOOK_SIGNING_KEY); an event of a subaccount's domain also carries

@@ -1,5 +1,5 @@
 /**
- * Postmark's webhooks (SPEC §11): one JSON event per request, told apart by `RecordType`
+ * Postmark's webhooks: one JSON event per request, told apart by `RecordType`
  * (Delivery, Bounce, SpamComplaint, Open, Click, SubscriptionChange). Postmark signs nothing:
  * the webhook URL carries basic-auth credentials (`https://user:password@herald.example/webhooks/postmark`),
  * which Postmark sends as an `Authorization: Basic` header, compared here in constant time.

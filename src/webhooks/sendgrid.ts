@@ -1,5 +1,5 @@
 /**
- * SendGrid's Event Webhook (SPEC §11), signed: SendGrid signs the timestamp header followed by the
+ * SendGrid's Event Webhook, signed: SendGrid signs the timestamp header followed by the
  * raw body with its ECDSA P-256 key (SHA-256, a DER signature in base64 in
  * `X-Twilio-Email-Event-Webhook-Signature`), and the account shows the public key, base64 DER, as
  * the verification key (SENDGRID_WEBHOOK_PUBLIC_KEY). The check is the one SendGrid's own library

@@ -1,5 +1,5 @@
 /**
- * Twilio's status callbacks (SPEC §11): a form-encoded POST to the `StatusCallback` URL a send
+ * Twilio's status callbacks: a form-encoded POST to the `StatusCallback` URL a send
  * carried, at each status change of the message. Twilio signs the URL it called and the form's
  * parameters with the account's auth token (`X-Twilio-Signature`); the SDK's own
  * `validateRequest` checks it over HERALD_PUBLIC_URL + the path and query received.

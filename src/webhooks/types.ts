@@ -1,5 +1,5 @@
 /**
- * Provider webhooks (SPEC §11): the fast signal beside the planned status checks, which stay the
+ * Provider webhooks: the fast signal beside the planned status checks, which stay the
  * guarantee. Each provider has a receiver that verifies a request and turns it into events; the
  * web records each event through the same transition a check uses (src/notice/steps/webhook.ts).
  */

@@ -157,7 +157,7 @@ export class SentinelSetup {
     );
   }
 
-  /** Herald's variables for this setup (SPEC §6): the sentinels, the master's name, the credentials. */
+  /** Herald's variables for this setup: the sentinels, the master's name, the credentials. */
   get env(): Record<string, string> {
     return {
       REDIS_URL: `redis://${this.user.name}:${this.user.password}@127.0.0.1`,

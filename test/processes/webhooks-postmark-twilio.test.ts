@@ -1,5 +1,5 @@
 /**
- * Postmark and Twilio webhooks end to end (SPEC §11): the emulators push each message's events
+ * Postmark and Twilio webhooks end to end: the emulators push each message's events
  * to the listening web app, as the providers do (Postmark's JSON with the basic-auth credentials,
  * Twilio's signed status callbacks to the StatusCallback URL the worker's send carried); the
  * worker runs in its own process, the SDKs talk HTTP to the emulators, Redis is real.

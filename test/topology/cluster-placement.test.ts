@@ -7,7 +7,7 @@ import { noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/her
 import { RedisCluster } from '../helpers/redis-cluster.js';
 
 /**
- * SPEC §9 on a real Redis Cluster of the test's own (3 masters, split evenly by redis-cli, which
+ * Placement on a real Redis Cluster of the test's own (3 masters, split evenly by redis-cli, which
  * puts the 16 shards 6, 4 and 6 on them) with HERALD_QUEUE_PARTITIONS=3: each master gets a third
  * of the new notices, and a notice's jobs are on its shard's master. Where a key is, is asked of
  * the servers themselves (CLUSTER NODES, and EXISTS on one node, which answers MOVED for a slot

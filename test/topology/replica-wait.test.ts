@@ -10,7 +10,7 @@ import { storedNoticeFields } from '../helpers/notices.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
 /**
- * SPEC §9: the notice's creation and the record that a send is about to leave wait for a
+ * The notice's creation and the record that a send is about to leave wait for a
  * replica (WAIT 1) where the master has one; without one they go ahead, counted. Checked on a
  * master and a replica of the test's own, by the master's own command counts.
  */

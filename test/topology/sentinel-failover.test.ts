@@ -15,7 +15,7 @@ import { WorkerProcess } from '../helpers/stack.js';
 import { runCliProcess, WebProcess } from '../helpers/web-process.js';
 
 /**
- * SPEC §9, Redis Sentinel: the master is killed (SIGKILL) with notices mid-flight — before
+ * Redis Sentinel: the master is killed (SIGKILL) with notices mid-flight — before
  * their deadline, with an email or an SMS in flight, with an SMS due — while real web and
  * worker processes run. While no master is reachable the web answers 503 at once; once a
  * replica is promoted everything goes on, and every notice accepted with 202 exists and ends
