@@ -5,6 +5,7 @@ import { shardOfNoticeId } from '../src/notice/ids.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
 import { earlierPartitionOfNotice, partitionOfNotice, type Keys } from '../src/store/keys.js';
 import type { RedisClient } from '../src/store/redis.js';
+import type { DeliveryQueue } from '../src/events/dispatch.js';
 
 /** Herald's queues; what each one's jobs do is the table of queues/processors.ts. */
 export const QUEUE_NAMES = {
@@ -17,8 +18,12 @@ export const QUEUE_NAMES = {
   logMirror: 'log-mirror',
   // Runs the retention sweep; the name is persisted (job scheduler, Redis keys).
   retentionSweep: 'content-purge',
-  // Pulls the feed providers' events queues (SES, AWS SMS): queues/provider-feed.ts.
+  // Pulls the feed providers' events queues (SES, AWS SMS).
   providerFeed: 'provider-feed',
+  // Turns the decision log's entries into deliveries of events to callers' endpoints.
+  eventDispatch: 'event-dispatch',
+  // One job per (event, endpoint): the signed POST, retried with backoff.
+  eventDelivery: 'event-delivery',
 } as const;
 
 export type QueueKey = keyof typeof QUEUE_NAMES;
@@ -78,8 +83,8 @@ export const KEEP_JOBS = { removeOnComplete: { count: 1000 }, removeOnFail: { co
 const STREAMS = { events: { maxLen: 1000 } };
 
 /** Queues of scheduled sweeps, whose jobs carry no notice. */
-type SweepQueueKey = 'reconcile' | 'logMirror' | 'retentionSweep' | 'providerFeed';
-export type NoticeQueueKey = Exclude<QueueKey, SweepQueueKey>;
+type SweepQueueKey = 'reconcile' | 'logMirror' | 'retentionSweep' | 'providerFeed' | 'eventDispatch';
+export type NoticeQueueKey = Exclude<QueueKey, SweepQueueKey | 'eventDelivery'>;
 
 /** The notice ID a job ID starts with (job IDs are derived from it), if any. */
 function noticeIdOfJob(jobId: string): string | undefined {
@@ -193,7 +198,7 @@ export class PartitionedQueue {
   }
 }
 
-export type HeraldQueues = Record<NoticeQueueKey, PartitionedQueue> & Record<SweepQueueKey, Queue>;
+export type HeraldQueues = Record<NoticeQueueKey, PartitionedQueue> & Record<SweepQueueKey | 'eventDelivery', Queue>;
 
 /** One BullMQ queue as operators see it: in Bull Board, /metrics and the admin overview. */
 export interface ListedQueue {
@@ -219,7 +224,9 @@ export function listQueues(queues: HeraldQueues): ListedQueue[] {
     );
     if (q.earlier) listed.push({ label: q.name, queue: q.earlier, description: 'unpartitioned queue of before: workers run what it still holds' });
   }
-  for (const key of ['reconcile', 'logMirror', 'retentionSweep', 'providerFeed'] as const) listed.push({ label: queues[key].name, queue: queues[key], description: '' });
+  for (const key of ['reconcile', 'logMirror', 'retentionSweep', 'providerFeed', 'eventDispatch', 'eventDelivery'] as const) {
+    listed.push({ label: queues[key].name, queue: queues[key], description: '' });
+  }
   return listed;
 }
 
@@ -273,6 +280,24 @@ export function openQueues(connection: ConnectionOptions, keys: Keys, partitions
     logMirror: sweep(QUEUE_NAMES.logMirror),
     retentionSweep: sweep(QUEUE_NAMES.retentionSweep),
     providerFeed: sweep(QUEUE_NAMES.providerFeed),
+    eventDispatch: sweep(QUEUE_NAMES.eventDispatch),
+    eventDelivery: new Queue(QUEUE_NAMES.eventDelivery, {
+      connection,
+      prefix: keys.queuePrefix,
+      streams: STREAMS,
+      // Deliveries are recorded on their endpoint (its deliveries list): a short tail is enough here.
+      defaultJobOptions: { removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } },
+    }),
+  };
+}
+
+/** The `event-delivery` queue as the dispatch adds to it: one job per (event, endpoint), by ID. */
+export function deliveryQueue(queues: HeraldQueues): DeliveryQueue {
+  return {
+    async addDeliveries(jobs) {
+      if (jobs.length === 0) return;
+      await queues.eventDelivery.addBulk(jobs.map(({ jobId, data }) => ({ name: 'event-delivery', data, opts: { jobId } })));
+    },
   };
 }
 

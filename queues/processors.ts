@@ -4,7 +4,10 @@
  * sweep queue's scheduled job runs one pass of its sweep. The worker (src/worker.ts) starts a
  * BullMQ Worker per queue (per partition) with the processor of this table.
  */
-import type { Processor } from 'bullmq';
+import { DelayedError, type Processor } from 'bullmq';
+import type { DeliveryStep } from '../src/events/deliver.js';
+import type { EventDeliveryJob } from '../src/events/dispatch.js';
+import type { Clock } from '../src/clock.js';
 import type { NoticeEngine } from '../src/notice/engine.js';
 import type { StepOutcome } from '../src/notice/outcome.js';
 import { noticeOfJob, runStep, type NoticeJob, type NoticeQueueKey, type StepContext } from './index.js';
@@ -35,4 +38,20 @@ export function noticeProcessor(queue: NoticeQueueKey, engine: NoticeEngine, ctx
  */
 export function sweepProcessor(pass: () => Promise<unknown>): Processor {
   return async () => pass();
+}
+
+/**
+ * The processor of the `event-delivery` queue: one attempt per run; an attempt that failed moves
+ * the job back to delayed until its retry, with its count in the job's data.
+ */
+export function eventDeliveryProcessor(deliver: (job: EventDeliveryJob) => Promise<DeliveryStep>, clock: Clock): Processor<EventDeliveryJob> {
+  return async (job, token) => {
+    const step = await deliver(job.data);
+    if (step.kind === 'done') return step.outcome;
+    if (!token) return 'retry without a lock: left to run again';
+    await job.updateData({ ...job.data, attempts: step.attempts });
+    // BullMQ's delays are on the wall clock; the step's time is the injected clock's.
+    await job.moveToDelayed(Date.now() + Math.max(0, step.at - clock.now()), token);
+    throw new DelayedError(`attempt ${step.attempts} failed; the next at ${new Date(step.at).toISOString()}`);
+  };
 }

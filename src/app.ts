@@ -16,6 +16,7 @@ import { recipientRoutes } from './http/recipients.js';
 import { statsRoutes } from './http/stats.js';
 import { suppressionRoutes } from './http/suppressions.js';
 import { webhookRoutes } from './http/webhooks.js';
+import { eventEndpointRoutes } from './http/event-endpoints.js';
 
 export type { AppDeps } from './http/deps.js';
 
@@ -23,6 +24,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** A stable ID of the API key the request authenticated with. */
     apiKeyId: string;
+    /** The tenant the key acts for: what it creates is that tenant's, and it sees no other's. */
+    tenant: string;
   }
 }
 
@@ -92,6 +95,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         { name: 'notices', description: 'Accept, read, audit and cancel notices.' },
         { name: 'recipients', description: 'Versioned recipient consent and region.' },
         { name: 'suppressions', description: 'Addresses no notice may be sent to, per channel.' },
+        { name: 'events', description: 'Endpoints that receive the notices\' outcomes as signed POSTs (Standard Webhooks).' },
         { name: 'operations', description: 'Health and readiness.' },
       ],
     },
@@ -107,6 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const verify = apiKeyVerifier(deps.config.apiKeys);
   await app.register(async (v1) => {
     v1.decorateRequest('apiKeyId', '');
+    v1.decorateRequest('tenant', 'default');
     v1.addHook('onRequest', async (request, reply) => {
       try {
         request.apiKeyId = verify(request);
@@ -138,6 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await recipientRoutes(v1, deps);
     await suppressionRoutes(v1, deps);
     await statsRoutes(v1, deps);
+    await eventEndpointRoutes(v1, deps);
   });
   return app;
 }

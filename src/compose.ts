@@ -28,7 +28,11 @@ import { NoticeStore } from './store/notices.js';
 import { PolicyStore } from './store/policies.js';
 import { connectRedis, type RedisRole } from './store/redis.js';
 import { SuppressionStore } from './store/suppressions.js';
-import { closeQueues, openQueues, QueueScheduler, type HeraldQueues } from '../queues/index.js';
+import { closeQueues, deliveryQueue, openQueues, QueueScheduler, type HeraldQueues } from '../queues/index.js';
+import { deliverEvent, type DeliveryStep } from './events/deliver.js';
+import { EventDispatch, type EventDeliveryJob } from './events/dispatch.js';
+import { EventEndpointStore } from './store/event-endpoints.js';
+import { EventLogStore } from './store/event-log.js';
 import { FeedSweep } from './providers/feed.js';
 import { feedObservationTtlMs, feedSources } from './providers/registry.js';
 import { ProviderFeedStore } from './store/provider-feed.js';
@@ -39,6 +43,9 @@ import { within } from './time-limit.js';
  * enough that a shutdown waiting for the running sweep stays within its bound.
  */
 const MIRROR_SWEEP_BUDGET_MS = 10_000;
+/** Log entries the event dispatch reads at once from a shard, and how long one sweep keeps reading a busy one. */
+const EVENT_DISPATCH_BATCH = 500;
+const EVENT_DISPATCH_BUDGET_MS = 5_000;
 
 /** A connection of one role (src/store/redis.ts), its errors logged rather than thrown. */
 export function openRedis(config: Pick<Config, 'redis'>, role: RedisRole, name: string, log: Logger): RedisClient {
@@ -53,6 +60,8 @@ export interface Stores {
   suppressions: SuppressionStore;
   /** The notices Redis holds, newest first (the notices list). */
   noticeIndex: NoticeIndex;
+  /** The callers' event endpoints and their deliveries. */
+  eventEndpoints: EventEndpointStore;
 }
 
 /**
@@ -68,6 +77,7 @@ export function openStores(redis: RedisClient, config: Config, opts: { openConte
     policies: new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept }),
     suppressions: new SuppressionStore(redis, config.prefix, { max: config.suppressionsMax }),
     noticeIndex: new NoticeIndex(redis, new Keys(config.prefix)),
+    eventEndpoints: new EventEndpointStore(redis, new Keys(config.prefix)),
   };
 }
 
@@ -169,6 +179,12 @@ export function composeWeb(
   };
 }
 
+/** The events to callers, as a worker runs them: the dispatch sweep, and one delivery attempt. */
+export interface CallerEvents {
+  dispatch: EventDispatch;
+  deliver(job: EventDeliveryJob): Promise<DeliveryStep>;
+}
+
 export interface WorkerParts extends Stores {
   /** BullMQ's connection (blocking reads, its scripts). */
   redis: RedisClient;
@@ -180,6 +196,7 @@ export interface WorkerParts extends Stores {
   reconciler: ReconcilerDeps;
   archive: Archive;
   mirror: LogMirror;
+  events: CallerEvents;
 }
 
 /**
@@ -223,7 +240,32 @@ export function composeWorker(
     contentTtlMs: config.contentTtlMs,
     noticeKeepHotMs: config.noticeKeepHotMs,
   });
-  return { redis, stepRedis, ...stores, queues, scheduler, engine, reconciler, archive, mirror };
+  const events: CallerEvents = {
+    dispatch: new EventDispatch({
+      log: new EventLogStore(redis, stores.store.keys),
+      endpoints: stores.eventEndpoints,
+      store: stores.store,
+      queue: deliveryQueue(queues),
+      clock,
+      logger: log,
+      shards: stores.store.keys.allShards(),
+      consumer: `${reconciler.owner}:${randomBytes(3).toString('hex')}`,
+      reclaimAfterMs: config.mirror.reclaimAfterMs,
+      batchSize: EVENT_DISPATCH_BATCH,
+      budgetMs: EVENT_DISPATCH_BUDGET_MS,
+    }),
+    deliver: (job) =>
+      deliverEvent(
+        {
+          endpoints: stores.eventEndpoints,
+          clock,
+          logger: log,
+          settings: { retryForMs: config.events.retryForMs, retryBaseMs: config.events.retryBaseMs, allowPrivateUrls: config.events.allowPrivateUrls },
+        },
+        job,
+      ),
+  };
+  return { redis, stepRedis, ...stores, queues, scheduler, engine, reconciler, archive, mirror, events };
 }
 
 /**

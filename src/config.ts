@@ -16,6 +16,7 @@ import { readRedis } from './config/redis.js';
 import { normalizedEnv, type Env } from './config/schema.js';
 import type { Config } from './config/types.js';
 import { readWeb } from './config/web.js';
+import { readEvents } from './config/events.js';
 import { unknownHeraldVariables } from './config/known.js';
 
 export type { Config, HostPort, Prices, RedisTarget } from './config/types.js';
@@ -42,6 +43,7 @@ export function loadConfig(env: Env = process.env): Config {
   const engine = readEngine(clean, problems);
   const retention = readRetention(clean, platform, problems);
   const redis = readRedis(clean, problems);
+  const events = readEvents(clean, platform, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   const config: Config = {
     nodeEnv: platform.nodeEnv,
@@ -53,6 +55,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...providers,
     ...engine,
     ...retention,
+    ...events,
   };
   return deepFreeze(config);
 }

@@ -34,6 +34,8 @@ async function main(): Promise<void> {
     env.MAILGUN_API_URL ??= sandbox.url;
     env.INFRAI_API_URL ??= sandbox.url;
   }
+  // A developer's event listener is on this machine: npm start lets endpoints reach private addresses.
+  if (sandboxMode) env.HERALD_ALLOW_PRIVATE_EVENT_URLS ??= '1';
   const webhooks = sandbox && webhooksWanted(env) ? await sandboxWebhooks(env) : undefined;
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;

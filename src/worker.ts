@@ -21,7 +21,7 @@ import {
   type NoticeJob,
   type PartitionedQueue,
 } from '../queues/index.js';
-import { noticeProcessor, sweepProcessor } from '../queues/processors.js';
+import { eventDeliveryProcessor, noticeProcessor, sweepProcessor } from '../queues/processors.js';
 import type { Archive } from './archive/archive.js';
 import type { LogMirror } from './retention/mirror.js';
 import { backfillStatsOnce } from './store/stats.js';
@@ -30,6 +30,8 @@ import { retentionSweepOnce } from './retention/sweep.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
+/** How often the decision log's new entries become deliveries of events to callers. */
+const EVENT_DISPATCH_EVERY_MS = 500;
 /** How often the feed sweep (SES, AWS SMS events) runs. */
 const FEED_SWEEP_EVERY_MS = 1_000;
 
@@ -84,7 +86,7 @@ export async function startWorker(
     ? { ...opts.providers, sandbox: undefined, feed: undefined, owned: false }
     : { ...(await createProviders(config, log)), owned: true };
   const parts = composeWorker(config, { clock, log, providers: made });
-  const { redis, stepRedis, store, queues, engine, reconciler, archive, mirror } = parts;
+  const { redis, stepRedis, store, queues, engine, reconciler, archive, mirror, events } = parts;
 
   const prefix = store.keys.queuePrefix;
   // Status calls are limited per provider for all workers together (BullMQ's limiter is global
@@ -139,6 +141,18 @@ export async function startWorker(
   workers.push(sweep(QUEUE_NAMES.retentionSweep, () => retentionSweepOnce(purge, retire)));
   const feed = made.feed;
   if (feed) workers.push(sweep(QUEUE_NAMES.providerFeed, () => feed.sweep.sweepOnce()));
+  // Events to callers: the log's entries become deliveries, and each delivery is a signed POST.
+  workers.push(sweep(QUEUE_NAMES.eventDispatch, () => events.dispatch.sweepOnce()));
+  workers.push(
+    new Worker(QUEUE_NAMES.eventDelivery, eventDeliveryProcessor(events.deliver, clock), {
+      connection: redis,
+      prefix,
+      // An endpoint may take its 10 s to answer: many deliveries wait at once.
+      concurrency: config.workerConcurrency,
+      lockDuration: STALLED_AFTER_MS * 2,
+      stalledInterval: STALLED_AFTER_MS,
+    }),
+  );
   for (const worker of workers) {
     const queue = worker.opts.prefix === prefix ? worker.name : `${worker.opts.prefix}:${worker.name}`;
     worker.on('failed', (job, error) => log.warn({ err: error, queue, jobId: job?.id }, 'job failed'));
@@ -147,6 +161,7 @@ export async function startWorker(
   await queues.reconcile.upsertJobScheduler('reconcile-sweep', { every: config.reconcileIntervalMs }, { name: 'reconcile' });
   await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
   await queues.retentionSweep.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
+  await queues.eventDispatch.upsertJobScheduler('event-dispatch-sweep', { every: EVENT_DISPATCH_EVERY_MS }, { name: 'event-dispatch' });
   // Only while a feed provider is chosen: a worker of another configuration takes the schedule away.
   if (made.feed) await queues.providerFeed.upsertJobScheduler('provider-feed-sweep', { every: FEED_SWEEP_EVERY_MS }, { name: 'provider-feed' });
   else await queues.providerFeed.removeJobScheduler('provider-feed-sweep');

@@ -4,6 +4,7 @@
  */
 import { SCHEMA as ARCHIVE } from './archive.js';
 import { SCHEMA as ENGINE } from './engine.js';
+import { SCHEMA as EVENTS } from './events.js';
 import { SCHEMA as PLATFORM } from './platform.js';
 import { SCHEMA as PROVIDERS } from './providers.js';
 import { SCHEMA as REDIS } from './redis.js';
@@ -17,7 +18,7 @@ const READ_ELSEWHERE = ['HERALD_SANDBOX_PORT', 'HERALD_SANDBOX_WEBHOOKS', 'HERAL
 const HARNESS = /^HERALD_(TEST|BENCH)_/;
 
 export const KNOWN_HERALD_VARIABLES: ReadonlySet<string> = new Set(
-  [...[ARCHIVE, ENGINE, PLATFORM, PROVIDERS, REDIS, WEB].flatMap((schema) => Object.keys(schema)), ...READ_ELSEWHERE].filter((name) =>
+  [...[ARCHIVE, ENGINE, EVENTS, PLATFORM, PROVIDERS, REDIS, WEB].flatMap((schema) => Object.keys(schema)), ...READ_ELSEWHERE].filter((name) =>
     name.startsWith('HERALD_'),
   ),
 );

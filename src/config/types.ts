@@ -182,6 +182,17 @@ export interface Config {
   readonly rules: Rules | undefined;
   /** Unit prices for cost estimates (HERALD_PRICES). */
   readonly prices: Prices;
+  /** Events to callers (src/events/): retries and which endpoint URLs are allowed. */
+  readonly events: {
+    /** HERALD_EVENT_RETRY_FOR: how long after the event a failing delivery is still retried. */
+    readonly retryForMs: number;
+    /** HERALD_EVENT_RETRY_BASE_MS: the first retry's delay; the n-th waits about this × 2^(n−1), at most an hour. */
+    readonly retryBaseMs: number;
+    /** HERALD_ALLOW_PRIVATE_EVENT_URLS: endpoints may resolve to loopback, link-local or private addresses. */
+    readonly allowPrivateUrls: boolean;
+    /** Production takes `https://` endpoints only. */
+    readonly httpsOnly: boolean;
+  };
   /** Status calls per second per provider, shared by all workers (BullMQ limiter). */
   readonly statusChecksPerSecond: { readonly email: number; readonly sms: number };
 }

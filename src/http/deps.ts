@@ -14,6 +14,7 @@ import type { NoticeStore } from '../store/notices.js';
 import type { PolicyStore } from '../store/policies.js';
 import type { RedisClient } from '../store/redis.js';
 import type { SuppressionStore } from '../store/suppressions.js';
+import type { EventEndpointStore } from '../store/event-endpoints.js';
 import type { HeraldQueues } from '../../queues/index.js';
 
 export interface AppDeps {
@@ -33,6 +34,8 @@ export interface AppDeps {
   archive: () => Archive;
   /** The notices Redis holds, newest first (the notices list). */
   noticeIndex: NoticeIndex;
+  /** The callers' event endpoints and their deliveries. */
+  eventEndpoints: EventEndpointStore;
   clock: Clock;
   logger: Logger;
   /** The steps a webhook's observation runs through: the engine's, with no provider to call. */

@@ -21,6 +21,16 @@ export type MetricsSnapshot = {
   live: number;
   awaitingRetirement: number;
   backlog: BacklogSummary;
+  /** Events to callers: deliveries by outcome, what waits, and the endpoints. */
+  events: {
+    outcomes: Record<string, number>;
+    undelivered: number;
+    /** Age of the oldest event not yet delivered (or given up), in seconds; 0: none waits. */
+    oldestUndeliveredSeconds: number;
+    endpoints: { enabled: number; disabled: number; failing: number };
+    /** The endpoints an operator must look at: disabled ones and failing ones (at most 50). */
+    attention: { id: string; tenant: string; url: string; state: 'disabled' | 'failing'; reason: string; since: number }[];
+  };
 };
 type Snapshot = MetricsSnapshot;
 
@@ -167,6 +177,21 @@ export function metricSeries(currency: string, providers: { email: string; sms: 
       ),
     ),
     def('herald_live_notices', 'Notices not yet in a terminal state.', 'gauge', (s) => [{ value: s.live }]),
+    def(
+      'herald_event_deliveries_total',
+      'Delivery attempts of events to callers, by outcome (delivered, failed: retried later, gone: the endpoint answered 410, given_up: still failing when the retries ran out, dropped: the endpoint was deleted or disabled).',
+      'counter',
+      (s) => Object.entries(s.events.outcomes).map(([outcome, value]) => ({ value, labels: { outcome } })),
+    ),
+    def('herald_events_undelivered', 'Events queued for an endpoint and not yet delivered.', 'gauge', (s) => [{ value: s.events.undelivered }]),
+    def('herald_event_oldest_undelivered_seconds', 'Age of the oldest event not yet delivered to its endpoint (0: none waits).', 'gauge', (s) => [
+      { value: s.events.oldestUndeliveredSeconds },
+    ]),
+    def('herald_event_endpoints', 'Event endpoints, by state (enabled, failing: enabled with failing deliveries, disabled).', 'gauge', (s) => [
+      { value: s.events.endpoints.enabled, labels: { state: 'enabled' } },
+      { value: s.events.endpoints.failing, labels: { state: 'failing' } },
+      { value: s.events.endpoints.disabled, labels: { state: 'disabled' } },
+    ]),
     def('herald_notices_retired_total', 'Finished notices Redis let go of, their records in the archive.', 'counter', (s) => [
       { value: s.counters.get('retired') ?? 0 },
     ]),
@@ -258,6 +283,32 @@ async function readSnapshot(deps: AppDeps): Promise<Snapshot> {
     live: await deps.store.liveCount(),
     awaitingRetirement: await deps.store.awaitingRetirement(now),
     backlog: await readBacklog(deps.redis, deps.store.keys, now),
+    events: await readEventFigures(deps, now),
+  };
+}
+
+async function readEventFigures(deps: AppDeps, now: number): Promise<Snapshot['events']> {
+  const [outcomes, undelivered, endpoints] = await Promise.all([
+    deps.eventEndpoints.outcomes(),
+    deps.eventEndpoints.undelivered(),
+    deps.eventEndpoints.list(),
+  ]);
+  const disabled = endpoints.filter((e) => e.disabledAt !== undefined).length;
+  const failing = endpoints.filter((e) => e.disabledAt === undefined && e.failingSince !== undefined).length;
+  return {
+    outcomes,
+    undelivered: undelivered.count,
+    oldestUndeliveredSeconds: undelivered.oldestAt === undefined ? 0 : Math.max(0, Math.round((now - undelivered.oldestAt) / 1000)),
+    endpoints: { enabled: endpoints.length - disabled - failing, disabled, failing },
+    attention: endpoints
+      .flatMap((e): Snapshot['events']['attention'] =>
+        e.disabledAt !== undefined
+          ? [{ id: e.id, tenant: e.tenant, url: e.url, state: 'disabled' as const, reason: String(e.disabledReason ?? 'failing'), since: e.disabledAt }]
+          : e.failingSince !== undefined
+            ? [{ id: e.id, tenant: e.tenant, url: e.url, state: 'failing' as const, reason: 'deliveries failing', since: e.failingSince }]
+            : [],
+      )
+      .slice(0, 50),
   };
 }
 

@@ -215,6 +215,30 @@ ${shards.map((s) => markup`<tr><td>${s.shard}</td>${metricCell(s.key, s.unarchiv
 </table></details></div></div></section>`;
 }
 
+/** Events to callers: deliveries by outcome, what waits, and every endpoint that is disabled or failing. */
+function eventsSection(snapshot: MetricsSnapshot): Html {
+  const { outcomes, undelivered, oldestUndeliveredSeconds, endpoints, attention } = snapshot.events;
+  const outcomeRow = (outcome: string) =>
+    markup`<tr><th><code>${outcome}</code></th><td class="n" data-event-outcome="${outcome}">${count(outcomes[outcome] ?? 0)}</td></tr>`;
+  return markup`<section id="events" aria-labelledby="events-h"><h2 id="events-h">Events to callers</h2>
+<p class="note">Deliveries of <code>notice.completed</code>, <code>fallback.decided</code> and <code>notice.failed</code> to the callers' endpoints. A disabled endpoint receives nothing until a caller deletes it and subscribes again.</p>
+<div class="body"><table>
+<tr><th>endpoints enabled</th><td class="n" data-endpoints="enabled">${count(endpoints.enabled)}</td></tr>
+<tr><th>failing</th><td class="n" data-endpoints="failing">${count(endpoints.failing)}</td></tr>
+<tr><th>disabled</th><td class="n" data-endpoints="disabled">${count(endpoints.disabled)}</td></tr>
+<tr><th>events undelivered</th><td class="n" data-events-undelivered="${undelivered}">${count(undelivered)}</td></tr>
+<tr><th>oldest undelivered</th><td class="n">${seconds(oldestUndeliveredSeconds)}</td></tr>
+${['delivered', 'failed', 'gone', 'given_up', 'dropped'].map(outcomeRow)}
+</table>
+${
+  attention.length === 0
+    ? markup`<p class="note">No endpoint is failing or disabled.</p>`
+    : markup`<table id="endpoints-attention"><tr><th>endpoint</th><th>tenant</th><th>state</th><th>since</th></tr>
+${attention.map((e) => markup`<tr data-endpoint="${e.id}"><td><code>${e.id}</code> ${e.url}</td><td>${e.tenant}</td><td>${e.state}: ${e.reason}</td><td>${new Date(e.since).toISOString()}</td></tr>`)}
+</table>`
+}</div></section>`;
+}
+
 /** The admin overview: Herald's health at a glance, every figure from the reading `/metrics` serves. */
 export function renderOverview(opts: {
   snapshot: MetricsSnapshot;
@@ -261,6 +285,7 @@ ${histogramSection({
 ${spendSection(figures, opts.window, opts.currency)}
 ${queueSection(figures)}
 ${mirrorSection(figures)}
+${eventsSection(opts.snapshot)}
 </div></main></body></html>`;
 }
 

@@ -134,3 +134,49 @@ export const RecipientPolicyResponse = Type.Object({
   region: Type.Optional(Type.String()),
   updatedAt: Type.Optional(Type.String({ format: 'date-time' })),
 });
+
+const CallerEventTypeSchema = Type.Union([Type.Literal('notice.completed'), Type.Literal('fallback.decided'), Type.Literal('notice.failed')]);
+
+export const CreateEventEndpointBody = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'https:// in production; no loopback, link-local or private address unless HERALD_ALLOW_PRIVATE_EVENT_URLS=1' }),
+    events: Type.Array(CallerEventTypeSchema, { minItems: 1, maxItems: 3, uniqueItems: true }),
+  },
+  { additionalProperties: false },
+);
+export type CreateEventEndpointBody = Static<typeof CreateEventEndpointBody>;
+
+export const EventEndpointParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+export type EventEndpointParams = Static<typeof EventEndpointParams>;
+
+export const EventEndpointView = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  events: Type.Array(CallerEventTypeSchema),
+  createdAt: Time,
+  disabled: Type.Union([Type.Object({ reason: Type.String(), at: Time }), Type.Null()]),
+  lastDeliveredAt: NullableTime,
+  failingSince: NullableTime,
+});
+
+export const CreatedEventEndpoint = Type.Intersect([
+  EventEndpointView,
+  Type.Object({ secret: Type.String({ description: 'whsec_…: shown once; verify deliveries with it (Standard Webhooks)' }) }),
+]);
+
+export const EventEndpointList = Type.Object({ endpoints: Type.Array(EventEndpointView) });
+
+export const DeliveryList = Type.Object({
+  deliveries: Type.Array(
+    Type.Object({
+      eventId: Type.String(),
+      type: CallerEventTypeSchema,
+      noticeId: Type.String(),
+      outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('gone'), Type.Literal('given_up'), Type.Literal('dropped')]),
+      status: Type.Union([Type.Integer(), Type.Null()]),
+      attempts: Type.Integer(),
+      error: Type.Union([Type.String(), Type.Null()]),
+      at: Time,
+    }),
+  ),
+});

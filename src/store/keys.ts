@@ -30,6 +30,26 @@ export class Keys {
   lease(id: string): string {
     return `${this.shard(shardFor(id))}:lease:${id}`;
   }
+  /** An event endpoint of a caller (src/store/event-endpoints.ts): its URL, events, secret and state. */
+  eventEndpoint(id: string): string {
+    return `${this.prefix}:{evt}:endpoint:${id}`;
+  }
+  /** Every event endpoint, by creation time. */
+  get eventEndpoints(): string {
+    return `${this.prefix}:{evt}:endpoints`;
+  }
+  /** An endpoint's recent delivery attempts, newest first (capped). */
+  eventDeliveries(id: string): string {
+    return `${this.prefix}:{evt}:deliveries:${id}`;
+  }
+  /** Events queued for an endpoint and not yet delivered (or given up), scored by when they happened. */
+  get eventsUndelivered(): string {
+    return `${this.prefix}:{evt}:undelivered`;
+  }
+  /** The event deliveries' counters, by outcome, read by /metrics. */
+  get eventMetrics(): string {
+    return `${this.prefix}:{evt}:metrics`;
+  }
   /** The shard's decision-log stream (append-only; trimmed only below what the archive holds). */
   log(shard: number): string {
     return `${this.shard(shard)}:log`;

@@ -1,5 +1,6 @@
 import { execAll, type RedisClient } from './redis.js';
 import { decodeEntry, type StoredEntry } from './notices.js';
+import { EVENTS_GROUP } from './event-log.js';
 import type { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 import type { ChainStart } from '../archive/anchor.js';
@@ -177,6 +178,8 @@ export class LogMirrorStore {
       MIRROR_GROUP,
       `${Math.max(0, Math.floor(keepFromMs))}-0`,
       forgetAfterMs,
+      // The callers' events' group (src/store/event-log.ts), where it exists, must be done with an entry too.
+      EVENTS_GROUP,
     );
     return { removed: Number(removed), trimPoint: String(trimPoint) };
   }

@@ -416,6 +416,13 @@ export class NoticeStore {
     return ids.flatMap((entryId) => found.get(entryId) ?? []);
   }
 
+  /** The notice's first decision-log entry (`notice.accepted`), while Redis holds it. */
+  async firstEntry(id: string): Promise<StoredEntry | undefined> {
+    const first = await this.redis.lindex(this.keys.events(id), 0);
+    if (first === null) return undefined;
+    return (await this.logEntries(shardFor(id), [first])).get(first);
+  }
+
   /** The IDs of the notice's decision-log entries, in order (its events list); none once it is retired. */
   eventIds(id: string): Promise<string[]> {
     return this.redis.lrange(this.keys.events(id), 0, -1);

@@ -3,7 +3,9 @@
   window, which keeps recent entries readable from Redis). Confirmed means acknowledged by the
   mirror's consumer group: every entry up to its last-delivered ID that is no longer pending.
   So the trim point is the oldest pending entry, or the entry after the last delivered one
-  when nothing is pending. The stream is never capped by length.
+  when nothing is pending. Every other group named in ARGV[4] that exists on the stream (the
+  callers' events) holds the trim back the same way: an entry is trimmed only once each of them
+  is done with it. The stream is never capped by length.
 
   Also forgets consumers that hold nothing and have been idle for ARGV[3] ms (workers that
   exited); checked and deleted in this one step, so a consumer that just read a batch is kept.
@@ -11,6 +13,7 @@
   KEYS[1] shard log stream
   ARGV[1] consumer group       ARGV[2] keep entries from this ID on (`<ms>-0`)
   ARGV[3] idle time (ms) after which an empty consumer is forgotten
+  ARGV[4] the other consumer groups that must be done with an entry, comma-separated ('' none)
 
   Returns { entries removed, trim point ('' when the group does not exist yet) }.
   Writes no log entries.
@@ -24,14 +27,25 @@ if not info then
   return { 0, '' }
 end
 
-local summary = redis.call('XPENDING', KEYS[1], group)
-local confirmedBelow
-if tonumber(summary[1]) > 0 then
-  confirmedBelow = summary[2]
-else
-  confirmedBelow = idAfter(info['last-delivered-id'])
+-- The first entry a group is not done with: its oldest pending one, else the one after its last delivered.
+local function doneBelow(groupName, groupInfo)
+  local summary = redis.call('XPENDING', KEYS[1], groupName)
+  if tonumber(summary[1]) > 0 then
+    return summary[2]
+  end
+  return idAfter(groupInfo['last-delivered-id'])
 end
-local trimPoint = confirmedBelow
+
+local trimPoint = doneBelow(group, info)
+for other in string.gmatch(ARGV[4] or '', '[^,]+') do
+  local otherInfo = mirrorGroup(KEYS[1], other)
+  if otherInfo then
+    local below = doneBelow(other, otherInfo)
+    if idLess(below, trimPoint) then
+      trimPoint = below
+    end
+  end
+end
 if idLess(ARGV[2], trimPoint) then
   trimPoint = ARGV[2]
 end
