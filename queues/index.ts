@@ -286,7 +286,14 @@ export function openQueues(connection: ConnectionOptions, keys: Keys, partitions
       prefix: keys.queuePrefix,
       streams: STREAMS,
       // Deliveries are recorded on their endpoint (its deliveries list): a short tail is enough here.
-      defaultJobOptions: { removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } },
+      // A run that throws (Redis restarting under it) is run again every 5 s: an event queued is
+      // never dropped for a fault of Herald's own; only its endpoint's answers can end it.
+      defaultJobOptions: {
+        removeOnComplete: { count: 1000 },
+        removeOnFail: { count: 1000 },
+        attempts: 100_000,
+        backoff: { type: 'fixed', delay: 5_000 },
+      },
     }),
   };
 }

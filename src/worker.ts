@@ -151,6 +151,8 @@ export async function startWorker(
       concurrency: config.workerConcurrency,
       lockDuration: STALLED_AFTER_MS * 2,
       stalledInterval: STALLED_AFTER_MS,
+      // A delivery whose worker died (however often) runs again: no event is dropped for it.
+      maxStalledCount: 100_000,
     }),
   );
   for (const worker of workers) {

@@ -20,13 +20,15 @@ export class EventLogStore {
   ) {}
 
   /**
-   * Creates the group at the stream's end: a deployment that had no events to callers owes none
-   * for what it wrote before.
+   * Creates the group at the stream's start: an entry written before the first sweep (a notice
+   * that completed while the workers were starting) is read all the same. An endpoint receives
+   * only events from after its creation (the dispatch checks), so reading older entries, as an
+   * upgraded deployment does once, sends nothing twice and nothing old.
    */
   async ensureGroup(shard: number): Promise<void> {
     if (this.groupsReady.has(shard)) return;
     try {
-      await this.redis.xgroup('CREATE', this.keys.log(shard), EVENTS_GROUP, '$', 'MKSTREAM');
+      await this.redis.xgroup('CREATE', this.keys.log(shard), EVENTS_GROUP, '0', 'MKSTREAM');
     } catch (error) {
       if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
     }

@@ -4,6 +4,9 @@
  * for every notice to settle and checks the invariants (invariants.ts).
  */
 import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -52,6 +55,8 @@ export interface ChaosReport {
   fallbackDecided: number;
   /** Notices whose outcome was read from the archive: Redis had let go of them. */
   retired: number;
+  /** Deliveries of events the run's endpoint received (at least once per event). */
+  eventsReceived: number;
   /** With webhooks on: what the outbox pushed, and what Herald recorded from them. */
   webhooks?: {
     planned: number;
@@ -175,6 +180,10 @@ class ChaosRun {
   private web!: WebUnderTest;
   /** The run's archive, to read retired notices back. */
   private archive!: Archive;
+  private eventListener: Server | undefined;
+  private endpointId = '';
+  /** Which events of which notice the run's endpoint received. */
+  private readonly eventsReceived = new Map<string, Set<string>>();
   private workers: WorkerProcess[] = [];
   /** Workers between a signal and their restart: no second signal meanwhile. */
   private down = new Set<number>();
@@ -208,6 +217,7 @@ class ChaosRun {
       smsNeeded: 0,
       fallbackDecided: 0,
       retired: 0,
+      eventsReceived: 0,
       settledAfterMs: null,
       settleBoundMs: opts.settleBoundMs,
       elapsedMs: 0,
@@ -243,6 +253,9 @@ class ChaosRun {
       HERALD_CONTENT_PURGE_INTERVAL_MS: '500',
       // Info, so that a worker's "running" line says when it is ready for a SIGTERM.
       LOG_LEVEL: 'info',
+      // Events to callers: an endpoint on a listener of the run's own, on this machine.
+      HERALD_ALLOW_PRIVATE_EVENT_URLS: '1',
+      HERALD_EVENT_RETRY_BASE_MS: '200',
       // Webhooks: the routes on, and the SMS sends carrying status callbacks under the public URL.
       ...(this.plan.shape.webhookFaults ? CHAOS_WEBHOOK_ENV : {}),
     };
@@ -260,6 +273,7 @@ class ChaosRun {
       });
       this.sandbox.setWebhookFaults(this.plan.shape.webhookFaults);
     }
+    await this.subscribeToEvents();
     this.archive = new Archive(createFileStorage(join(this.redis.dir, 'archive')), prefix);
     for (const queue of Object.values(this.web.queues)) queue.on('error', () => undefined);
     this.workers = Array.from({ length: this.plan.shape.workers }, () => new WorkerProcess(env).start());
@@ -298,6 +312,7 @@ class ChaosRun {
       await sleep(250);
     }
     await this.drainJobs(Date.now() + 15_000);
+    await this.awaitEvents(ids, Date.now() + 30_000);
     // Shutting down after the run is a SIGTERM like any other: it must end with exit 0. It comes
     // before the outcomes are read, so that no notice retires while its outcome is read.
     for (const [i, worker] of this.workers.entries()) {
@@ -313,6 +328,7 @@ class ChaosRun {
     this.violations.push(...checkRun(outcomes, emails, sms));
     this.violations.push(...(await this.archiveChains()));
     this.violations.push(...(await this.statsViolations()));
+    this.violations.push(...(await this.eventViolations(outcomes)));
     for (const v of this.violations) if (v.rule === 'not-terminal' && v.notice) v.detail += `; jobs: ${await this.jobsOf(v.notice)}`;
     for (const o of outcomes) {
       if (o.retired) this.report.retired += 1;
@@ -344,7 +360,73 @@ class ChaosRun {
     return this.report;
   }
 
+  /**
+   * An endpoint subscribed to every event, on a listener of the run's own that answers 200 and
+   * records which events of which notice it received (verified with the endpoint's secret).
+   */
+  private async subscribeToEvents(): Promise<void> {
+    let secret = '';
+    this.eventListener = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => {
+        try {
+          const event = new Webhook(secret).verify(body, req.headers as Record<string, string>) as { type: string; data: { noticeId: string } };
+          const seen = this.eventsReceived.get(event.data.noticeId) ?? new Set<string>();
+          seen.add(event.type);
+          this.eventsReceived.set(event.data.noticeId, seen);
+          this.report.eventsReceived += 1;
+          res.writeHead(200).end();
+        } catch {
+          this.violations.push({ rule: 'event-signature', detail: `a delivery did not verify: ${body.slice(0, 200)}` });
+          res.writeHead(400).end();
+        }
+      });
+    });
+    await new Promise<void>((resolve) => this.eventListener!.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(this.eventListener.address() as AddressInfo).port}/events`;
+    const created = await this.call('POST /v1/event-endpoints', 'POST', '/v1/event-endpoints', {
+      url,
+      events: ['notice.completed', 'fallback.decided', 'notice.failed'],
+    });
+    if (created.status !== 201) this.violations.push({ rule: 'event-endpoint', detail: `the endpoint was not created: ${created.status}` });
+    secret = created.body?.secret ?? '';
+    this.endpointId = created.body?.id ?? '';
+  }
+
+  /** Waits, within a bound, until every settled notice's notice.completed reached the endpoint. */
+  private async awaitEvents(ids: string[], until: number): Promise<void> {
+    while (Date.now() < until) {
+      const states = await this.states(ids);
+      const missing = ids.filter((id, i) => states[i]!.state !== null && TERMINAL.includes(states[i]!.state!) && !this.eventsReceived.get(id)?.has('notice.completed'));
+      if (missing.length === 0) return;
+      await sleep(250);
+    }
+  }
+
+  /** Every completed notice's completion, and every decided fallback, reached the subscribed endpoint at least once. */
+  private async eventViolations(outcomes: NoticeOutcome[]): Promise<Violation[]> {
+    const violations: Violation[] = [];
+    for (const o of outcomes) {
+      if (!o.id) continue;
+      const received = this.eventsReceived.get(o.id) ?? new Set<string>();
+      for (const type of ['notice.completed', 'fallback.decided', 'notice.failed']) {
+        const entry = o.events.find((e) => e.type === type);
+        if (entry && !received.has(type)) {
+          // Where the event stopped: its delivery job, or the log entry the dispatch never turned into one.
+          const jobId = `evt_${o.id}_${entry.seq}-${this.endpointId}`;
+          const job = await this.web.queues.eventDelivery.getJob(jobId).catch(() => undefined);
+          const state = job ? `${await job.getState()} after ${job.attemptsMade} runs${job.failedReason ? ` (${job.failedReason.slice(0, 120)})` : ''}` : 'no delivery job';
+          violations.push({ rule: 'event-not-delivered', notice: o.id, detail: `${type} (${entry.id}) is in the trail of ${o.id}; the endpoint never received it; ${state}` });
+        }
+      }
+    }
+    return violations;
+  }
+
   async close(): Promise<void> {
+    this.eventListener?.closeAllConnections();
+    await new Promise((resolve) => (this.eventListener ? this.eventListener.close(resolve) : resolve(undefined)));
     await Promise.allSettled(this.workers.map((w) => w.stop('SIGKILL')));
     await this.archive?.close();
     await this.web?.close().catch(() => undefined);
@@ -687,7 +769,7 @@ export function formatReport(report: ChaosReport): string {
   const lines = [
     `chaos seed ${report.seed} — replay with CHAOS_SEED=${report.seed}`,
     `notices: ${report.notices.planned} planned, ${report.notices.accepted} accepted with 202, ${report.notices.replayed} with an idempotent 200 after a retry, ${report.notices.notAccepted} not accepted`,
-    `end states: ${list(report.endStates)}; ${report.retired} of them read from the archive, Redis having let go of them`,
+    `end states: ${list(report.endStates)}; ${report.retired} of them read from the archive, Redis having let go of them; ${report.eventsReceived} events received by the subscribed endpoint`,
     `kills: ${report.sigkills} SIGKILL, ${report.sigterms.length} SIGTERM (exit codes ${report.sigterms.map((s) => String(s.exitCode)).join(', ') || '-'}; jobs active at the signal ${report.sigterms.map((s) => s.activeJobs ?? '?').join(', ') || '-'})`,
     `restarts: ${report.workerRestarts} worker restarts, ${report.redisRestarts.length} Redis restarts (SIGKILL, AOF appendfsync always; down ${report.redisRestarts.map((r) => `${r.downMs} ms`).join(', ') || '-'})`,
     `provider faults: ${list(report.providerFaults)}`,
