@@ -4,6 +4,7 @@
  * `--version`, and turns what a command throws into its exit code; each command lives in
  * `src/cli/<name>.ts` and reads Redis and the archive through `composeCli` (src/compose.ts).
  */
+import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from './config.js';
 import { auditCommand } from './cli/audit.js';
@@ -95,7 +96,18 @@ function asksForHelp(args: readonly string[]): boolean {
   return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+/** Whether node was started on this file: by its path, or through a link to it (the `bin` link a package install makes). */
+function isMain(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
   // `herald export … | head` closes the pipe early: that is the reader's choice, not an error.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => process.exit(error.code === 'EPIPE' ? 0 : 1));
   runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, now: () => Date.now() }).then(
