@@ -1,9 +1,10 @@
 /**
  * The one place that builds Herald's shared pieces from a Config: Redis connections by role, the
  * stores, the queues and their scheduler, the archive (one per process), the trail reader, the
- * web's AppDeps and the worker's engine, reconciler and log mirror. server.ts, worker.ts, dev.ts,
- * the test helpers and the bench wire through here, so that each piece is made one way. Starting
- * and stopping processes (listeners, BullMQ workers, signals) stays with the entry points.
+ * web's AppDeps, the worker's engine, reconciler and log mirror, and what the `herald` commands
+ * read. server.ts, worker.ts, dev.ts, the CLI, the test helpers and the bench wire through here, so
+ * that each piece is made one way. Starting and stopping processes (listeners, BullMQ workers,
+ * signals) stays with the entry points.
  */
 import { NoticeIndex } from './store/notice-index.js';
 import { Keys } from './store/keys.js';
@@ -15,7 +16,7 @@ import type { AppDeps } from './http/deps.js';
 import type { Archive } from './archive/archive.js';
 import { LogMirror } from './retention/mirror.js';
 import { openArchive } from './archive/open.js';
-import { trailReader, type TrailReader } from './archive/trail.js';
+import { readTrail, trailReader, type Trail, type TrailReader } from './archive/trail.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { keyringOf } from './crypto.js';
@@ -26,7 +27,8 @@ import type { ReconcilerDeps } from './notice/reconciler.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import { NoticeStore } from './store/notices.js';
 import { PolicyStore } from './store/policies.js';
-import { connectRedis, type RedisRole } from './store/redis.js';
+import { connectRedis, waitReady, type RedisRole } from './store/redis.js';
+import { LogMirrorStore } from './store/log-mirror.js';
 import { SuppressionStore } from './store/suppressions.js';
 import { closeQueues, deliveryQueue, openQueues, QueueScheduler, type HeraldQueues } from '../queues/index.js';
 import { deliverEvent, type DeliveryStep } from './events/deliver.js';
@@ -303,5 +305,90 @@ export function openProviderFeed(config: Config, sandboxUrl: string | undefined,
       sweep.close();
       if (!(await within(1_000, redis.quit().then(() => true, () => false)))) redis.disconnect();
     },
+  };
+}
+
+/** How long a `herald` command waits for Redis before it goes on without it, or gives up. */
+const CLI_REDIS_WAIT_MS = 3_000;
+
+/** What the `herald` commands read: each piece is made on first use, and `close()` closes what was made. */
+export interface CliParts {
+  keys: Keys;
+  /**
+   * Connects (once) and waits for Redis: the connection when it answered within 3 s, else
+   * undefined, for the commands that can do without it.
+   */
+  reach(): Promise<RedisClient | undefined>;
+  /** The same wait, for the commands that need Redis: rejects when it did not answer. */
+  ready(): Promise<RedisClient>;
+  /** Herald's stores on the CLI's connection. */
+  stores(): Stores;
+  /** Redis's record of each shard's archive chain and of the batches the log mirror holds. */
+  chains(): LogMirrorStore;
+  /**
+   * The archive, opened on first call. Opened after `reach()` or `ready()` found Redis, it also
+   * asks Redis where the chain of a shard not anchored yet began; otherwise its anchors alone say.
+   */
+  archive(): Archive;
+  /** A notice's trail as `herald audit` reads it: retired notices' records are read directly, with no retirement gate. */
+  trail(noticeId: string): Promise<Trail>;
+  /** Drops the connection and closes the archive; may be called twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * The CLI's pieces: one fail-fast connection (a command reports instead of hanging on a Redis that
+ * is down) whose errors are left to the wait for it to say, and one archive.
+ */
+export function composeCli(config: Config, opts: { clock: Clock }): CliParts {
+  const keys = new Keys(config.prefix);
+  let redis: RedisClient | undefined;
+  let waited: Promise<RedisClient> | undefined;
+  let reached = false;
+  let stores: Stores | undefined;
+  let chains: LogMirrorStore | undefined;
+  let archive: Archive | undefined;
+  let closing: Promise<void> | undefined;
+  const connection = (): RedisClient => {
+    if (redis) return redis;
+    redis = connectRedis(config.redis, 'web', 'herald-cli');
+    // A command that needs Redis says so once, through ready(); the connection's retries would only repeat it.
+    redis.on('error', () => undefined);
+    return redis;
+  };
+  const ready = (): Promise<RedisClient> =>
+    (waited ??= (async () => {
+      const client = connection();
+      await waitReady(client, CLI_REDIS_WAIT_MS);
+      reached = true;
+      return client;
+    })());
+  const openedStores = (): Stores => (stores ??= openStores(connection(), config));
+  const openedArchive = (): Archive => (archive ??= openArchive(config, reached ? redis : undefined));
+  return {
+    keys,
+    reach: () =>
+      ready().then(
+        (client) => client,
+        () => undefined,
+      ),
+    ready,
+    stores: openedStores,
+    chains: () => (chains ??= new LogMirrorStore(connection(), keys)),
+    archive: openedArchive,
+    trail: (noticeId) =>
+      readTrail(
+        { store: openedStores().store, archive: openedArchive, retainedSince: opts.clock.now() - config.auditRetentionMs },
+        noticeId,
+      ),
+    close: () =>
+      (closing ??= (async () => {
+        // Dropped, not quit: the command has reported, and a Redis that is down must not hold up its exit.
+        try {
+          redis?.disconnect();
+        } finally {
+          await archive?.close();
+        }
+      })()),
   };
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +11,8 @@ import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
 import { deleteKeys, plainRedis, REDIS_URL, TEST_API_KEY, testPrefix, topologyEnv } from '../helpers/env.js';
 import { fileStore, mirrorFor, runHerald, tempDir, writeNotices } from '../helpers/archive.js';
+import { runCliProcess } from '../helpers/web-process.js';
+import { COMMANDS } from '../../src/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const redis = plainRedis();
@@ -150,5 +152,106 @@ describe('herald retention apply', () => {
     expect(existsSync(oldDir)).toBe(false);
     expect(await archive.objectsIn(3, straddling)).toHaveLength(1);
     expect(await archive.objectsIn(4, now - 10 * DAY)).toHaveLength(1);
+  });
+});
+
+describe('herald --help, --version and usage errors', () => {
+  const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const version = async () => (JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+  it('lists every command with its summary (herald --help, herald help), on stdout, exit 0', async () => {
+    const { env } = setUp();
+    expect(COMMANDS.map((c) => c.name)).toEqual(['audit', 'export', 'doctor', 'retention', 'notices', 'policy']);
+    for (const args of [['--help'], ['help']]) {
+      const { code, stdout, stderr } = await runCliProcess(args, env);
+      expect(code).toBe(0);
+      expect(stderr).toBe('');
+      for (const c of COMMANDS) expect(stdout).toMatch(new RegExp(`^  ${c.name} +${escaped(c.summary)}$`, 'm'));
+    }
+  });
+
+  it("prints each command's usage for <command> --help, exit 0, without reading the configuration", async () => {
+    const { env } = setUp();
+    const broken = { ...env, HERALD_CONTENT_TTL: 'a while' };
+    const runs = await Promise.all(COMMANDS.map((c) => runCliProcess([c.name, '--help'], broken)));
+    runs.forEach(({ code, stdout }, i) => {
+      expect(stdout, COMMANDS[i]!.name).toBe(COMMANDS[i]!.usage);
+      expect(code, COMMANDS[i]!.name).toBe(0);
+    });
+    expect(COMMANDS.map((c) => c.usage.split('\n')[0])).toEqual([
+      'herald audit <noticeId> [--json]',
+      'herald export --from <time> [--to <time>] [--out <file>] [--quiet]',
+      'herald doctor',
+      'herald retention apply [--dry-run]',
+      expect.stringMatching(/^herald notices list \[--state S\]/),
+      expect.stringMatching(/^herald policy replay --rules <file> --from <time>/),
+    ]);
+    // After its action too, and as herald help <command>.
+    expect((await runHerald(['retention', 'apply', '--help'], broken)).stdout).toBe(COMMANDS[3]!.usage);
+    expect(await runHerald(['help', 'notices'], broken)).toEqual({ code: 0, stdout: COMMANDS[4]!.usage, stderr: '' });
+  });
+
+  it("prints package.json's version for herald --version", async () => {
+    const { env } = setUp();
+    const { code, stdout } = await runCliProcess(['--version'], env);
+    expect(stdout).toBe(`${await version()}\n`);
+    expect(code).toBe(0);
+  });
+
+  it("runs from an installed package through its bin link, and reads that package's version", async () => {
+    const { env } = setUp();
+    const app = join(dir.path, 'installed');
+    const pkg = join(app, 'node_modules', 'herald');
+    cpSync(join(ROOT, 'dist'), join(pkg, 'dist'), { recursive: true });
+    cpSync(join(ROOT, 'package.json'), join(pkg, 'package.json'));
+    symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'));
+    // The application's own package.json, above Herald's: not the one to read.
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'an-application', version: '9.9.9' }));
+    mkdirSync(join(app, 'node_modules', '.bin'));
+    const bin = join(app, 'node_modules', '.bin', 'herald');
+    symlinkSync('../herald/dist/src/cli.js', bin);
+    chmodSync(join(pkg, 'dist', 'src', 'cli.js'), 0o755);
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = spawn(bin, args, { cwd: app, env: { PATH: process.env.PATH ?? '', ...env } });
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        child.on('exit', (exit) => resolve({ code: exit, stdout: out }));
+      });
+    expect(await run(['--version'])).toEqual({ code: 0, stdout: `${await version()}\n` });
+    expect(await run(['export', '--help'])).toEqual({ code: 0, stdout: COMMANDS[1]!.usage });
+  });
+
+  it('answers an unknown command with exit 2 and the list of commands on stderr', async () => {
+    const { env } = setUp();
+    const { code, stdout, stderr } = await runCliProcess(['audits'], env);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/^herald: unknown command "audits"\n/);
+    for (const c of COMMANDS) expect(stderr).toMatch(new RegExp(`^  ${c.name} +${escaped(c.summary)}$`, 'm'));
+    expect((await runHerald(['help', 'audits'], env)).code).toBe(2);
+    const none = await runHerald([], env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('  audit ');
+  });
+
+  it("answers a bad option or argument with exit 2 and that command's usage on stderr", async () => {
+    const { env } = setUp();
+    const bad = await runCliProcess(['export', '--from', '1h', '--bogus'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr).toMatch(/^herald: Unknown option '--bogus'/);
+    expect(bad.stderr.endsWith(`\n\n${COMMANDS[1]!.usage}`)).toBe(true);
+    for (const [args, usage] of [
+      [['audit', '--verify', '--json'], COMMANDS[0]!.usage],
+      [['doctor', 'now'], COMMANDS[2]!.usage],
+      [['retention', 'purge'], COMMANDS[3]!.usage],
+      [['policy', 'replay', '--rules', 'r.yaml'], COMMANDS[5]!.usage],
+    ] as const) {
+      const run = await runHerald([...args], env);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr, args.join(' ')).toMatch(/^herald: .+\n\n/);
+      expect(run.stderr.endsWith(`\n\n${usage}`), args.join(' ')).toBe(true);
+    }
   });
 });
