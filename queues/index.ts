@@ -133,6 +133,17 @@ export class PartitionedQueue {
     if (noticeId === undefined) throw new Error(`job ${opts.jobId} names no notice`);
     return this.of(noticeId).add(name, data, opts);
   }
+  /** Adds many notices' jobs, in one bulk add per partition. */
+  async addBulk(jobs: readonly { name: string; data: NoticeJob; opts: { jobId: string; delay?: number } }[]): Promise<void> {
+    const byPartition = new Map<Queue<NoticeJob>, { name: string; data: NoticeJob; opts: { jobId: string; delay?: number } }[]>();
+    for (const job of jobs) {
+      const noticeId = job.data.noticeId ?? noticeIdOfJob(job.opts.jobId);
+      if (noticeId === undefined) throw new Error(`job ${job.opts.jobId} names no notice`);
+      const queue = this.of(noticeId);
+      byPartition.set(queue, [...(byPartition.get(queue) ?? []), job]);
+    }
+    await Promise.all([...byPartition].map(([queue, list]) => queue.addBulk(list)));
+  }
   async getJob(jobId: string): Promise<Job<NoticeJob> | undefined> {
     for (const queue of this.holding(jobId)) {
       const job = await queue.getJob(jobId);
@@ -325,6 +336,17 @@ export class QueueScheduler implements Scheduler {
 
   async emailSend(id: string, at: number): Promise<void> {
     await this.queues.emailSend.add('email-send', {}, { jobId: jobIds.emailSend(id), delay: this.delay(at) });
+  }
+  async accepted(notices: readonly { noticeId: string; emailAt: number; deadline: number }[]): Promise<void> {
+    if (notices.length === 0) return;
+    await Promise.all([
+      this.queues.emailSend.addBulk(
+        notices.map((n) => ({ name: 'email-send', data: {}, opts: { jobId: jobIds.emailSend(n.noticeId), delay: this.delay(n.emailAt) } })),
+      ),
+      this.queues.deadline.addBulk(
+        notices.map((n) => ({ name: 'deadline', data: {}, opts: { jobId: jobIds.deadline(n.noticeId), delay: this.delay(n.deadline) } })),
+      ),
+    ]);
   }
   async emailPoll(id: string, at: number): Promise<void> {
     await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id), at);

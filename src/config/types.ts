@@ -118,6 +118,8 @@ export interface Config {
   readonly minPollIntervalMs: number;
   readonly maxChecksPerNotice: number;
   readonly bodyLimit: number;
+  /** `POST /v1/notices/batch`: HERALD_BATCH_MAX notices at most, HERALD_BATCH_BODY_LIMIT bytes at most. */
+  readonly batch: { readonly max: number; readonly bodyLimit: number };
   readonly archiveUrl: string;
   readonly contentTtlMs: number;
   readonly auditRetentionMs: number;

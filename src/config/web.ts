@@ -16,6 +16,7 @@ type WebConfig = Pick<
   | 'metrics'
   | 'rateLimitPerMinute'
   | 'bodyLimit'
+  | 'batch'
 >;
 
 /** The least length of an API key, the admin token or the metrics token. */
@@ -37,6 +38,8 @@ export const SCHEMA = {
   // A runaway client's brake, not a throttle on a burst: well above what one Redis accepts.
   HERALD_RATE_LIMIT_PER_MINUTE: integer(1_200_000, 0),
   HERALD_BODY_LIMIT: integer(1_048_576, 1024),
+  HERALD_BATCH_MAX: integer(1000, 1, 100_000),
+  HERALD_BATCH_BODY_LIMIT: integer(16 * 1_048_576, 1024),
 };
 
 export function readWeb(env: Record<string, string>, platform: Platform, problems: string[]): WebConfig {
@@ -69,6 +72,7 @@ export function readWeb(env: Record<string, string>, platform: Platform, problem
     metrics: { token: metricsToken, port: metricsPort, host: read.HERALD_METRICS_HOST, cacheMs: read.HERALD_METRICS_CACHE_MS },
     rateLimitPerMinute: read.HERALD_RATE_LIMIT_PER_MINUTE,
     bodyLimit: read.HERALD_BODY_LIMIT,
+    batch: { max: read.HERALD_BATCH_MAX, bodyLimit: read.HERALD_BATCH_BODY_LIMIT },
   };
 }
 

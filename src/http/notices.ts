@@ -1,14 +1,25 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
-import { accept, acceptSettings, RejectedRequest, type AcceptDeps } from '../notice/accept.js';
+import { accept, acceptBatch, acceptSettings, RejectedRequest, type AcceptDeps } from '../notice/accept.js';
+import { storeUnreachable } from '../store/redis.js';
 import { cancelNotice } from '../notice/cancel.js';
 import { readNotice } from '../notice/notice.js';
 import { noticeView } from '../notice/view.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { AppDeps } from './deps.js';
-import { HttpError } from './errors.js';
+import { errorBody, HttpError } from './errors.js';
 import { fromArchive } from './archive-reads.js';
-import { AcceptedResponse, CreateNoticeBody, ErrorResponse, EventsResponse, NoticeParams, NoticeViewSchema } from './schemas.js';
+import {
+  AcceptedResponse,
+  BatchNoticeItem,
+  BatchNoticesBody,
+  BatchNoticesResponse,
+  CreateNoticeBody,
+  ErrorResponse,
+  EventsResponse,
+  NoticeParams,
+  NoticeViewSchema,
+} from './schemas.js';
 
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse };
 const secured = { tags: ['notices'], security: [{ apiKey: [] }] };
@@ -71,6 +82,75 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         deadline: iso(result.deadline),
         plannedChecks: result.plannedChecks.map(iso),
       });
+    },
+  );
+
+  app.post<{ Body: BatchNoticesBody }>(
+    '/v1/notices/batch',
+    {
+      bodyLimit: config.batch.bodyLimit,
+      schema: {
+        ...secured,
+        summary: 'Accept many notices at once',
+        description:
+          'Each notice is accepted or refused on its own, exactly as POST /v1/notices would accept or refuse it alone (its idempotencyKey included), and its result comes in the order given: status 202 accepted, 200 an idempotent replay, or the error status with its error. At most HERALD_BATCH_MAX notices; the body at most HERALD_BATCH_BODY_LIMIT bytes.',
+        body: BatchNoticesBody,
+        response: { 200: BatchNoticesResponse, 413: ErrorResponse, 415: ErrorResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const items = request.body.notices;
+      if (items.length > config.batch.max) {
+        throw new HttpError('validation_failed', `A batch holds at most ${config.batch.max} notices (HERALD_BATCH_MAX); this one has ${items.length}.`, [
+          { path: 'body.notices', message: `must have at most ${config.batch.max} items` },
+        ]);
+      }
+      const validate = request.compileValidationSchema(BatchNoticeItem, 'body');
+      const results: Record<string, unknown>[] = new Array(items.length);
+      const valid: { index: number; request: CreateNoticeBody; idempotencyKey?: string }[] = [];
+      items.forEach((item, index) => {
+        if (validate(item)) {
+          const { idempotencyKey, ...body } = item as CreateNoticeBody & { idempotencyKey?: string };
+          valid.push(idempotencyKey === undefined ? { index, request: body } : { index, request: body, idempotencyKey });
+          return;
+        }
+        const details = (validate.errors ?? []).map((v) => ({
+          path: `body.notices.${index}${v.instancePath.replace(/\//g, '.')}`,
+          message: v.message,
+          ...(v.params && Object.keys(v.params).length > 0 ? { params: v.params } : {}),
+        }));
+        results[index] = { index, status: 400, error: errorBody('validation_failed', 'The notice is not valid.', details).error };
+      });
+      const accepted = await acceptBatch(accepting, valid, request.apiKeyId, request.log);
+      const replayed: { index: number; id: string }[] = [];
+      accepted.forEach((outcome, i) => {
+        const index = valid[i]!.index;
+        if ('rejected' in outcome) {
+          const message = outcome.rejected.message;
+          results[index] = { index, status: 400, error: errorBody('validation_failed', message, [{ path: `body.notices.${index}.${outcome.rejected.field}`, message }]).error };
+        } else if ('failed' in outcome) {
+          if (!storeUnreachable(deps.redis, outcome.failed)) throw outcome.failed;
+          results[index] = { index, status: 503, error: errorBody('unavailable').error };
+        } else if (outcome.result.kind === 'conflict') {
+          results[index] = { index, status: 409, id: outcome.result.id, error: errorBody('idempotency_key_reused', undefined, { noticeId: outcome.result.id }).error };
+        } else if (outcome.result.kind === 'replayed') {
+          replayed.push({ index, id: outcome.result.id });
+        } else {
+          const r = outcome.result;
+          results[index] = { index, status: 202, id: r.id, state: 'accepted', deadline: iso(r.deadline), plannedChecks: r.plannedChecks.map(iso) };
+        }
+      });
+      if (replayed.length > 0) {
+        // A replay answers with the notice as it is now, as a single replay does.
+        const states = await store.statesOf(replayed.map((r) => r.id));
+        await Promise.all(
+          replayed.map(async ({ index, id }, i) => {
+            const state = states[i] ?? (await trails.view(id).catch(() => null))?.state;
+            results[index] = { index, status: 200, id, ...(state ? { state } : {}) };
+          }),
+        );
+      }
+      return { results };
     },
   );
 

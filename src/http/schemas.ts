@@ -180,3 +180,29 @@ export const DeliveryList = Type.Object({
     }),
   ),
 });
+
+/** One notice of a batch: the body of `POST /v1/notices`, and the Idempotency-Key it would have carried. */
+export const BatchNoticeItem = Type.Object(
+  { ...CreateNoticeBody.properties, idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' })) },
+  { additionalProperties: false },
+);
+
+export const BatchNoticesBody = Type.Object(
+  { notices: Type.Array(Type.Unknown(), { minItems: 1, description: 'At most HERALD_BATCH_MAX (default 1000) notices, each as POST /v1/notices takes it, with an optional idempotencyKey.' }) },
+  { additionalProperties: false },
+);
+export type BatchNoticesBody = Static<typeof BatchNoticesBody>;
+
+export const BatchNoticesResponse = Type.Object({
+  results: Type.Array(
+    Type.Object({
+      index: Type.Integer({ minimum: 0 }),
+      status: Type.Integer({ description: '202 accepted, 200 an idempotent replay, else the error status the notice would have had alone' }),
+      id: Type.Optional(Type.String()),
+      state: Type.Optional(Type.String()),
+      deadline: Type.Optional(Time),
+      plannedChecks: Type.Optional(Type.Array(Time)),
+      error: Type.Optional(ErrorResponse.properties.error),
+    }),
+  ),
+});

@@ -163,6 +163,51 @@ export async function accept(
 }
 
 /**
+ * What became of one notice of a batch: its result, why it was refused (RejectedRequest), or the
+ * error that kept it from being stored (Redis unreachable, say: the caller may send it again).
+ */
+export type BatchItemResult = { ok: true; result: AcceptResult } | { ok: false; rejected: RejectedRequest } | { ok: false; failed: unknown };
+
+/**
+ * Many notices accepted together, each exactly as `accept` would accept it alone (its reads,
+ * checks, idempotency key and plan), their Redis work issued together so that it travels in a
+ * few pipelines rather than one round trip per notice, and the new notices' jobs added in bulk.
+ * Results are in the order of `requests`.
+ */
+export async function acceptBatch(
+  deps: AcceptDeps,
+  requests: readonly { request: AcceptRequest; idempotencyKey?: string }[],
+  apiKeyId: string,
+  log: Pick<Logger, 'info' | 'warn'>,
+): Promise<BatchItemResult[]> {
+  const now = deps.clock.now();
+  const results = await Promise.all(
+    requests.map(async ({ request, idempotencyKey }): Promise<BatchItemResult> => {
+      try {
+        const [policy, emailSuppressed] = await Promise.all([
+          deps.policies.get(request.recipient.id),
+          deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
+        ]);
+        const caller = idempotencyKey === undefined ? { apiKeyId } : { apiKeyId, idempotencyKey };
+        return { ok: true, result: await acceptNotice(deps.store, request, policy, { now, ...caller, emailSuppressed, settings: deps.settings }) };
+      } catch (error) {
+        if (error instanceof RejectedRequest) return { ok: false, rejected: error };
+        return { ok: false, failed: error };
+      }
+    }),
+  );
+  const created = results.flatMap((r) => (r.ok && r.result.kind === 'created' ? [r.result] : []));
+  try {
+    await deps.scheduler.accepted(created.map((r) => ({ noticeId: r.id, emailAt: now, deadline: r.deadline })));
+  } catch (error) {
+    // The notices are stored and due now: the reconciler drives those whose jobs are missing.
+    log.warn({ err: error, notices: created.length }, 'jobs of a batch not enqueued; the reconciler will pick the notices up');
+  }
+  if (created.length > 0) log.info({ accepted: created.length, of: requests.length }, 'notices accepted in a batch');
+  return results;
+}
+
+/**
  * Validates the parts a schema cannot (phone, deadline, poll plan), then stores the notice and
  * its first log entries in one script (accept, above, is the whole use case).
  */

@@ -10,6 +10,11 @@ export const retryAt = (at: number, note: string, pauseMs?: number): StepOutcome
 /** The jobs the engine asks for; queues/index.ts implements it over BullMQ. Adding twice is harmless. */
 export interface Scheduler {
   emailSend(noticeId: string, at: number): Promise<void>;
+  /**
+   * The first jobs of many notices accepted together (a batch): each one's `email-send` job at
+   * `emailAt` and its `deadline` job at its deadline, added in bulk.
+   */
+  accepted(notices: readonly { noticeId: string; emailAt: number; deadline: number }[]): Promise<void>;
   /** The channel's status-check job, due at `at`; it moves itself back to delayed for each later check. */
   emailPoll(noticeId: string, at: number): Promise<void>;
   deadline(noticeId: string, at: number): Promise<void>;
