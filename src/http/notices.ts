@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import { accept, acceptBatch, acceptSettings, RejectedRequest, type AcceptDeps } from '../notice/accept.js';
 import { storeUnreachable } from '../store/redis.js';
+import { NoticeQueryError, parseNoticeQuery, searchNotices } from '../notice/search.js';
 import { cancelNotice } from '../notice/cancel.js';
 import { readNotice } from '../notice/notice.js';
 import { noticeView } from '../notice/view.js';
@@ -17,6 +18,8 @@ import {
   CreateNoticeBody,
   ErrorResponse,
   EventsResponse,
+  NoticeListQuery,
+  NoticeListResponse,
   NoticeParams,
   NoticeViewSchema,
 } from './schemas.js';
@@ -151,6 +154,41 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         );
       }
       return { results };
+    },
+  );
+
+  app.get<{ Querystring: NoticeListQuery }>(
+    '/v1/notices',
+    {
+      schema: {
+        ...secured,
+        summary: 'Notices, newest first, filtered, a page at a time',
+        description:
+          'The query of /admin/notices: state, fallback reason, category, recipient, creation time [from, to), the late or in_doubt view. A page looks at up to 2000 notices; nextCursor (null at the end) continues below the last one looked at, whatever the filters dropped, so a page may hold fewer than limit notices while more follow.',
+        querystring: NoticeListQuery,
+        response: { 200: NoticeListResponse, ...errors },
+      },
+    },
+    async (request) => {
+      let query: ReturnType<typeof parseNoticeQuery>;
+      try {
+        query = parseNoticeQuery(request.query);
+      } catch (error) {
+        if (error instanceof NoticeQueryError) throw new HttpError('validation_failed', `The filters are not valid: ${error.message}.`, error.problems);
+        throw error;
+      }
+      const page = await fromArchive(
+        () =>
+          searchNotices(
+            { index: deps.noticeIndex, archive: deps.archive, now: clock.now(), lateAfterMs: config.reconcileGraceMs, auditRetentionMs: config.auditRetentionMs },
+            query.filters,
+            { cursor: query.cursor, limit: query.limit },
+          ),
+        request.log,
+        'Retired notices',
+      );
+      const views = await Promise.all(page.notices.map((row) => fromArchive(() => trails.view(row.id), request.log, 'This notice')));
+      return { notices: views.filter((v) => v !== null), nextCursor: page.next };
     },
   );
 

@@ -206,3 +206,26 @@ export const BatchNoticesResponse = Type.Object({
     }),
   ),
 });
+
+/** The filters of `GET /v1/notices` (the same query as /admin/notices; src/notice/search.ts checks them). */
+export const NoticeListQuery = Type.Object(
+  {
+    state: Type.Optional(Type.String({ maxLength: 32 })),
+    reason: Type.Optional(Type.String({ maxLength: 64 })),
+    category: Type.Optional(Type.String({ maxLength: 64 })),
+    recipientId: Type.Optional(Type.String({ maxLength: 128 })),
+    id: Type.Optional(Type.String({ maxLength: 64 })),
+    from: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601, inclusive' })),
+    to: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601, exclusive' })),
+    view: Type.Optional(Type.Union([Type.Literal('late'), Type.Literal('in_doubt')])),
+    limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'at most 200; default 50' })),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type NoticeListQuery = Static<typeof NoticeListQuery>;
+
+export const NoticeListResponse = Type.Object({
+  notices: Type.Array(NoticeViewSchema),
+  nextCursor: Type.Union([Type.String(), Type.Null()]),
+});
