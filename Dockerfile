@@ -2,14 +2,17 @@
 # unprivileged `node` user. One image for every process; the command picks it:
 #   web:     node dist/src/server.js   (the default)
 #   worker:  node dist/src/worker.js
-#   sandbox: node dist/src/sandbox/main.js
+#   sandbox: node packages/sandbox/dist/main.js
 #   CLI:     node dist/src/cli.js …
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/sandbox/package.json ./packages/sandbox/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
+COPY packages/sandbox/tsconfig.json ./packages/sandbox/
+COPY packages/sandbox/src ./packages/sandbox/src
 COPY src ./src
 COPY queues ./queues
 RUN npm run build
@@ -18,8 +21,10 @@ FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/sandbox/package.json ./packages/sandbox/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/packages/sandbox/dist ./packages/sandbox/dist
 # The default file archive (HERALD_ARCHIVE_URL=file://./data/archive) must be writable by `node`.
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node

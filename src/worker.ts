@@ -9,7 +9,7 @@ import type { NoticeEngine } from './notice/engine.js';
 import { reconcileOnce, type ReconcilerDeps } from './notice/reconciler.js';
 import { createEmailProvider, createSmsProvider, emailUrl, needsSandbox, smsUrl } from './providers/registry.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
-import { startSandbox, type Sandbox } from './sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
 import { within } from './time-limit.js';
 import {

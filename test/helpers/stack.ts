@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { startWorker, type WorkerHandle } from '../../src/worker.js';
 import { testConfig, testEnv } from './env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';

@@ -72,7 +72,7 @@ describe('docker-compose.yml as shipped', () => {
       expect(service.build, name).toBe('.');
       expect(service.image, name).toBeUndefined();
       expect(service.volumes ?? [], name).toEqual([]);
-      expect(service.command?.[1], name).toMatch(/^dist\//);
+      expect(service.command?.[1], name).toMatch(/^(packages\/sandbox\/)?dist\//);
     }
     expect(heraldEnv).toBe(services.worker!.environment);
   });

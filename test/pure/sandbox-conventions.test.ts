@@ -5,8 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import * as product from '../../src/providers/sandbox-conventions.js';
 import { WEBHOOK_PROVIDERS } from '../../src/webhooks/types.js';
-import * as emulator from '../../src/sandbox/sqs-api.js';
-import { WEBHOOK_PROVIDERS as PUSHED } from '../../src/sandbox/webhooks.js';
+import * as emulator from '@herald/sandbox';
 
 describe("the sandbox's conventions", () => {
   it('name the same account, events queues and topics in the product and in the emulators', () => {
@@ -16,6 +15,6 @@ describe("the sandbox's conventions", () => {
   });
 
   it('push webhooks for exactly the providers whose webhooks Herald takes', () => {
-    expect([...PUSHED].sort()).toEqual([...WEBHOOK_PROVIDERS].sort());
+    expect([...emulator.WEBHOOK_PROVIDERS].sort()).toEqual([...WEBHOOK_PROVIDERS].sort());
   });
 });
