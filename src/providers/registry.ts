@@ -42,9 +42,9 @@ function baseUrl(configured: string | undefined, deps: ProviderDeps, variable: s
   return url;
 }
 
-/** True when the chosen providers leave a URL unset, so that the sandbox must stand in for them. */
+/** True in sandbox mode when the chosen providers leave a URL unset, so that the sandbox must stand in for them. */
 export function needsSandbox(config: Config): boolean {
-  return emailUrl(config) === undefined || smsUrl(config) === undefined;
+  return config.providers === 'sandbox' && (emailUrl(config) === undefined || smsUrl(config) === undefined);
 }
 
 /** The configured base URL of the chosen email provider (undefined in sandbox mode). */
