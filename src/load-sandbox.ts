@@ -12,7 +12,8 @@ export async function loadSandbox(): Promise<SandboxPackage> {
   try {
     return await import('@herald/sandbox');
   } catch (error) {
-    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND' || !String((error as Error).message).includes('@herald/sandbox')) throw error;
+    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND' || !String((error as Error).message).includes('@herald/sandbox'))
+      throw error;
     throw new ConfigError([
       'HERALD_PROVIDERS=sandbox with a provider URL unset runs the emulators in this process, and this installation has no sandbox package (@herald/sandbox; the production image leaves it out): ' +
         'set the provider URLs to a running sandbox (the compose `sandbox` service)',

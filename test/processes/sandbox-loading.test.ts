@@ -32,7 +32,10 @@ async function resolvedBy(env: Record<string, string>): Promise<string[]> {
   const prefix = testPrefix('load');
   const dir = mkdtempSync(join(tmpdir(), 'herald-imports-'));
   const record = join(dir, 'resolved.txt');
-  const worker = new WorkerProcess({ ...testEnv(prefix, env), LOG_LEVEL: 'info', RECORD_IMPORTS_TO: record }, ['--import', './test/fixtures/record-imports.mjs']);
+  const worker = new WorkerProcess({ ...testEnv(prefix, env), LOG_LEVEL: 'info', RECORD_IMPORTS_TO: record }, [
+    '--import',
+    './test/fixtures/record-imports.mjs',
+  ]);
   cleanups.push(async () => {
     await worker.stop('SIGKILL');
     const redis = plainRedis();

@@ -36,8 +36,7 @@ const STAGES = stages(read('Dockerfile'));
 const stage = (name: string) => STAGES.find((s) => s.name === name)!;
 const runs = (s: Stage) => s.instructions.filter((i) => i.startsWith('RUN ')).join('\n');
 /** `COPY` sources taken from the build context (not `--from` another stage). */
-const contextCopies = (s: Stage) =>
-  s.instructions.filter((i) => /^COPY (?!--from)/.test(i)).flatMap((i) => i.split(/\s+/).slice(1, -1));
+const contextCopies = (s: Stage) => s.instructions.filter((i) => /^COPY (?!--from)/.test(i)).flatMap((i) => i.split(/\s+/).slice(1, -1));
 const stageCopies = (s: Stage) =>
   s.instructions.flatMap((i) => {
     const m = /^COPY --from=(\S+) (\S+) (\S+)$/.exec(i);
@@ -132,7 +131,17 @@ describe('the Dockerfile', () => {
   });
 
   it('leaves secrets, dependencies and build output of the host out of the build context', () => {
-    for (const path of ['.env', 'node_modules', 'dist', '.git', 'data', 'bench', 'test', 'packages/sandbox/dist', 'packages/sandbox/node_modules']) {
+    for (const path of [
+      '.env',
+      'node_modules',
+      'dist',
+      '.git',
+      'data',
+      'bench',
+      'test',
+      'packages/sandbox/dist',
+      'packages/sandbox/node_modules',
+    ]) {
       expect(ignored(path), path).toBe(true);
     }
     expect(ignored('packages/sandbox/src')).toBe(false);

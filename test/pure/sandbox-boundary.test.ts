@@ -32,7 +32,9 @@ const loads = (file: string) => {
 describe('the sandbox package', () => {
   it('is the workspace @herald/sandbox, private', () => {
     expect(manifest.name).toBe('@herald/sandbox');
-    expect((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces).toEqual(['packages/sandbox']);
+    expect((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces).toEqual([
+      'packages/sandbox',
+    ]);
   });
 
   describe('in a live process', () => {
@@ -62,7 +64,10 @@ describe('the sandbox package', () => {
     for (const file of files) {
       const found = importsOf(file, { types: true });
       const name = relative(ROOT, file);
-      expect(found.files.filter((imported) => !inPackage(imported)), name).toEqual([]);
+      expect(
+        found.files.filter((imported) => !inPackage(imported)),
+        name,
+      ).toEqual([]);
       for (const imported of found.files) expect(existsSync(imported), `${name} imports ${imported}`).toBe(true);
       for (const pkg of [...found.packages, ...found.dynamic.map(packageOf)]) expect(declared, `${name} imports ${pkg}`).toContain(pkg);
     }
