@@ -1,24 +1,51 @@
-# Herald's image: compiled JavaScript on Node 20, production dependencies only, run as the
-# unprivileged `node` user. One image for every process; the command picks it:
+# Herald's images: compiled JavaScript on Node 20, production dependencies only, run as the
+# unprivileged `node` user.
+#
+# The last stage, the default target, is Herald: one image for every process, the command picks it:
 #   web:     node dist/src/server.js   (the default)
 #   worker:  node dist/src/worker.js
-#   sandbox: node dist/src/sandbox/main.js
 #   CLI:     node dist/src/cli.js …
+# It holds no emulator: the sandbox workspace (packages/sandbox) is neither installed nor copied,
+# so its processes reach live providers, or the emulators by URL.
+#
+# The `sandbox` target is the emulators' image (compose's `sandbox` service):
+#   node packages/sandbox/dist/main.js   (PORT 4010, HOST 0.0.0.0)
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
+# The workspace's manifest comes first, so that `npm ci` installs its dependencies and links it.
 COPY package.json package-lock.json ./
+COPY packages/sandbox/package.json ./packages/sandbox/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
+COPY packages/sandbox/tsconfig.json ./packages/sandbox/
+COPY packages/sandbox/src ./packages/sandbox/src
 COPY src ./src
 COPY queues ./queues
+# Builds the sandbox workspace, then Herald (dist/, which holds nothing of the sandbox).
 RUN npm run build
 
-FROM node:20-bookworm-slim
+FROM node:20-bookworm-slim AS sandbox
+ENV NODE_ENV=production PORT=4010 HOST=0.0.0.0
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY packages/sandbox/package.json ./packages/sandbox/
+# The sandbox workspace's production dependencies alone, none of Herald's.
+RUN npm ci --omit=dev --workspace=@herald/sandbox --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/packages/sandbox/dist ./packages/sandbox/dist
+USER node
+EXPOSE 4010
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/__sandbox/sms`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "packages/sandbox/dist/main.js"]
+
+FROM node:20-bookworm-slim AS herald
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# Herald's production dependencies without the workspaces: the sandbox package is not linked, and
+# a dependency only it has is not installed.
+RUN npm ci --omit=dev --workspaces=false --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The default file archive (HERALD_ARCHIVE_URL=file://./data/archive) must be writable by `node`.
 RUN mkdir -p /app/data && chown node:node /app/data

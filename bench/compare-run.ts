@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { EMAIL_PROVIDERS, SMS_PROVIDERS } from '../src/providers/registry.js';
-import { startSandbox } from '../src/sandbox/index.js';
+import { startSandbox } from '@herald/sandbox';
 import { compare, report } from './compare.js';
 
 /** The repository root: this file is compiled into dist/bench/. */

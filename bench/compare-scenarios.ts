@@ -5,7 +5,7 @@
  * anything provider-specific. A verdict is computed from what the run left behind: the notice's
  * final view and decision log, the messages the emulators hold, and the requests they saw.
  */
-import type { Fault, FaultRole, SandboxEmail, SandboxRequest, SandboxSms } from '../src/sandbox/index.js';
+import type { Fault, FaultRole, SandboxEmail, SandboxRequest, SandboxSms } from '@herald/sandbox';
 
 export type Row = 'email' | 'sms';
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { TERMINAL_STATES } from '../src/notice/states.js';
-import type { Sandbox, SandboxRequest } from '../src/sandbox/index.js';
+import type { Sandbox, SandboxRequest } from '@herald/sandbox';
 import { PRICES } from './compare-prices.js';
 import { judge, SCENARIOS, type Entry, type Row, type RunFacts, type Scenario, type Verdict } from './compare-scenarios.js';
 

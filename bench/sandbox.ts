@@ -4,7 +4,7 @@
  * message, and calling it in a loop would load the very process that answers Herald.
  */
 import type { AddressInfo } from 'node:net';
-import { buildSandboxApp, type Sandbox } from '../src/sandbox/index.js';
+import { buildSandboxApp, type Sandbox } from '@herald/sandbox';
 
 export interface BenchSandbox extends Sandbox {
   /** Emails and SMS the emulators accepted since the last reset. */

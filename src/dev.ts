@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { ConfigError, loadConfig, newDevApiKey, warnUnknownVariables } from './config.js';
 import { createLogger } from './logger.js';
-import { startSandbox, urlHost, type Sandbox } from './sandbox/index.js';
-import { mailgunWebhookSigningKey, sendgridWebhookKeys } from './sandbox/webhook-keys.js';
-import type { WebhookTarget } from './sandbox/webhooks.js';
+import { loadSandbox, type SandboxPackage } from './load-sandbox.js';
+import type { Sandbox, WebhookTarget } from '@herald/sandbox';
 import { startWeb } from './server.js';
 import { exitOnSignals } from './signals.js';
 import { startWorker } from './worker.js';
@@ -21,9 +20,11 @@ async function main(): Promise<void> {
   const log = createLogger('herald');
   const env: Env = { ...process.env, HOST: process.env.HOST ?? '127.0.0.1' };
   const sandboxMode = (env.HERALD_PROVIDERS ?? 'sandbox') === 'sandbox';
+  // The sandbox package is loaded only to run the emulators here.
+  const emulators = sandboxMode && !env.POSTMARK_API_URL && !env.TWILIO_API_URL ? await loadSandbox() : undefined;
   let sandbox: Sandbox | undefined;
-  if (sandboxMode && !env.POSTMARK_API_URL && !env.TWILIO_API_URL) {
-    sandbox = await startSandbox({ port: Number(env.HERALD_SANDBOX_PORT ?? 4010) });
+  if (emulators) {
+    sandbox = await emulators.startSandbox({ port: Number(env.HERALD_SANDBOX_PORT ?? 4010) });
     env.POSTMARK_API_URL = sandbox.url;
     env.TWILIO_API_URL = sandbox.url;
     env.SENDGRID_API_URL ??= sandbox.url;
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
   }
   // A developer's event listener is on this machine: npm start lets endpoints reach private addresses.
   if (sandboxMode) env.HERALD_ALLOW_PRIVATE_EVENT_URLS ??= '1';
-  const webhooks = sandbox && webhooksWanted(env) ? await sandboxWebhooks(env) : undefined;
+  const webhooks = emulators && webhooksWanted(env) ? await sandboxWebhooks(env, emulators) : undefined;
   const devApiKey = sandboxMode && !env.HERALD_API_KEYS?.trim() ? newDevApiKey() : undefined;
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;
   const config = loadConfig(env);
@@ -78,7 +79,10 @@ function webhooksWanted(env: Env): boolean {
  * set) and HERALD_PUBLIC_URL at the web's own address, which is fixed before the web listens
  * (Twilio signs the URL, and the worker puts it in each SMS's status callback).
  */
-async function sandboxWebhooks(env: Env): Promise<{ target: Omit<WebhookTarget, 'url'>; providers: string[] }> {
+async function sandboxWebhooks(
+  env: Env,
+  { urlHost, sendgridWebhookKeys, mailgunWebhookSigningKey }: SandboxPackage,
+): Promise<{ target: Omit<WebhookTarget, 'url'>; providers: string[] }> {
   if (env.PORT?.trim() === '0') env.PORT = String(await freePort(env.HOST!));
   env.HERALD_PUBLIC_URL = env.HERALD_PUBLIC_URL?.trim() || `http://${urlHost(env.HOST!)}:${env.PORT?.trim() || '3000'}`;
   const email = env.HERALD_EMAIL_PROVIDER?.trim() || 'postmark';

@@ -4,12 +4,13 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import { composeWorker, openProviderFeed, type ProviderFeed } from './compose.js';
 import { ConfigError, describeConfig, loadConfig, warnUnknownVariables, type Config } from './config.js';
+import { loadSandbox } from './load-sandbox.js';
 import { createLogger } from './logger.js';
 import type { NoticeEngine } from './notice/engine.js';
 import { reconcileOnce, type ReconcilerDeps } from './notice/reconciler.js';
 import { createEmailProvider, createSmsProvider, emailUrl, needsSandbox, smsUrl } from './providers/registry.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
-import { startSandbox, type Sandbox } from './sandbox/index.js';
+import type { Sandbox } from '@herald/sandbox';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
 import { within } from './time-limit.js';
 import {
@@ -48,7 +49,8 @@ export interface WorkerHandle {
 }
 
 /**
- * The provider adapters for this configuration; sandbox mode without URLs starts the emulators.
+ * The provider adapters for this configuration; sandbox mode without URLs starts the emulators
+ * here, the only case in which the worker loads the sandbox package.
  * In sandbox mode the adapters are named `<provider>-sandbox`, the name every `*.requested`
  * entry records, so that no audit trail can pass an emulated delivery off as a real one.
  */
@@ -56,7 +58,7 @@ export async function createProviders(
   config: Config,
   log: Logger,
 ): Promise<{ email: EmailProvider; sms: SmsProvider; sandbox: Sandbox | undefined; feed: ProviderFeed | undefined }> {
-  const sandbox = needsSandbox(config) ? await startSandbox({ port: 0 }) : undefined;
+  const sandbox = needsSandbox(config) ? await (await loadSandbox()).startSandbox({ port: 0 }) : undefined;
   const feed = openProviderFeed(config, sandbox?.url, log);
   const deps = { sandboxUrl: sandbox?.url, feed: feed?.store, publicUrl: config.publicUrl };
   const email = createEmailProvider(config, deps);

@@ -10,10 +10,10 @@ import { AWS_SMS_PROVIDER, createAwsSmsProvider } from './aws-sms.js';
 import type { FeedSource } from './feed.js';
 import type { AwsClientOptions } from './feed-aws.js';
 import { readSesMessage, readSmsMessage } from './feed-events.js';
-import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from '../sandbox/sqs-api.js';
 import { createMailgunProvider } from './mailgun.js';
 import { createInfraiEmailProvider, createInfraiSmsProvider } from './infrai.js';
 import { createPostmarkProvider } from './postmark.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from './sandbox-conventions.js';
 import { createSendgridProvider, SENDGRID_LOGS_LAG_MS } from './sendgrid.js';
 import { createSesProvider, SES_PROVIDER } from './ses.js';
 import { createTwilioProvider } from './twilio.js';
@@ -42,9 +42,9 @@ function baseUrl(configured: string | undefined, deps: ProviderDeps, variable: s
   return url;
 }
 
-/** True when the chosen providers leave a URL unset, so that the sandbox must stand in for them. */
+/** True in sandbox mode when the chosen providers leave a URL unset, so that the sandbox must stand in for them. */
 export function needsSandbox(config: Config): boolean {
-  return emailUrl(config) === undefined || smsUrl(config) === undefined;
+  return config.providers === 'sandbox' && (emailUrl(config) === undefined || smsUrl(config) === undefined);
 }
 
 /** The configured base URL of the chosen email provider (undefined in sandbox mode). */

@@ -15,8 +15,7 @@ import { checkFeedQueues, FeedSweep, POISON_RECEIVES } from '../../src/providers
 import { readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
 import { createSesProvider } from '../../src/providers/ses.js';
 import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { SANDBOX_ACCOUNT_ID, SANDBOX_MAX_RECEIVE_COUNT, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from '../../src/sandbox/sqs-api.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_MAX_RECEIVE_COUNT, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS, startSandbox, type Sandbox } from '@herald/sandbox';
 import { KEEP_AFTER_FINAL_READ_MS, ProviderFeedStore } from '../../src/store/provider-feed.js';
 import { SuppressionStore } from '../../src/store/suppressions.js';
 import { shardOfKey } from '../../src/notice/ids.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { diagnose } from '../../src/doctor.js';
 import { createEmailProvider, createSmsProvider, emailUrl, needsSandbox, smsUrl } from '../../src/providers/registry.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { configProblems, REDIS_URL, TEST_API_KEY, TEST_ARCHIVE_KEY, testArchiveUrl, testPrefix } from '../helpers/env.js';
 
 let sandbox: Sandbox;

@@ -8,8 +8,7 @@ import {
   infraiSmsState,
 } from '../../src/providers/infrai.js';
 import type { EmailMessage } from '../../src/providers/types.js';
-import { NO_CREDIT_KEY } from '../../src/sandbox/infrai-api.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { NO_CREDIT_KEY, startSandbox, type Sandbox } from '@herald/sandbox';
 import { failure, sleep, unique } from '../helpers/providers.js';
 
 let sandbox: Sandbox;

@@ -13,7 +13,7 @@ import { createSendgridProvider } from '../../src/providers/sendgrid.js';
 import { createSesProvider } from '../../src/providers/ses.js';
 import { createTwilioProvider } from '../../src/providers/twilio.js';
 import type { EmailProvider, SmsProvider } from '../../src/providers/types.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { ACCOUNT_SID, AUTH_TOKEN, failure, sleep, unique } from '../helpers/providers.js';
 import { Relay } from '../helpers/relay.js';
 

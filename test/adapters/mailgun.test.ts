@@ -5,8 +5,7 @@ import { bareMessageId, createMailgunProvider, keyVariableValue, mailgunVariable
 import { mailgunObservation } from '../../src/providers/normalize.js';
 import { createEmailProvider, emailUrl } from '../../src/providers/registry.js';
 import type { EmailProvider, StatusObservation } from '../../src/providers/types.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { UNKNOWN_MAILGUN_DOMAIN } from '../../src/sandbox/mailgun-api.js';
+import { startSandbox, UNKNOWN_MAILGUN_DOMAIN, type Sandbox } from '@herald/sandbox';
 import { configProblems, TEST_ARCHIVE_KEY } from '../helpers/env.js';
 import { failure, sleep, unique } from '../helpers/providers.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostmarkProvider, idempotencyMetadataValue } from '../../src/providers/postmark.js';
 import type { EmailProvider, StatusObservation } from '../../src/providers/types.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { failure, sleep, unique } from '../helpers/providers.js';
 
 let sandbox: Sandbox;

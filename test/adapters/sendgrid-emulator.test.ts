@@ -1,8 +1,8 @@
 import sendgridClient from '@sendgrid/client';
 import sendgridMail from '@sendgrid/mail';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { BAD_SENDGRID_KEY, parseQuery } from '../../src/sandbox/sendgrid-api.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
+import { BAD_SENDGRID_KEY, parseQuery } from '@herald/sandbox/sendgrid-api';
 import { sleep, type HttpAnswer } from '../helpers/sandbox.js';
 
 let sandbox: Sandbox;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSendgridProvider, sendgridCustomArgs } from '../../src/providers/sendgrid.js';
 import type { EmailProvider, MessageScope, SearchWindow, StatusObservation } from '../../src/providers/types.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { BAD_SENDGRID_KEY } from '../../src/sandbox/sendgrid-api.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
+import { BAD_SENDGRID_KEY } from '@herald/sandbox/sendgrid-api';
 import { failure, sleep, unique } from '../helpers/providers.js';
 
 let sandbox: Sandbox;

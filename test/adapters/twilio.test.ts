@@ -2,7 +2,7 @@ import twilio from 'twilio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTwilioProvider, type TwilioProviderOptions } from '../../src/providers/twilio.js';
 import type { SmsProvider } from '../../src/providers/types.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { ACCOUNT_SID, AUTH_TOKEN, failure, sleep, startOfSecond } from '../helpers/providers.js';
 
 let sandbox: Sandbox;

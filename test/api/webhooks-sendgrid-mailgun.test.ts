@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config.js';
-import { mailgunWebhookSigningKey, sendgridWebhookKeys, signMailgunWebhook, signSendgridWebhook } from '../../src/sandbox/webhook-keys.js';
+import { mailgunWebhookSigningKey, sendgridWebhookKeys, signMailgunWebhook, signSendgridWebhook } from '@herald/sandbox/webhook-keys';
 import { mailgunEvents, mailgunReceiver, verifyMailgunRequest } from '../../src/webhooks/mailgun.js';
 import { sendgridEvents, sendgridVerificationKey, verifySendgridRequest } from '../../src/webhooks/sendgrid.js';
 import type { WebhookRequest } from '../../src/webhooks/types.js';

@@ -16,7 +16,7 @@ import { createFileStorage } from '../../src/archive/file-storage.js';
 import { LogMirrorStore } from '../../src/store/log-mirror.js';
 import { readTrail } from '../../src/archive/trail.js';
 import { verifyShard } from '../../src/archive/verify.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import type { RetiredStats } from '../../src/archive/records.js';
 import type { Prices } from '../../src/config.js';
 import { STATS_HOUR_MS } from '../../src/notice/stats.js';

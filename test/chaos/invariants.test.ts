@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SandboxEmail, SandboxSms } from '../../src/sandbox/index.js';
+import type { SandboxEmail, SandboxSms } from '@herald/sandbox';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { checkNotice, checkRun, settled, type NoticeOutcome } from './invariants.js';
 import type { NoticePlan } from './plan.js';

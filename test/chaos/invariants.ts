@@ -3,7 +3,7 @@
  * not depend on each other's honesty: the notice hash (`state`, `seq`, fields), its decision
  * log, and what the provider emulators actually received.
  */
-import type { SandboxEmail, SandboxSms } from '../../src/sandbox/index.js';
+import type { SandboxEmail, SandboxSms } from '@herald/sandbox';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { NEVER_DELIVERED, SMS_REFUSED, SMS_UNCONFIRMED, type NoticePlan } from './plan.js';
 import { TRANSITIONS, transitionsMarkedBy, type Transition } from '../../src/notice/transitions.js';

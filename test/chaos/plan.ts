@@ -3,8 +3,7 @@
  * faults happen when. It is a pure function of the seed and the shape, so a seed replays the
  * same inputs and the same fault schedule (the interleaving of processes is the OS's own).
  */
-import type { Fault, FaultMode, Operation } from '../../src/sandbox/index.js';
-import type { WebhookFaultRates } from '../../src/sandbox/webhooks.js';
+import type { Fault, FaultMode, Operation, WebhookFaultRates } from '@herald/sandbox';
 import { Random } from './random.js';
 
 export interface ChaosShape {

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/logger.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import { readNotice } from '../../src/notice/notice.js';
 import { reconcileOnce } from '../../src/notice/reconciler.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { engineUnderTest } from '../helpers/engine.js';

@@ -4,7 +4,7 @@ import type { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import { reconcileOnce } from '../../src/notice/reconciler.js';
-import type { Sandbox } from '../../src/sandbox/index.js';
+import type { Sandbox } from '@herald/sandbox';
 import { startEngineStack, type EngineStack } from '../helpers/engine.js';
 import { noticeBody, type WebUnderTest } from '../helpers/herald.js';
 

@@ -7,7 +7,7 @@ import { runCli } from '../../src/cli.js';
 import { iso, ManualClock } from '../../src/clock.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import { loadRules } from '../../src/policy/rules.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { engineUnderTest } from '../helpers/engine.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/clock.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
-import type { Sandbox } from '../../src/sandbox/index.js';
+import type { Sandbox } from '@herald/sandbox';
 import { startEngineStack, type EngineStack } from '../helpers/engine.js';
 import { noticeBody, type WebUnderTest } from '../helpers/herald.js';
 

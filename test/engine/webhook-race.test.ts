@@ -6,7 +6,7 @@ import { StepContext } from '../../src/notice/steps/context.js';
 import { noProviderCalls, recordWebhookEvent } from '../../src/notice/steps/webhook.js';
 import { createPostmarkProvider } from '../../src/providers/postmark.js';
 import type { EmailProvider } from '../../src/providers/types.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { QueueScheduler } from '../../queues/index.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';

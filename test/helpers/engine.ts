@@ -4,7 +4,7 @@ import { createLogger } from '../../src/logger.js';
 import { NoticeEngine, type EngineSettings } from '../../src/notice/engine.js';
 import { createPostmarkProvider } from '../../src/providers/postmark.js';
 import { createTwilioProvider } from '../../src/providers/twilio.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { QueueScheduler } from '../../queues/index.js';
 import { testConfig, testPrefix } from './env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';

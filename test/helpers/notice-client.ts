@@ -1,4 +1,4 @@
-import type { Sandbox } from '../../src/sandbox/index.js';
+import type { Sandbox } from '@herald/sandbox';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { waitFor } from './env.js';
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { startWorker, type WorkerHandle } from '../../src/worker.js';
 import { testConfig, testEnv } from './env.js';
 import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';
@@ -84,12 +84,16 @@ export class WorkerProcess {
   output = '';
   private outputAtStart = 0;
 
-  constructor(private readonly env: Record<string, string>) {}
+  /** `nodeArgs` go to node before the script (`--import` a hook). */
+  constructor(
+    private readonly env: Record<string, string>,
+    private readonly nodeArgs: string[] = [],
+  ) {}
 
   start(): this {
     this.exitCode = null;
     this.outputAtStart = this.output.length;
-    this.child = spawn(process.execPath, ['dist/src/worker.js'], {
+    this.child = spawn(process.execPath, [...this.nodeArgs, 'dist/src/worker.js'], {
       cwd: ROOT,
       env: { ...process.env, ...this.env, LOG_LEVEL: this.env.LOG_LEVEL ?? 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,5 @@
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { mailgunWebhookSigningKey, sendgridWebhookKeys, type SendgridWebhookKeys } from '../../src/sandbox/webhook-keys.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
+import { mailgunWebhookSigningKey, sendgridWebhookKeys, type SendgridWebhookKeys } from '@herald/sandbox/webhook-keys';
 import { testEnv, waitFor } from './env.js';
 import { noticeClient, type NoticeClient } from './notice-client.js';
 import { cleanUp } from './herald.js';

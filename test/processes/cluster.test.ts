@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { Keys, partitionOfNotice, queuePartitionTags } from '../../src/store/keys.js';
 import { slotOf } from '../../src/store/slots.js';
 import { shardOfNoticeId } from '../../src/notice/ids.js';

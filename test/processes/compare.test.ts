@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compare, report, type ProviderResult } from '../../bench/compare.js';
 import { judge, SCENARIOS, type RunFacts, type Scenario } from '../../bench/compare-scenarios.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { REDIS_URL } from '../helpers/env.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

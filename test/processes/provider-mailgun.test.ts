@@ -5,7 +5,7 @@
  * what it received and inject its faults; the SMS go to the stack's sandbox.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';

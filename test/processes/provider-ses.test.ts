@@ -1,6 +1,6 @@
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from '../../src/sandbox/sqs-api.js';
+import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS } from '@herald/sandbox';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { SuppressionStore } from '../../src/store/suppressions.js';
 import { noticeBody } from '../helpers/herald.js';

@@ -6,7 +6,7 @@
  */
 import twilio from 'twilio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signSendgridWebhook } from '../../src/sandbox/webhook-keys.js';
+import { signSendgridWebhook } from '@herald/sandbox/webhook-keys';
 import type { StoredEntry } from '../../src/store/notices.js';
 import { testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';

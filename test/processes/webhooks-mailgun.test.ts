@@ -4,7 +4,7 @@
  * `/webhooks/mailgun` as JSON, signed with the run's HMAC signing key; real Redis.
  */
 import { describe, expect, it } from 'vitest';
-import { mailgunWebhookSigningKey, signMailgunWebhook } from '../../src/sandbox/webhook-keys.js';
+import { mailgunWebhookSigningKey, signMailgunWebhook } from '@herald/sandbox/webhook-keys';
 import { waitFor } from '../helpers/env.js';
 import { emailWebhookSuite } from '../helpers/email-webhook-suite.js';
 

@@ -4,7 +4,7 @@
  * the web's `/webhooks/sendgrid`, signed with the run's ECDSA key; real Redis.
  */
 import { describe, expect, it } from 'vitest';
-import { signSendgridWebhook, sendgridWebhookKeys } from '../../src/sandbox/webhook-keys.js';
+import { signSendgridWebhook, sendgridWebhookKeys } from '@herald/sandbox/webhook-keys';
 import { waitFor } from '../helpers/env.js';
 import { emailWebhookSuite } from '../helpers/email-webhook-suite.js';
 

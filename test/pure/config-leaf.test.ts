@@ -3,46 +3,14 @@
  * small value modules. Checked on the runtime imports of the source (type imports are erased by
  * the compiler and load nothing).
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, unknownHeraldVariables } from '../../src/config.js';
 import { configProblems } from '../helpers/env.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** The modules `file` loads at run time: relative ones as files, packages by name. */
-function runtimeImports(file: string): { files: string[]; packages: string[] } {
-  const text = readFileSync(file, 'utf8');
-  const specifiers = [...text.matchAll(/^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
-  const files: string[] = [];
-  const packages: string[] = [];
-  for (const specifier of specifiers) {
-    if (specifier.startsWith('.')) files.push(join(dirname(file), specifier.replace(/\.js$/, '.ts')));
-    else if (!specifier.startsWith('node:')) packages.push(specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!);
-  }
-  return { files, packages };
-}
-
-/** Every module reading `entry` loads, and the packages among them. */
-function closure(entry: string): { files: Set<string>; packages: Set<string> } {
-  const files = new Set<string>();
-  const packages = new Set<string>();
-  const walk = (file: string) => {
-    if (files.has(file)) return;
-    expect(existsSync(file), file).toBe(true);
-    files.add(file);
-    const found = runtimeImports(file);
-    for (const name of found.packages) packages.add(name);
-    for (const next of found.files) walk(next);
-  };
-  walk(join(ROOT, entry));
-  return { files, packages };
-}
+import { ROOT, runtimeClosure } from '../helpers/imports.js';
 
 describe('the configuration', () => {
-  const { files, packages } = closure('src/config.ts');
+  const { files, packages } = runtimeClosure('src/config.ts');
 
   it('loads no provider SDK, queue, web framework or Redis client', () => {
     for (const sdk of ['twilio', 'postmark', '@sendgrid/mail', '@sendgrid/client', 'mailgun.js', '@aws-sdk/client-sesv2', '@aws-sdk/client-sqs', '@aws-sdk/client-s3', '@aws-sdk/client-pinpoint-sms-voice-v2', 'bullmq', 'fastify', 'ioredis', 'pino']) {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { configProblems } from '../helpers/env.js';
 import { formatDuration, parseDuration } from '../../src/durations.js';
-import { sendgridWebhookKeys } from '../../src/sandbox/webhook-keys.js';
+import { sendgridWebhookKeys } from '@herald/sandbox/webhook-keys';
 
 const problemsOf = configProblems;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_EMAIL_DELAY_MS, planEmail, plannedEmailEvents } from '../../src/sandbox/email-behaviour.js';
-import { plannedSteps, sentAt, smsBehaviour, stepAt } from '../../src/sandbox/sms-behaviour.js';
+import { DEFAULT_EMAIL_DELAY_MS, planEmail, plannedEmailEvents } from '@herald/sandbox/email-behaviour';
+import { plannedSteps, sentAt, smsBehaviour, stepAt } from '@herald/sandbox/sms-behaviour';
 
 describe('email behaviour from the address', () => {
   it('reads the behaviour from the local part, with the default delay', () => {

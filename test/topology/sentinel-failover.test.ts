@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { UNDECIDED_STATES } from '../../src/notice/states.js';
 import { NoticeStore } from '../../src/store/notices.js';
 import { connectRedis } from '../../src/store/redis.js';

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { deleteKeys, testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { makeTlsFiles, RedisServer, type TlsFiles } from '../helpers/redis-server.js';

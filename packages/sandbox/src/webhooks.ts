@@ -8,7 +8,10 @@
  * message by `setWebhookFaults` (the chaos run drops half of them and duplicates some).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { WebhookProvider } from '../webhooks/types.js';
+
+/** The providers whose webhooks the emulators push, each to Herald's `POST /webhooks/<provider>`. */
+export const WEBHOOK_PROVIDERS = ['postmark', 'twilio', 'sendgrid', 'mailgun'] as const;
+export type WebhookProvider = (typeof WEBHOOK_PROVIDERS)[number];
 
 /** Where Herald listens, and the secrets each provider's webhooks are signed or sent with. */
 export interface WebhookTarget {

@@ -20,7 +20,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import { BAD_TOKEN } from './postmark-api.js';
 
-/** The emulated queues: the ones Herald's sandbox mode reads when no events queue URL is set (src/providers/registry.ts). */
+/** The emulated queues: the ones Herald's sandbox mode reads, from its own copy of these values, when no events queue URL is set. */
 export const SANDBOX_QUEUE_NAMES = { ses: 'herald-ses-events', awsSms: 'herald-aws-sms-events' } as const;
 export const SANDBOX_ACCOUNT_ID = '000000000000';
 export const SANDBOX_REGION = 'us-east-1';

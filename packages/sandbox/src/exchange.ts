@@ -26,7 +26,7 @@ export interface SandboxContext {
   closing: AbortSignal;
   indexLagMs: number;
   slowMs: number;
-  /** Pushes the messages' events to Herald when a webhook target is configured (src/sandbox/webhooks.ts). */
+  /** Pushes the messages' events to Herald when a webhook target is configured (webhooks.ts). */
   webhooks: WebhookOutbox;
 }
 

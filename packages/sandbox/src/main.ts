@@ -1,5 +1,5 @@
 /**
- * Runs the sandbox on its own: `node dist/src/sandbox/main.js` (PORT, default 4010; HOST,
+ * Runs the sandbox on its own: `node packages/sandbox/dist/main.js` (PORT, default 4010; HOST,
  * default 127.0.0.1). Point Herald at it with POSTMARK_API_URL and TWILIO_API_URL.
  */
 import { startSandbox } from './index.js';

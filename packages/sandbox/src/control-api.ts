@@ -3,9 +3,8 @@
  * processes from outside: what was sent, what was asked, and faults to inject.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { WEBHOOK_PROVIDERS } from '../webhooks/types.js';
 import type { SandboxControls } from './server.js';
-import { WEBHOOK_FAULTS, type WebhookFaultRates, type WebhookTarget } from './webhooks.js';
+import { WEBHOOK_FAULTS, WEBHOOK_PROVIDERS, type WebhookFaultRates, type WebhookProvider, type WebhookTarget } from './webhooks.js';
 
 /** Registers the `/__sandbox/` routes. */
 export function registerControl(app: FastifyInstance, controls: SandboxControls): void {
@@ -109,7 +108,7 @@ const SECRET_OF = {
   twilio: 'twilioAuthToken',
   sendgrid: 'sendgridPrivateKey',
   mailgun: 'mailgunSigningKey',
-} as const satisfies Record<(typeof WEBHOOK_PROVIDERS)[number], keyof WebhookTarget>;
+} as const satisfies Record<WebhookProvider, keyof WebhookTarget>;
 
 /** Checks an untrusted webhook target (from the HTTP control API); throws TypeError saying what is wrong. */
 export function parseWebhookTarget(input: unknown): WebhookTarget {
