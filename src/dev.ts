@@ -59,6 +59,11 @@ async function main(): Promise<void> {
       : '',
     devApiKey ? `  Dev API key: ${devApiKey}` : '',
     devApiKey ? `  export HERALD_KEY=${devApiKey}` : '',
+    // Events to callers, seen with no code: the sandbox's receiver stands in for the caller's endpoint.
+    sandbox
+      ? `  Hear back instead of polling: curl -s ${web.url}/v1/event-endpoints -H "Authorization: Bearer $HERALD_KEY" -H 'Content-Type: application/json' -d '{"url":"${sandbox.url}/__sandbox/events","events":["notice.completed","fallback.decided","notice.failed"]}'`
+      : '',
+    sandbox ? `  then watch ${sandbox.url}/__sandbox/events (add ?secret=<the whsec_ secret it answered> to verify the signatures)` : '',
     '',
   ];
   process.stdout.write(lines.filter((l, i) => l !== '' || i === 0 || i === lines.length - 1).join('\n') + '\n');

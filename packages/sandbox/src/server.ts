@@ -2,6 +2,7 @@
 import { setMaxListeners } from 'node:events';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { registerControl } from './control-api.js';
+import { EventReceiver, registerEventReceiver } from './event-receiver.js';
 import type { SandboxContext } from './exchange.js';
 import { isMailgunPath, mailgunError, registerMailgun } from './mailgun-api.js';
 import { INFRAI_ERROR_CODES, INFRAI_PATHS, infraiError, registerInfrai } from './infrai-api.js';
@@ -51,6 +52,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     forceCloseConnections: true,
   });
 
+  // A caller's endpoint for Herald's events, to see the loop with no code of one's own.
+  const events = new EventReceiver();
   const controls: SandboxControls = {
     emails: () => {
       const now = Date.now();
@@ -72,6 +75,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
     webhookFaults: () => ctx.webhooks.faults(),
     reset: () => {
       state.reset();
+      events.clear();
       queues.clear();
       ctx.webhooks.clear();
     },
@@ -166,6 +170,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): SandboxApp {
   registerMailgun(app, ctx);
   registerInfrai(app, ctx);
   registerControl(app, controls);
+  registerEventReceiver(app, events);
 
   return { app, controls, abortPending: () => closing.abort() };
 }
