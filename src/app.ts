@@ -7,9 +7,11 @@ import type { Config } from './config.js';
 import type { AppDeps } from './http/deps.js';
 import { adminRoutes } from './http/admin.js';
 import { metricsRoutes } from './http/metrics.js';
-import { apiKeyVerifier } from './http/auth.js';
+import { ApiKeyVerifier, DEFAULT_TENANT, forbidden, type Caller } from './http/auth.js';
+import type { Scope } from './store/api-keys.js';
+import { scopeOf } from './http/scopes.js';
 import { AuthFailures, sendTooManyFailures } from './http/auth-failures.js';
-import { clientErrorHandler, ERROR_CATALOGUE, errorBody, errorHandler, frameworkErrors, quotedPath, urlGuard } from './http/errors.js';
+import { clientErrorHandler, ERROR_CATALOGUE, errorBody, errorHandler, frameworkErrors, HttpError, quotedPath, urlGuard } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { noticeRoutes } from './http/notices.js';
 import { recipientRoutes } from './http/recipients.js';
@@ -26,7 +28,10 @@ declare module 'fastify' {
     apiKeyId: string;
     /** The tenant the key acts for: what it creates is that tenant's, and it sees no other's. */
     tenant: string;
+    /** What the key may do. */
+    scopes: readonly Scope[];
   }
+
 }
 
 /**
@@ -108,20 +113,32 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.config.metrics.port === undefined) await app.register(async (scope) => metricsRoutes(scope, deps, failures));
   await app.register(async (scope) => adminRoutes(scope, deps, failures));
   await app.register(async (scope) => webhookRoutes(scope, deps, failures));
-  const verify = apiKeyVerifier(deps.config.apiKeys);
+  const verifier = new ApiKeyVerifier(deps.config.apiKeys, deps.apiKeys, deps.clock);
   await app.register(async (v1) => {
     v1.decorateRequest('apiKeyId', '');
-    v1.decorateRequest('tenant', 'default');
+    v1.decorateRequest('tenant', DEFAULT_TENANT);
+    // A reference type may not be a decorator's default: set by the hook below for every request.
+    v1.decorateRequest('scopes', null as unknown as readonly Scope[]);
     v1.addHook('onRequest', async (request, reply) => {
+      let caller: Caller;
       try {
-        request.apiKeyId = verify(request);
+        caller = await verifier.verify(request);
       } catch (error) {
         // A missing key guesses nothing; a wrong one counts towards the client's limit. A right
         // one is never refused for what other requests from its address did.
-        const blocked = request.headers.authorization ? await failures.fail(request.ip) : undefined;
+        const wrong = error instanceof HttpError && error.code === 'unauthorized' && Boolean(request.headers.authorization);
+        const blocked = wrong ? await failures.fail(request.ip) : undefined;
         if (blocked !== undefined) return sendTooManyFailures(reply, blocked);
         throw error;
       }
+      request.apiKeyId = caller.keyId;
+      request.tenant = caller.tenant;
+      request.scopes = caller.scopes;
+      // Each route needs a scope (src/http/scopes.ts); a key without it gets 403.
+      if (request.routeOptions.url === undefined) return; // no route: the 404 handler answers
+      const scope = scopeOf(request.method, request.routeOptions.url);
+      if (scope === undefined) throw new HttpError('forbidden', 'No API key may call this route.');
+      if (!caller.scopes.includes(scope)) throw forbidden(scope);
     });
     if (deps.config.rateLimitPerMinute > 0) {
       // Per API key, shared by every web process through Redis; a Redis outage does not block

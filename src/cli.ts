@@ -11,6 +11,7 @@ import { auditCommand } from './cli/audit.js';
 import { UsageError, type CliCommand, type CliIo } from './cli/command.js';
 import { doctorCommand } from './cli/doctor.js';
 import { exportCommand } from './cli/export.js';
+import { keysCommand } from './cli/keys.js';
 import { noticesCommand } from './cli/notices.js';
 import { policyCommand } from './cli/policy.js';
 import { retentionCommand } from './cli/retention.js';
@@ -26,6 +27,7 @@ export const COMMANDS: readonly CliCommand[] = [
   retentionCommand,
   noticesCommand,
   policyCommand,
+  keysCommand,
 ];
 
 /** `herald --help`: what the commands are for, one line each. */

@@ -34,6 +34,7 @@ import { closeQueues, deliveryQueue, openQueues, QueueScheduler, type HeraldQueu
 import { deliverEvent, type DeliveryStep } from './events/deliver.js';
 import { EventDispatch, type EventDeliveryJob } from './events/dispatch.js';
 import { EventEndpointStore } from './store/event-endpoints.js';
+import { ApiKeyStore } from './store/api-keys.js';
 import { EventLogStore } from './store/event-log.js';
 import { FeedSweep } from './providers/feed.js';
 import { feedObservationTtlMs, feedSources } from './providers/registry.js';
@@ -64,6 +65,8 @@ export interface Stores {
   noticeIndex: NoticeIndex;
   /** The callers' event endpoints and their deliveries. */
   eventEndpoints: EventEndpointStore;
+  /** The API keys `herald keys create` made. */
+  apiKeys: ApiKeyStore;
 }
 
 /**
@@ -80,6 +83,7 @@ export function openStores(redis: RedisClient, config: Config, opts: { openConte
     suppressions: new SuppressionStore(redis, config.prefix, { max: config.suppressionsMax }),
     noticeIndex: new NoticeIndex(redis, new Keys(config.prefix)),
     eventEndpoints: new EventEndpointStore(redis, new Keys(config.prefix)),
+    apiKeys: new ApiKeyStore(redis, new Keys(config.prefix)),
   };
 }
 

@@ -15,6 +15,7 @@ import type { PolicyStore } from '../store/policies.js';
 import type { RedisClient } from '../store/redis.js';
 import type { SuppressionStore } from '../store/suppressions.js';
 import type { EventEndpointStore } from '../store/event-endpoints.js';
+import type { ApiKeyStore } from '../store/api-keys.js';
 import type { HeraldQueues } from '../../queues/index.js';
 
 export interface AppDeps {
@@ -36,6 +37,8 @@ export interface AppDeps {
   noticeIndex: NoticeIndex;
   /** The callers' event endpoints and their deliveries. */
   eventEndpoints: EventEndpointStore;
+  /** The API keys `herald keys create` made. */
+  apiKeys: ApiKeyStore;
   clock: Clock;
   logger: Logger;
   /** The steps a webhook's observation runs through: the engine's, with no provider to call. */

@@ -43,6 +43,7 @@ th{font-size:12px;color:#57606a} code{font-family:ui-monospace,monospace;font-si
 const FIELDS: { name: keyof NoticeFilters | 'recipientId'; label: string; hint?: string }[] = [
   { name: 'id', label: 'Notice ID', hint: 'ntc_…' },
   { name: 'recipientId', label: 'Recipient ID' },
+  { name: 'tenant', label: 'Tenant', hint: 'every tenant' },
   { name: 'category', label: 'Category' },
   { name: 'from', label: 'Created from', hint: '2026-11-29T14:00Z' },
   { name: 'to', label: 'Created before', hint: '2026-11-30' },
@@ -107,6 +108,7 @@ export function renderNoticesList(raw: Record<string, unknown>, filters: NoticeF
 <td data-label="State" class="state">${n.state}</td>
 <td data-label="Category">${n.category}</td>
 <td data-label="Recipient">${n.recipientId}</td>
+<td data-label="Tenant">${n.tenant}</td>
 <td data-label="Created">${n.createdAt}</td>
 <td data-label="Deadline">${n.deadline}</td>
 <td data-label="Fallback reason">${n.fallbackReason ?? '—'}</td>
@@ -135,7 +137,7 @@ ${limit !== 50 ? markup`<input type="hidden" name="limit" value="${limit}">` : '
 <div class="actions"><button type="submit">Filter</button><a href="/admin/notices">Clear</a></div>
 </form>
 <p class="summary" id="summary" role="status">${summary}</p>
-<table id="results"><thead><tr><th scope="col">ID</th><th scope="col">State</th><th scope="col">Category</th><th scope="col">Recipient</th><th scope="col">Created</th><th scope="col">Deadline</th><th scope="col">Fallback reason</th></tr></thead>
+<table id="results"><thead><tr><th scope="col">ID</th><th scope="col">State</th><th scope="col">Category</th><th scope="col">Recipient</th><th scope="col">Tenant</th><th scope="col">Created</th><th scope="col">Deadline</th><th scope="col">Fallback reason</th></tr></thead>
 <tbody>
 ${rows}</tbody></table>
 <nav class="pages" aria-label="Pages">${raw.cursor ? markup`<a href="${firstHref}">Newest</a>` : ''}${nextHref ? markup`<a href="${nextHref}" rel="next" id="next-page">Older →</a>` : ''}</nav>

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
-import { accept, acceptBatch, acceptSettings, RejectedRequest, type AcceptDeps } from '../notice/accept.js';
+import { accept, acceptBatch, acceptSettings, DEFAULT_TENANT, RejectedRequest, type AcceptDeps } from '../notice/accept.js';
 import { storeUnreachable } from '../store/redis.js';
 import { NoticeQueryError, parseNoticeQuery, searchNotices } from '../notice/search.js';
 import { cancelNotice } from '../notice/cancel.js';
@@ -34,10 +34,11 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
   const { store, policies, suppressions, scheduler, trails, clock, config } = deps;
   const accepting: AcceptDeps = { store, policies, suppressions, scheduler, clock, settings: acceptSettings(config) };
 
-  /** The notice's view, from Redis or, once it is retired, from the archive. */
-  const load = async (id: string, log: FastifyBaseLogger) => {
+  /** The notice's view, from Redis or, once it is retired, from the archive; another tenant's is not found. */
+  const load = async (id: string, log: FastifyBaseLogger, tenant: string) => {
     const view = await fromArchive(() => trails.view(id), log, 'This notice');
-    if (!view) throw new HttpError('not_found', `No notice ${id}.`);
+    // A view of before tenants names none: the default tenant's.
+    if (!view || ((view as { tenant?: string }).tenant ?? DEFAULT_TENANT) !== tenant) throw new HttpError('not_found', `No notice ${id}.`);
     return view;
   };
   const notCancelable = (state: string) =>
@@ -63,7 +64,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       }
       let result;
       try {
-        result = await accept(accepting, request.body, { apiKeyId: request.apiKeyId, idempotencyKey }, request.log);
+        result = await accept(accepting, request.body, { apiKeyId: request.apiKeyId, tenant: request.tenant, idempotencyKey }, request.log);
       } catch (error) {
         if (error instanceof RejectedRequest) {
           throw new HttpError('validation_failed', error.message, [{ path: `body.${error.field}`, message: error.message }]);
@@ -77,7 +78,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         return reply
           .status(200)
           .header('Idempotent-Replayed', 'true')
-          .send(await load(result.id, request.log));
+          .send(await load(result.id, request.log, request.tenant));
       }
       return reply.status(202).send({
         id: result.id,
@@ -124,7 +125,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         }));
         results[index] = { index, status: 400, error: errorBody('validation_failed', 'The notice is not valid.', details).error };
       });
-      const accepted = await acceptBatch(accepting, valid, request.apiKeyId, request.log);
+      const accepted = await acceptBatch(accepting, valid, { apiKeyId: request.apiKeyId, tenant: request.tenant }, request.log);
       const replayed: { index: number; id: string }[] = [];
       accepted.forEach((outcome, i) => {
         const index = valid[i]!.index;
@@ -181,7 +182,8 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         () =>
           searchNotices(
             { index: deps.noticeIndex, archive: deps.archive, now: clock.now(), lateAfterMs: config.reconcileGraceMs, auditRetentionMs: config.auditRetentionMs },
-            query.filters,
+            // A key lists its own tenant's notices only.
+            { ...query.filters, tenant: request.tenant },
             { cursor: query.cursor, limit: query.limit },
           ),
         request.log,
@@ -197,7 +199,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
     {
       schema: { ...secured, summary: 'The current view of a notice', params: NoticeParams, response: { 200: NoticeViewSchema, ...errors } },
     },
-    async (request) => load(request.params.id, request.log),
+    async (request) => load(request.params.id, request.log, request.tenant),
   );
 
   app.get<{ Params: NoticeParams }>(
@@ -213,7 +215,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       },
     },
     async (request) => {
-      await load(request.params.id, request.log);
+      await load(request.params.id, request.log, request.tenant);
       return { events: (await fromArchive(() => trails.read(request.params.id), request.log, 'Part of this trail')).entries };
     },
   );
@@ -231,9 +233,10 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
     async (request) => {
       const id = request.params.id;
       const notice = shardOfNoticeId(id) === undefined ? null : await readNotice(store, id);
+      if (notice && notice.tenant !== request.tenant) throw new HttpError('not_found', `No notice ${id}.`);
       if (!notice) {
         // Only a finished notice leaves Redis: a retired one can no longer be canceled.
-        throw notCancelable((await load(id, request.log)).state);
+        throw notCancelable((await load(id, request.log, request.tenant)).state);
       }
       const result = await cancelNotice({ store, scheduler, clock, log: request.log }, notice.id);
       if (!result?.canceled) throw notCancelable(result?.state ?? notice.state);

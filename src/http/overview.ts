@@ -295,16 +295,24 @@ export function overviewWindow(now: number): { from: number; to: number } {
   return { from: to - OVERVIEW_HOURS * STATS_HOUR_MS, to };
 }
 
+/** The tenants notices may belong to: `default` (HERALD_API_KEYS) and every tenant a key was made for. */
+export async function knownTenants(deps: AppDeps): Promise<string[]> {
+  const keys = await deps.apiKeys.list();
+  return [...new Set(['default', ...keys.map((k) => k.tenant)])];
+}
+
 /** `GET /admin`: the overview page (registered in the admin scope, behind its gate). */
 export async function overviewRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const snapshot = sharedMetricsSnapshot(deps);
-  app.get('/admin', { schema: { hide: true } }, async (_request, reply) => {
+  app.get<{ Querystring: { tenant?: string } }>('/admin', { schema: { hide: true } }, async (request, reply) => {
     const now = deps.clock.now();
     const { from, to } = overviewWindow(now);
+    // Every tenant's notices together, or one tenant's (?tenant=).
+    const tenants = typeof request.query.tenant === 'string' && request.query.tenant !== '' ? [request.query.tenant] : await knownTenants(deps);
     const [current, hours, window] = await Promise.all([
       snapshot(),
-      hourlyStats(deps.redis, deps.store.keys, deps.config.prices, from, to),
-      noticeStats(deps.redis, deps.store.keys, deps.config.prices, from, to),
+      hourlyStats(deps.redis, deps.store.keys, deps.config.prices, from, to, tenants),
+      noticeStats(deps.redis, deps.store.keys, deps.config.prices, from, to, tenants),
     ]);
     return sendPage(reply, renderOverview({ snapshot: current, hours, window, currency: deps.config.prices.currency, providers: { email: deps.config.emailProvider, sms: deps.config.smsProvider }, now }), OVERVIEW_CSS);
   });

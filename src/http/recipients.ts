@@ -20,7 +20,7 @@ export async function recipientRoutes(app: FastifyInstance, deps: AppDeps): Prom
       },
     },
     async (request) => {
-      const version = await deps.policies.put(request.params.id, request.body, iso(deps.clock.now()));
+      const version = await deps.policies.put(request.params.id, request.body, iso(deps.clock.now()), request.tenant);
       return { version };
     },
   );
@@ -35,6 +35,6 @@ export async function recipientRoutes(app: FastifyInstance, deps: AppDeps): Prom
         response: { 200: RecipientPolicyResponse, ...errors },
       },
     },
-    async (request) => deps.policies.get(request.params.id),
+    async (request) => deps.policies.get(request.params.id, request.tenant),
   );
 }

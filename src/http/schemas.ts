@@ -94,6 +94,7 @@ export const AcceptedResponse = Type.Object({
 
 export const NoticeViewSchema = Type.Object({
   id: Type.String(),
+  tenant: Type.Optional(Type.String({ description: 'The tenant of the key that created it' })),
   state: Type.String({
     description:
       'accepted, email_sending, email_sent, email_delivered, sms_pending, sms_sending, sms_sent, sms_delivered, sms_failed, blocked, canceled or failed',

@@ -67,7 +67,7 @@ export async function statsRoutes(app: FastifyInstance, deps: AppDeps): Promise<
           `stats reach back ${formatDuration(deps.config.statsRetentionMs)} (HERALD_STATS_RETENTION); older periods are in the decision log (herald export)`,
           [{ path: 'querystring.from', message: 'before the stats retention' }],
         );
-      return noticeStats(deps.redis, deps.store.keys, deps.config.prices, from, to);
+      return noticeStats(deps.redis, deps.store.keys, deps.config.prices, from, to, [request.tenant]);
     },
   );
 }

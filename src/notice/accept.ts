@@ -12,6 +12,10 @@ import type { CreateNoticeInput, NoticeStore, NoticeContent, NoticeFields, LogEn
 import type { PolicyStore, RecipientPolicy } from '../store/policies.js';
 import type { SuppressionStore } from '../store/suppressions.js';
 import type { Scheduler } from './outcome.js';
+import { STATS_HOUR_MS, statsHourOf } from '../store/stats.js';
+
+/** The tenant of every notice made before tenants, and of the keys of HERALD_API_KEYS. */
+export const DEFAULT_TENANT = 'default';
 import { newNoticeId, shardOfKey } from './ids.js';
 import { lastSmsCheckBy, MAX_HORIZON_MS, planChecks, type PollPolicy } from './planner.js';
 import type { PolicyOutcome } from './states.js';
@@ -127,9 +131,13 @@ export interface AcceptDeps {
   settings: AcceptSettings;
 }
 
-/** Who asks: the API key's ID (idempotency keys are the key's own) and the request's Idempotency-Key, if any. */
+/**
+ * Who asks: the API key's ID, its tenant (the notice is the tenant's, and so are idempotency
+ * keys), and the request's Idempotency-Key, if any.
+ */
 export interface AcceptCaller {
   apiKeyId: string;
+  tenant: string;
   idempotencyKey?: string;
 }
 
@@ -147,7 +155,7 @@ export async function accept(
   log: Pick<Logger, 'info' | 'warn'>,
 ): Promise<AcceptResult> {
   const [policy, emailSuppressed] = await Promise.all([
-    deps.policies.get(request.recipient.id),
+    deps.policies.get(request.recipient.id, caller.tenant),
     deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
   ]);
   const now = deps.clock.now();
@@ -177,7 +185,7 @@ export type BatchItemResult = { ok: true; result: AcceptResult } | { ok: false; 
 export async function acceptBatch(
   deps: AcceptDeps,
   requests: readonly { request: AcceptRequest; idempotencyKey?: string }[],
-  apiKeyId: string,
+  caller: Omit<AcceptCaller, 'idempotencyKey'>,
   log: Pick<Logger, 'info' | 'warn'>,
 ): Promise<BatchItemResult[]> {
   const now = deps.clock.now();
@@ -185,11 +193,11 @@ export async function acceptBatch(
     requests.map(async ({ request, idempotencyKey }): Promise<BatchItemResult> => {
       try {
         const [policy, emailSuppressed] = await Promise.all([
-          deps.policies.get(request.recipient.id),
+          deps.policies.get(request.recipient.id, caller.tenant),
           deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
         ]);
-        const caller = idempotencyKey === undefined ? { apiKeyId } : { apiKeyId, idempotencyKey };
-        return { ok: true, result: await acceptNotice(deps.store, request, policy, { now, ...caller, emailSuppressed, settings: deps.settings }) };
+        const who = idempotencyKey === undefined ? caller : { ...caller, idempotencyKey };
+        return { ok: true, result: await acceptNotice(deps.store, request, policy, { now, ...who, emailSuppressed, settings: deps.settings }) };
       } catch (error) {
         if (error instanceof RejectedRequest) return { ok: false, rejected: error };
         return { ok: false, failed: error };
@@ -215,17 +223,24 @@ export async function acceptNotice(
   store: NoticeStore,
   request: AcceptRequest,
   policy: RecipientPolicy,
-  ctx: { now: number; apiKeyId: string; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
+  ctx: { now: number; apiKeyId: string; tenant: string; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
 ): Promise<AcceptResult> {
   // Only a request with an Idempotency-Key is compared with another, so only then is its body hashed.
   const bodyHash = ctx.idempotencyKey === undefined ? '' : sha256Hex(canonicalize(request) ?? '');
-  const idemHash = ctx.idempotencyKey === undefined ? undefined : sha256Hex(`${ctx.apiKeyId}:${ctx.idempotencyKey}`);
+  // Idempotency keys are the tenant's: any of its API keys replays the notice another made.
+  const idemHash = ctx.idempotencyKey === undefined ? undefined : sha256Hex(`tenant:${ctx.tenant}:${ctx.idempotencyKey}`);
   if (idemHash !== undefined) {
     // A replay answers with the original notice even when its body would no longer be accepted
-    // (a deadline now past); the script checks again atomically when creating.
-    const earlier = await store.findIdempotent(shardOfKey(idemHash), idemHash);
-    if (earlier)
-      return earlier.bodyHash === bodyHash ? { kind: 'replayed', id: earlier.noticeId } : { kind: 'conflict', id: earlier.noticeId };
+    // (a deadline now past); the script checks again atomically when creating. Before tenants a
+    // key was the API key's own: a default-tenant request finds a record of then too (they expire
+    // with the content TTL).
+    const legacy = ctx.tenant === DEFAULT_TENANT ? sha256Hex(`${ctx.apiKeyId}:${ctx.idempotencyKey}`) : undefined;
+    const [earlier, before] = await Promise.all([
+      store.findIdempotent(shardOfKey(idemHash), idemHash),
+      legacy === undefined ? null : store.findIdempotent(shardOfKey(legacy), legacy),
+    ]);
+    const found = earlier ?? before;
+    if (found) return found.bodyHash === bodyHash ? { kind: 'replayed', id: found.noticeId } : { kind: 'conflict', id: found.noticeId };
   }
   // A replayable notice lives in its idempotency record's shard; any other where the store places it.
   const shard = idemHash === undefined ? store.newShard() : shardOfKey(idemHash);
@@ -254,7 +269,7 @@ export interface PreparedNotice {
 export function prepareNotice(
   request: AcceptRequest,
   policy: RecipientPolicy,
-  ctx: { now: number; shard: number; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
+  ctx: { now: number; shard: number; tenant?: string; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
 ): PreparedNotice {
   const { now, settings } = ctx;
   const phone = request.recipient.phone === undefined ? undefined : normalizePhone(request.recipient.phone);
@@ -323,10 +338,17 @@ export function prepareNotice(
   if (region !== undefined) fields.region = region;
   if (complianceDeadline !== undefined) fields.complianceDeadline = complianceDeadline;
   if (ctx.idempotencyKey !== undefined) fields.idempotencyKey = ctx.idempotencyKey;
+  const tenant = ctx.tenant ?? DEFAULT_TENANT;
+  if (tenant !== DEFAULT_TENANT) {
+    // The default tenant's notices keep the layout of before tenants: no field, stats as they were.
+    fields.tenant = tenant;
+    fields.statsHour = statsHourOf(Math.floor(now / STATS_HOUR_MS), tenant);
+  }
 
   const entries: LogEntry[] = [
     {
       type: 'notice.accepted',
+      tenant,
       category: request.category,
       recipientId: request.recipient.id,
       policyVersion: policy.version,

@@ -11,6 +11,8 @@ type Cost = { currency: string; total: number; byChannel: { email: number; sms: 
 
 export interface NoticeAccepted {
   type: 'notice.accepted';
+  /** The tenant of the key that created the notice (absent in entries written before tenants: `default`). */
+  tenant?: string;
   category: string;
   recipientId: string;
   policyVersion: number;

@@ -34,6 +34,8 @@ export type NoticeListView = (typeof NOTICE_VIEWS)[number];
 
 export interface NoticeFilters {
   id?: string;
+  /** Only the notices of this tenant (the API's: the key's own; the admin pages': any, or one). */
+  tenant?: string;
   state?: NoticeState;
   reason?: FallbackReason;
   category?: string;
@@ -51,6 +53,7 @@ export interface NoticeRow {
   state: NoticeState;
   category: string;
   recipientId: string;
+  tenant: string;
   createdAt: string;
   deadline: string;
   fallbackReason: string | null;
@@ -133,6 +136,7 @@ export function parseNoticeQuery(query: Record<string, unknown>): { filters: Not
     reason: oneOf('reason', FALLBACK_REASONS),
     category: text('category'),
     recipientId: text('recipientId'),
+    tenant: text('tenant'),
     from: time('from'),
     to: time('to'),
     view: oneOf('view', NOTICE_VIEWS),
@@ -319,6 +323,7 @@ function matches(f: NoticeFilters, n: NoticeSummary, deps: SearchDeps): boolean 
   if (f.reason !== undefined && n.fallbackReason !== f.reason) return false;
   if (f.category !== undefined && n.category !== f.category) return false;
   if (f.recipientId !== undefined && n.recipientId !== f.recipientId) return false;
+  if (f.tenant !== undefined && n.tenant !== f.tenant) return false;
   if (f.from !== undefined && n.createdAt < f.from) return false;
   if (f.to !== undefined && n.createdAt >= f.to) return false;
   if (f.view === 'late' && !isLate(n, deps)) return false;
@@ -346,6 +351,7 @@ function liveRow(n: NoticeSummary): NoticeRow {
     state: n.state,
     category: n.category,
     recipientId: n.recipientId,
+    tenant: n.tenant,
     createdAt: iso(n.createdAt),
     deadline: iso(n.deadline),
     fallbackReason: n.fallbackReason ?? null,
@@ -359,6 +365,7 @@ function retiredRow(view: NoticeView): NoticeRow {
     state: view.state,
     category: view.category,
     recipientId: view.recipientId,
+    tenant: (view as { tenant?: string }).tenant ?? 'default',
     createdAt: view.createdAt,
     deadline: view.deadline,
     fallbackReason: view.fallback?.reason ?? null,
@@ -375,6 +382,7 @@ function summaryOfView(view: NoticeView): NoticeSummary {
     state: view.state,
     category: view.category,
     recipientId: view.recipientId,
+    tenant: (view as { tenant?: string }).tenant ?? 'default',
     createdAt: noticeCreatedAt(view.id) ?? Date.parse(view.createdAt),
     deadline: Date.parse(view.deadline),
     fallbackReason: view.fallback?.reason,

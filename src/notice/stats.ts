@@ -52,10 +52,10 @@ export function statsWindow(from: number, to: number): { from: number; to: numbe
  * kept by the scripts that change notices (includes/countStats.lua): one HMGET of (hours ×
  * counters) fields per shard and day of the window, whatever the number of notices.
  */
-export async function noticeStats(redis: RedisClient, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats> {
+export async function noticeStats(redis: RedisClient, keys: Keys, prices: Prices, from: number, to: number, tenants: readonly string[] = ['default']): Promise<NoticeStats> {
   const window = statsWindow(from, to);
   const totals = new Map<string, number>();
-  for (const counters of (await readHourlyCounters(redis, keys, window)).values())
+  for (const counters of (await readHourlyCounters(redis, keys, window, tenants)).values())
     for (const [counter, n] of counters) totals.set(counter, (totals.get(counter) ?? 0) + n);
   return statsOf(totals, from, to, window, prices);
 }
@@ -64,9 +64,9 @@ export async function noticeStats(redis: RedisClient, keys: Keys, prices: Prices
  * The same figures as `noticeStats`, one per UTC hour overlapping [from, to), oldest first: the
  * history the overview charts. Summed, they are `noticeStats` of the whole window.
  */
-export async function hourlyStats(redis: RedisClient, keys: Keys, prices: Prices, from: number, to: number): Promise<NoticeStats[]> {
+export async function hourlyStats(redis: RedisClient, keys: Keys, prices: Prices, from: number, to: number, tenants: readonly string[] = ['default']): Promise<NoticeStats[]> {
   const window = statsWindow(from, to);
-  const hourly = await readHourlyCounters(redis, keys, window);
+  const hourly = await readHourlyCounters(redis, keys, window, tenants);
   const stats: NoticeStats[] = [];
   for (let start = window.from; start < window.to; start += STATS_HOUR_MS) {
     const hour = { from: start, to: start + STATS_HOUR_MS };
@@ -80,6 +80,7 @@ async function readHourlyCounters(
   redis: RedisClient,
   keys: Keys,
   window: { from: number; to: number },
+  tenants: readonly string[],
 ): Promise<Map<number, Map<string, number>>> {
   const firstHour = window.from / STATS_HOUR_MS;
   const hours = (window.to - window.from) / STATS_HOUR_MS;
@@ -87,7 +88,7 @@ async function readHourlyCounters(
   for (let h = 0; h < hours; h += 24) {
     const fields: string[] = [];
     for (let hour = firstHour + h; hour < firstHour + Math.min(h + 24, hours); hour += 1)
-      for (const counter of COUNTERS) fields.push(statsField(hour, counter));
+      for (const counter of COUNTERS) for (const tenant of tenants) fields.push(statsField(hour, counter, tenant));
     days.push(fields);
   }
   return readStatsCounters(redis, keys, days);

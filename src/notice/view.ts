@@ -11,6 +11,7 @@ export function noticeView(notice: Notice) {
   const sms = notice.smsChannel;
   return {
     id: notice.id,
+    tenant: notice.tenant,
     state: notice.state,
     category: notice.category,
     recipientId: notice.recipientId,

@@ -30,6 +30,18 @@ export class Keys {
   lease(id: string): string {
     return `${this.shard(shardFor(id))}:lease:${id}`;
   }
+  /** An API key made by `herald keys create` (src/store/api-keys.ts): its tenant, scopes, name, times; never the secret. */
+  apiKey(id: string): string {
+    return `${this.prefix}:{keys}:key:${id}`;
+  }
+  /** The key ID of an API key's secret, by the SHA-256 of the secret. */
+  apiKeyBySecret(sha256Hex: string): string {
+    return `${this.prefix}:{keys}:secret:${sha256Hex}`;
+  }
+  /** Every API key made by `herald keys create`, by creation time. */
+  get apiKeys(): string {
+    return `${this.prefix}:{keys}:all`;
+  }
   /** An event endpoint of a caller (src/store/event-endpoints.ts): its URL, events, secret and state. */
   eventEndpoint(id: string): string {
     return `${this.prefix}:{evt}:endpoint:${id}`;
@@ -110,8 +122,9 @@ export class Keys {
     return `${this.shard(shard)}:idem:${hash}`;
   }
   /** A recipient's versioned policy. */
-  recipientPolicy(recipientId: string): string {
-    return `${this.prefix}:{r:${recipientId}}:policy`;
+  recipientPolicy(recipientId: string, tenant = 'default'): string {
+    // The default tenant keeps the key of before tenants; a recipient ID has no "/", a tenant none either.
+    return tenant === 'default' ? `${this.prefix}:{r:${recipientId}}:policy` : `${this.prefix}:{r:${tenant}/${recipientId}}:policy`;
   }
   /** An admin login session, by the SHA-256 of its cookie value (src/http/admin-auth.ts). */
   adminSession(hash: string): string {

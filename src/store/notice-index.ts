@@ -16,6 +16,8 @@ export interface NoticeSummary {
   state: NoticeState;
   category: string;
   recipientId: string;
+  /** The tenant whose key created it (`default` for notices of before tenants). */
+  tenant: string;
   createdAt: number;
   deadline: number;
   fallbackReason: string | undefined;
@@ -46,6 +48,7 @@ const FIELDS = [
   'smsAttemptInDoubt',
   'smsAttemptSettled',
   'smsAttemptStartedAt',
+  'tenant',
 ] as const;
 
 /** One shard's slice of a walk: IDs strictly inside (min, max) as ZRANGE BYLEX bounds (`(x`, `[x`, `-`, `+`). */
@@ -100,6 +103,7 @@ function parseSummary(id: string, values: (string | null)[]): NoticeSummary | nu
     state: v.state as NoticeState,
     category: v.category ?? '',
     recipientId: v.recipientId ?? '',
+    tenant: v.tenant ?? 'default',
     createdAt: Number(v.createdAt),
     deadline: Number(v.deadline),
     fallbackReason: v.fallbackReason,

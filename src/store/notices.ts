@@ -79,6 +79,8 @@ export interface StoredNotice {
   smsSegments: number;
   /** Webhook observations recorded after the notice completed (they are bounded: src/notice/steps/webhook.ts). */
   lateWebhooks: number;
+  /** The tenant whose key created the notice. */
+  tenant: string;
   emailChannel: ChannelRecord;
   smsChannel: ChannelRecord;
 }
@@ -129,6 +131,8 @@ export type NoticeField =
   | 'smsSearchEndedAt'
   | 'smsSegments'
   | 'lateWebhooks'
+  /** The tenant of a notice of another tenant than `default` (absent: `default`). */
+  | 'tenant'
   | 'smsPlanAt'
   | 'smsPlanFloorMs'
   | 'smsPlanMax'
@@ -609,6 +613,7 @@ function parseNotice(id: string, hash: Partial<Record<NoticeField, string>>): St
     smsSearchEndedAt: num('smsSearchEndedAt'),
     smsSegments: num('smsSegments') ?? 0,
     lateWebhooks: num('lateWebhooks') ?? 0,
+    tenant: hash.tenant ?? 'default',
     emailChannel: channel('email'),
     smsChannel: channel('sms'),
   };

@@ -30,7 +30,7 @@ export const DEFAULT_POLICY: RecipientPolicy = Object.freeze({
 export const DEFAULT_POLICY_VERSIONS_KEPT = 50;
 
 /**
- * Recipient policies, one hash per recipient. Notices record the version they used; the last
+ * Recipient policies, one hash per recipient of each tenant (the recipient IDs are the tenant's). Notices record the version they used; the last
  * `versionsKept` versions stay readable (for `herald policy replay`), older ones are dropped as
  * new ones are written, so that a recipient's hash does not grow with every change.
  */
@@ -45,22 +45,23 @@ export class PolicyStore {
     this.versionsKept = options.versionsKept ?? DEFAULT_POLICY_VERSIONS_KEPT;
   }
 
-  async put(recipientId: string, input: RecipientPolicyInput, at: string): Promise<number> {
+  /** Writes a new version of a tenant's recipient's policy; returns its number. */
+  async put(recipientId: string, input: RecipientPolicyInput, at: string, tenant = 'default'): Promise<number> {
     const policy = { consent: input.consent, region: input.region ?? null };
     return Number(
-      await this.redis.putRecipientPolicy(this.keys.recipientPolicy(recipientId), JSON.stringify(policy), at, this.versionsKept),
+      await this.redis.putRecipientPolicy(this.keys.recipientPolicy(recipientId, tenant), JSON.stringify(policy), at, this.versionsKept),
     );
   }
 
   /** The current policy; DEFAULT_POLICY when none was written. */
-  async get(recipientId: string): Promise<RecipientPolicy> {
-    return parsePolicy(await this.redis.hget(this.keys.recipientPolicy(recipientId), 'current')) ?? DEFAULT_POLICY;
+  async get(recipientId: string, tenant = 'default'): Promise<RecipientPolicy> {
+    return parsePolicy(await this.redis.hget(this.keys.recipientPolicy(recipientId, tenant), 'current')) ?? DEFAULT_POLICY;
   }
 
   /** A given version of the policy (0: DEFAULT_POLICY); null when that version is no longer kept, or never was. */
-  async version(recipientId: string, version: number): Promise<RecipientPolicy | null> {
+  async version(recipientId: string, version: number, tenant = 'default'): Promise<RecipientPolicy | null> {
     if (version === 0) return DEFAULT_POLICY;
-    return parsePolicy(await this.redis.hget(this.keys.recipientPolicy(recipientId), `v${version}`));
+    return parsePolicy(await this.redis.hget(this.keys.recipientPolicy(recipientId, tenant), `v${version}`));
   }
 }
 

@@ -12,9 +12,25 @@ import { defineScripts, type ScriptPipeline } from './scripts.js';
 /** Stats are counted per UTC hour of creation (the notice's `statsHour`, in hours since the epoch). */
 export const STATS_HOUR_MS = 3_600_000;
 
-/** The stats-hash field of one counter of one hour (hours since the epoch). */
-export function statsField(hour: number, counter: string): string {
-  return `${hour}|${counter}`;
+/**
+ * The stats-hash field of one counter of one hour (hours since the epoch), of one tenant: the
+ * default tenant's fields are `<hour>|<counter>` (as before tenants), another's
+ * `<tenant>/<hour>|<counter>`, its notices' `statsHour` being `<tenant>/<hour>`.
+ */
+export function statsField(hour: number, counter: string, tenant = 'default'): string {
+  return `${statsHourOf(hour, tenant)}|${counter}`;
+}
+
+/** A notice's `statsHour`: its creation hour, led by its tenant unless it is the default one. */
+export function statsHourOf(hour: number, tenant: string): string {
+  return tenant === 'default' ? String(hour) : `${tenant}/${hour}`;
+}
+
+/** The hour of a stats field (`[<tenant>/]<hour>|<counter>`), NaN for another field. */
+function hourOfField(field: string): number {
+  const bar = field.indexOf('|');
+  const slash = field.lastIndexOf('/', bar);
+  return Number.parseInt(field.slice(slash + 1, bar === -1 ? undefined : bar), 10);
 }
 
 /**
@@ -44,7 +60,7 @@ export async function readStatsCounters(
         if (value === null) continue;
         const field = fields[j]!;
         const bar = field.indexOf('|');
-        const hour = Number(field.slice(0, bar));
+        const hour = hourOfField(field);
         const counters = hourly.get(hour) ?? new Map<string, number>();
         hourly.set(hour, counters);
         const counter = field.slice(bar + 1);
@@ -164,7 +180,7 @@ export async function pruneStats(redis: RedisClient, keys: Keys, shard: number, 
     cursor = next;
     const old: string[] = [];
     for (let i = 0; i < flat.length; i += 2) {
-      const hour = Number.parseInt(flat[i]!, 10);
+      const hour = hourOfField(flat[i]!);
       if (flat[i] !== PRUNED_FIELD && hour < keepFrom) old.push(flat[i]!);
     }
     if (old.length > 0) dropped += await redis.hdel(key, ...old);

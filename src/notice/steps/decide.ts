@@ -27,7 +27,7 @@ export interface DecisionInputs {
 /** Starts the reads a decision on this notice needs, so that they can run beside another (the deadline's status read). */
 export function readDecisionInputs(ctx: StepContext, notice: Notice): Promise<DecisionInputs> {
   return Promise.all([
-    ctx.deps.policies.get(notice.recipientId),
+    ctx.deps.policies.get(notice.recipientId, notice.tenant),
     notice.phone ? ctx.deps.suppressions.has('sms', notice.phone) : false,
   ]).then(([policy, smsSuppressed]) => ({ policy, smsSuppressed }));
 }

@@ -9,7 +9,8 @@
   ARGV[1] noticeId             ARGV[2] at (ISO)           ARGV[3] content TTL (ms)
   ARGV[4] idempotency TTL (ms) ARGV[5] request body hash, '' when no idempotency key
   ARGV[6] content JSON (stored as is)   ARGV[7] due score (ms)
-  ARGV[8] createdAt (ms): its hour is stored as `statsHour`, the notice's counters' bucket
+  ARGV[8] createdAt (ms): its hour is stored as `statsHour`, the notice's counters' bucket (a
+          `statsHour` among the fields, `<tenant>/<hour>` for a tenant's notice, is kept instead)
   ARGV[9] onwards, lists each led by its length, read in order (no JSON to decode):
     F, then F pairs field, value: the notice's fields
     N, then N entries, each its length L and then L items: type, field, value, ... (values
@@ -48,11 +49,14 @@ end
 -- The entries: where each starts in ARGV, and how long it is.
 local entries, metricsAt = entryStarts(10 + 2 * fieldCount)
 local entryCount = #entries
-local hour = tostring(math.floor(tonumber(ARGV[8]) / 3600000))
+local hour = after.statsHour
 fields[#fields + 1] = 'seq'
 fields[#fields + 1] = entryCount
-fields[#fields + 1] = 'statsHour'
-fields[#fields + 1] = hour
+if hour == nil then
+  hour = tostring(math.floor(tonumber(ARGV[8]) / 3600000))
+  fields[#fields + 1] = 'statsHour'
+  fields[#fields + 1] = hour
+end
 redis.call('HSET', KEYS[1], unpack(fields))
 
 redis.call('SET', KEYS[2], ARGV[6], 'PX', ARGV[3])
