@@ -44,6 +44,16 @@ function fastifyTrustProxy(trust: Config['trustProxy']): boolean | string | ((ad
   return typeof hops === 'number' ? (_address, hop) => hop < hops : hops;
 }
 
+/** A stable name for an operation, for clients generated from /docs/json: `POST /v1/notices/:id/cancel` → `postNoticesIdCancel`. */
+function operationId(method: string, url: string): string {
+  const words = url
+    .replace(/^\/v1\//, '/')
+    .split(/[/:-]/)
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1));
+  return `${method.toLowerCase()}${words.join('')}`;
+}
+
 /** Builds the web app (no listen): tests call `app.inject()`, server.ts listens. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -86,6 +96,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(swagger, {
     openapi: {
+      // 3.1: its schemas are JSON Schema, as the routes' are (3.0 refuses some of their keywords).
+      openapi: '3.1.0',
       info: {
         title: 'Herald',
         version: '0.1.0',
@@ -95,7 +107,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
             .map(([code, { status }]) => `${code} (${status})`)
             .join(', ')}.`,
       },
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key from HERALD_API_KEYS.' } } },
+      servers: [{ url: deps.config.publicUrl ?? `http://${deps.config.host === '0.0.0.0' ? '127.0.0.1' : deps.config.host}:${deps.config.port}`, description: 'This Herald' }],
+      components: {
+        securitySchemes: {
+          apiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'An API key: one of HERALD_API_KEYS (tenant default, every scope), or one made by `herald keys create --tenant T --scopes …`. Each operation names the scope it needs: send (create, batch, cancel), read (view, events, list, stats), manage (recipient policies, suppressions, event endpoints); a key without it gets 403 forbidden.',
+          },
+        },
+      },
       tags: [
         { name: 'notices', description: 'Accept, read, audit and cancel notices.' },
         { name: 'recipients', description: 'Versioned recipient consent and region.' },
@@ -103,6 +125,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         { name: 'events', description: 'Endpoints that receive the notices\' outcomes as signed POSTs (Standard Webhooks).' },
         { name: 'operations', description: 'Health and readiness.' },
       ],
+    },
+    // Each /v1 operation's security names the scope it needs, from the one table the hook checks.
+    transform: ({ schema, url, route }) => {
+      const method = Array.isArray(route.method) ? route.method[0]! : route.method;
+      const scope = scopeOf(method, url);
+      const transformed = { ...schema } as Record<string, unknown>;
+      if (scope !== undefined) transformed.security = [{ apiKey: [scope] }];
+      transformed.operationId ??= operationId(method, url);
+      return { schema: transformed as typeof schema, url };
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { METADATA_LIMITS, METADATA_NAME } from '../notice/accept.js';
 import { MAX_HORIZON_MS } from '../notice/planner.js';
+import { FALLBACK_REASONS, STATES } from '../notice/states.js';
 
 /** Recipient IDs become part of Redis keys: no braces (hash tags) and no spaces. */
 const RecipientId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:@-]+$' });
@@ -92,13 +93,18 @@ export const AcceptedResponse = Type.Object({
   plannedChecks: Type.Array(Time, { description: 'Planned email status checks; the last is the deadline itself.' }),
 });
 
+/** A notice's state, as the API and the log spell it. */
+export const NoticeStateSchema = Type.Union(
+  STATES.map((state) => Type.Literal(state)),
+  { description: 'The notice state machine\'s state' },
+);
+/** Why the fallback to SMS was decided. */
+export const FallbackReasonSchema = Type.Union(FALLBACK_REASONS.map((reason) => Type.Literal(reason)));
+
 export const NoticeViewSchema = Type.Object({
   id: Type.String(),
   tenant: Type.Optional(Type.String({ description: 'The tenant of the key that created it' })),
-  state: Type.String({
-    description:
-      'accepted, email_sending, email_sent, email_delivered, sms_pending, sms_sending, sms_sent, sms_delivered, sms_failed, blocked, canceled or failed',
-  }),
+  state: NoticeStateSchema,
   category: Type.String(),
   recipientId: Type.String(),
   createdAt: Time,
@@ -111,7 +117,7 @@ export const NoticeViewSchema = Type.Object({
     lastObservedAt: NullableTime,
     nextCheckAt: NullableTime,
   }),
-  fallback: Type.Union([Type.Object({ reason: Type.String(), decidedAt: NullableTime }), Type.Null()]),
+  fallback: Type.Union([Type.Object({ reason: FallbackReasonSchema, decidedAt: NullableTime }), Type.Null()]),
   sms: Type.Union([
     Type.Object({ status: Type.Union([Type.String(), Type.Null()]), providerMessageId: Type.Union([Type.String(), Type.Null()]) }),
     Type.Null(),

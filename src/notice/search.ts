@@ -3,7 +3,7 @@ import type { Archive } from '../archive/archive.js';
 import { retiredNoticeIds } from '../archive/recipient-index.js';
 import type { NoticeView } from './view.js';
 import { noticeCreatedAt, SHARD_COUNT, shardOfNoticeId } from './ids.js';
-import { STATES, UNDECIDED_STATES, type FallbackReason, type NoticeState } from './states.js';
+import { FALLBACK_REASONS, STATES, UNDECIDED_STATES, type FallbackReason, type NoticeState } from './states.js';
 import type { LexRange, NoticeIndex, NoticeSummary } from '../store/notice-index.js';
 
 /**
@@ -14,13 +14,7 @@ import type { LexRange, NoticeIndex, NoticeSummary } from '../store/notice-index
  * archive's recipient index, src/archive/recipient-index.ts).
  */
 
-export const FALLBACK_REASONS: readonly FallbackReason[] = [
-  'email_deadline_elapsed',
-  'email_bounced',
-  'email_rejected',
-  'email_suppressed',
-  'email_consent_missing',
-];
+export { FALLBACK_REASONS } from './states.js';
 
 /**
  * Operator views. `late`: the fallback decision at the deadline came more than

@@ -28,6 +28,15 @@ export function isTerminal(state: NoticeState): boolean {
 /** Why the fallback to SMS was decided. */
 export type FallbackReason = 'email_deadline_elapsed' | 'email_bounced' | 'email_rejected' | 'email_suppressed' | 'email_consent_missing';
 
+/** Every fallback reason, in the order a notice may meet them. */
+export const FALLBACK_REASONS: readonly FallbackReason[] = [
+  'email_deadline_elapsed',
+  'email_bounced',
+  'email_rejected',
+  'email_suppressed',
+  'email_consent_missing',
+];
+
 /** Why a decided fallback could not use SMS (`fallback.blocked`). */
 export type BlockReason = 'no_phone' | 'sms_consent_missing' | 'sms_suppressed' | 'region_blocked';
 

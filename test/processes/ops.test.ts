@@ -61,6 +61,8 @@ describe('operations surface', () => {
         'deadline',
         'email-poll',
         'email-send',
+        'event-delivery',
+        'event-dispatch',
         'log-mirror',
         'provider-feed',
         'reconcile',
@@ -157,7 +159,7 @@ describe('operations surface', () => {
     for (const route of routes.filter((r) => r.includes('/v1/'))) {
       const [method, path] = route.split(' ') as [string, string];
       const op = doc.paths[path][method.toLowerCase()];
-      expect(op.security, route).toEqual([{ apiKey: [] }]);
+      expect(op.security, route).toEqual([{ apiKey: [expect.stringMatching(/^(send|read|manage)$/)] }]);
       expect(op.responses['401'], route).toBeDefined();
     }
     expect(doc.paths['/v1/notices'].post.responses['202'].content['application/json'].schema.properties.plannedChecks).toBeDefined();
