@@ -25,7 +25,8 @@ const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CALLS = Number(process.env.SCRIPT_COST_CALLS ?? 4000);
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const prefix = `hsc${randomBytes(2).toString('hex')}`;
-const store = new NoticeStore(redis, prefix);
+// As the web and the worker make it: a completion brings the content's expiry back to its TTL.
+const store = new NoticeStore(redis, prefix, { contentTtlMs: 7 * 86_400_000 });
 redis.defineCommand('emptyScript', { numberOfKeys: 8, lua: 'return { 1, ARGV[5] }' });
 
 async function evalshaUsec(): Promise<{ calls: number; usec: number }> {
