@@ -25,8 +25,9 @@ const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CALLS = Number(process.env.SCRIPT_COST_CALLS ?? 4000);
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const prefix = `hsc${randomBytes(2).toString('hex')}`;
-const store = new NoticeStore(redis, prefix);
-redis.defineCommand('emptyScript', { numberOfKeys: 6, lua: 'return { 1, ARGV[5] }' });
+// As the web and the worker make it: a completion brings the content's expiry back to its TTL.
+const store = new NoticeStore(redis, prefix, { contentTtlMs: 7 * 86_400_000 });
+redis.defineCommand('emptyScript', { numberOfKeys: 8, lua: 'return { 1, ARGV[5] }' });
 
 async function evalshaUsec(): Promise<{ calls: number; usec: number }> {
   const info = await redis.info('commandstats');
@@ -134,7 +135,7 @@ try {
     await measure('empty script (the transition\'s keys and arguments)', ids, (id) => {
       const k = store.keys.noticeKeysFor(id);
       return (redis as unknown as { emptyScript(...args: (string | number)[]): Promise<unknown> }).emptyScript(
-        k.notice, k.events, k.log, k.due, k.metrics, k.stats, id, now(), iso(now()), 'email_sent', '', '{}', '{}', '[]', '[]', '', '[]',
+        k.notice, k.events, k.log, k.due, k.metrics, k.stats, k.content, k.contentExpiry, id, now(), iso(now()), 'email_sent', '', '{}', '{}', '', '[]', '[]', '', '[]',
       );
     }),
   );

@@ -1,7 +1,10 @@
 /**
  * A typed client for Herald's API (`herald/client`): one method per route, request and answer
  * types from the same schemas the API validates with, and errors as `HeraldApiError` carrying the
- * API's stable error code. Uses the runtime's `fetch`; nothing else.
+ * API's stable error code (`HeraldResponseError` when the answer is not Herald's: a proxy's HTML
+ * page, a redirect). Uses the runtime's `fetch`; nothing else. The API key goes only to `baseUrl`:
+ * redirects are not followed, and a plain `http:` URL is refused unless it is the machine's own
+ * (loopback) or `allowInsecureHttp` says so.
  *
  * ```ts
  * const herald = createHeraldClient({ baseUrl: 'https://herald.example', apiKey: process.env.HERALD_KEY! });
@@ -46,6 +49,31 @@ export class HeraldApiError extends Error {
   }
 }
 
+/** Longest part of an unexpected body a `HeraldResponseError` carries. */
+const SNIPPET_CHARS = 200;
+
+/**
+ * An answer that is not Herald's JSON: a body that does not parse (a proxy's HTML 502, a captive
+ * portal), or a redirect, which the client does not follow so that the key stays with `baseUrl`.
+ * Its `code` is `http_<status>`; `snippet` is the start of the body, whitespace folded; `location`
+ * is where a redirect pointed.
+ */
+export class HeraldResponseError extends HeraldApiError {
+  readonly snippet: string;
+  readonly location: string | undefined;
+  constructor(status: number, body: string, redirect?: { location: string | undefined }) {
+    const folded = body.replace(/\s+/g, ' ').trim();
+    const snippet = folded.length > SNIPPET_CHARS ? `${folded.slice(0, SNIPPET_CHARS)}…` : folded;
+    const what = redirect
+      ? `a redirect${redirect.location ? ` to ${redirect.location}` : ''}, which the client does not follow: set baseUrl to where Herald answers`
+      : `a body that is not JSON: ${snippet || '(empty)'}`;
+    super(status, `http_${status}`, `Herald's address answered ${status} with ${what}`);
+    this.name = 'HeraldResponseError';
+    this.snippet = snippet;
+    this.location = redirect?.location;
+  }
+}
+
 /** `waitFor` ran out of time; `last` is the notice as last read. */
 export class HeraldTimeoutError extends Error {
   constructor(readonly last: NoticeView) {
@@ -62,6 +90,11 @@ export interface HeraldClientOptions {
   fetch?: typeof fetch;
   /** Per request; default 10 s. */
   timeoutMs?: number;
+  /**
+   * Send the key over plain `http:` to a host other than this machine's loopback (a private
+   * network the caller trusts). Off: such a `baseUrl` is refused.
+   */
+  allowInsecureHttp?: boolean;
 }
 
 export interface HeraldClient {
@@ -84,8 +117,31 @@ export interface HeraldClient {
   stats(period?: { from?: Date | string; to?: Date | string }): Promise<Stats>;
 }
 
+/** `localhost`, `*.localhost`, 127.0.0.0/8 and ::1: plain HTTP to them never leaves the machine. */
+function isLoopback(hostname: string): boolean {
+  const host = hostname.toLowerCase();
+  return host === 'localhost' || host.endsWith('.localhost') || /^127(?:\.\d{1,3}){3}$/.test(host) || host === '[::1]';
+}
+
+/** The base URL without trailing slashes, refused when the key would travel in clear text off the machine. */
+function checkedBase(options: HeraldClientOptions): string {
+  let url: URL;
+  try {
+    url = new URL(options.baseUrl);
+  } catch {
+    throw new TypeError(`baseUrl "${options.baseUrl}" is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`baseUrl must be https: (or http:), not ${url.protocol}`);
+  if (url.protocol === 'http:' && !isLoopback(url.hostname) && options.allowInsecureHttp !== true) {
+    throw new TypeError(
+      `baseUrl ${url.origin} is plain http: the API key would cross the network unencrypted; use https:, or set allowInsecureHttp on a network you trust`,
+    );
+  }
+  return options.baseUrl.replace(/\/+$/, '');
+}
+
 export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
-  const base = options.baseUrl.replace(/\/+$/, '');
+  const base = checkedBase(options);
   const doFetch = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? 10_000;
 
@@ -100,9 +156,20 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
       },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
+      // A redirect would carry the key on (fetch drops it only across origins): it is reported instead.
+      redirect: 'manual',
     });
+    // In a browser a manual redirect is opaque: status 0, no Location.
+    if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) {
+      throw new HeraldResponseError(response.status, '', { location: response.headers.get('location') ?? undefined });
+    }
     const text = await response.text();
-    const parsed: unknown = text === '' ? undefined : JSON.parse(text);
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      throw new HeraldResponseError(response.status, text);
+    }
     if (!response.ok) {
       const error = (parsed as { error?: { code?: string; message?: string; details?: unknown } } | undefined)?.error;
       const retryAfter = Number(response.headers.get('retry-after'));

@@ -78,6 +78,7 @@ export function openStores(redis: RedisClient, config: Config, opts: { openConte
     store: new NoticeStore(redis, config.prefix, {
       ...(opts.openContent ? { keyring: keyringOf(config.encryptionKeys) } : {}),
       replicasExpected: config.redis.sentinels !== undefined || config.redis.clusterNodes !== undefined,
+      contentTtlMs: config.contentTtlMs,
     }),
     policies: new PolicyStore(redis, config.prefix, { versionsKept: config.policyVersionsKept }),
     suppressions: new SuppressionStore(redis, config.prefix, { max: config.suppressionsMax }),

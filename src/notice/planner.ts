@@ -131,8 +131,10 @@ const SMS_SEND_SLACK_MS = 60 * 60_000;
 /**
  * The latest time the last planned SMS check of a notice can come: the deadline, the longest
  * wait for quiet hours when the rules have any (never past the compliance deadline), some
- * slack, then the SMS plan. Content is kept until then at least: the SMS send needs
- * it, and an SMS sent in doubt is looked for by its body.
+ * slack, then the SMS plan. Content is kept until then at least while the notice may still
+ * send: the SMS send needs it, and an SMS sent in doubt is looked for by its body. Once nothing
+ * more is sent (`notice.completed`, `sms.unconfirmed`), the transition that says so brings the
+ * expiry back to HERALD_CONTENT_TTL after creation (src/store/lua/transition-8.lua).
  */
 export function lastSmsCheckBy(
   deadline: number,

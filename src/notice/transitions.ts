@@ -1,7 +1,7 @@
 /**
  * The notice state machine as one table: every way a notice's state may change, by name, with
  * the states it may start from and the state it ends in. The transition script enforces `from`
- * atomically (src/store/lua/transition-6.lua); nothing else writes notice state.
+ * atomically (src/store/lua/transition-8.lua); nothing else writes notice state.
  *
  * `marks` names the log entry that records the change, so that replaying a decision log moves a
  * notice through the same table (the chaos invariants do exactly that). A terminal state's
@@ -31,7 +31,7 @@ export type ReplicatedWrite = 'accept' | 'email_send' | 'sms_send';
 export const NEEDS_CONTENT: readonly NoticeState[] = ['accepted', 'email_sending', 'sms_pending', 'sms_sending'];
 
 export const TRANSITIONS = {
-  /** `POST /v1/notices` stores the notice (createNotice-9.lua, not transition-6.lua). */
+  /** `POST /v1/notices` stores the notice (createNotice-9.lua, not transition-8.lua). */
   accept: { from: [], to: 'accepted', marks: 'notice.accepted', replicated: 'accept' },
 
   /** An email attempt starts; a retry of an unsettled attempt starts from email_sending. */

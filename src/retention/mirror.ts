@@ -7,6 +7,7 @@ import { ArchiveIntegrityError, batchDigest, type Archive, type PutOutcome } fro
 import { isAnchorable } from '../archive/anchor.js';
 import { ContentExpiryIndex, RetireIndex } from '../store/retention-indexes.js';
 import { LogMirrorStore, type MirrorBatch } from '../store/log-mirror.js';
+import { endsSending } from '../store/notices.js';
 import { idTime } from '../archive/names.js';
 import { linkIds, type ChainLink } from '../archive/seal.js';
 
@@ -215,7 +216,9 @@ export class LogMirror {
   private async indexContentExpiry(batch: MirrorBatch): Promise<void> {
     const accepted = batch.entries
       .filter((entry) => entry.type === 'notice.accepted')
-      // The content's PEXPIRE was set in the same script that wrote this entry, at the entry's Redis time.
+      // The content's PEXPIRE was set in the same script that wrote this entry, at the entry's Redis
+      // time. A notice already indexed by the step that ended its sending (transition-8.lua) keeps
+      // that step's time, which is not later.
       .map((entry) => ({ noticeId: entry.noticeId, at: idTime(entry.id) + this.deps.contentTtlMs }));
     await this.expiry.add(batch.shard, accepted);
   }
@@ -223,7 +226,7 @@ export class LogMirror {
   private async indexRetirement(batch: MirrorBatch): Promise<void> {
     const completed = batch.entries
       // A notice Herald has nothing more to do for: finished, or its SMS checks ran out.
-      .filter((entry) => entry.type === 'notice.completed' || entry.type === 'sms.unconfirmed')
+      .filter(endsSending)
       .map((entry) => ({ noticeId: entry.noticeId, at: idTime(entry.id) + this.deps.noticeKeepHotMs }));
     await this.retirement.add(batch.shard, completed);
   }

@@ -2,6 +2,18 @@ import { SHARD_COUNT, shardOfNoticeId } from '../notice/ids.js';
 import type { Channel } from '../providers/types.js';
 import { SLOT_COUNT, slotOf } from './slots.js';
 
+/** The keys of one notice and of its shard that a transition touches. */
+export interface NoticeKeys {
+  notice: string;
+  events: string;
+  log: string;
+  due: string;
+  metrics: string;
+  stats: string;
+  content: string;
+  contentExpiry: string;
+}
+
 /**
  * Redis key layout. Every key of a notice carries its shard's hash tag `{sN}`, so that one
  * transition script touches one Redis Cluster slot; the shard's decision log, due index and
@@ -180,7 +192,8 @@ export class Keys {
     return count === 1 ? [this.queuePrefix] : queuePartitionTags(count).map((tag) => `${this.prefix}:{${tag}}`);
   }
 
-  noticeKeysFor(id: string): { notice: string; events: string; log: string; due: string; metrics: string; stats: string } {
+  /** The keys a notice's transition touches (lua/transition-8.lua), all in the notice's shard. */
+  noticeKeysFor(id: string): NoticeKeys {
     const shard = shardFor(id);
     return {
       notice: this.notice(id),
@@ -189,6 +202,8 @@ export class Keys {
       due: this.due(shard),
       metrics: this.metrics(shard),
       stats: this.stats(shard),
+      content: this.content(id),
+      contentExpiry: this.contentExpiry(shard),
     };
   }
 

@@ -142,7 +142,7 @@ export type NoticeField =
 /** Values to write into notice-hash fields. */
 export type NoticeFields = Partial<Record<NoticeField, string | number>>;
 
-/** What one named transition (src/notice/transitions.ts) asks of the transition script (lua/transition-6.lua). */
+/** What one named transition (src/notice/transitions.ts) asks of the transition script (lua/transition-8.lua). */
 export interface TransitionSpec {
   name: TransitionName;
   /** Narrows the transition's `from` to the states this step read (optimistic steps). */
@@ -209,12 +209,14 @@ export class NoticeStore {
   /**
    * `keyring` opens sealed content; only the process that sends (the worker) needs it.
    * `replicasExpected`: the topology has replicas (Sentinel, Cluster), so a write that finds
-   * none is counted as unreplicated.
+   * none is counted as unreplicated. `contentTtlMs` (HERALD_CONTENT_TTL): a transition after
+   * which nothing more is sent (`endsSending`) keeps the content no longer than its creation
+   * plus this; a store without it (one that only reads) leaves the expiry creation set.
    */
   constructor(
     redis: RedisClient,
     prefix: string,
-    private readonly options: { keyring?: Keyring; replicasExpected?: boolean } = {},
+    private readonly options: { keyring?: Keyring; replicasExpected?: boolean; contentTtlMs?: number } = {},
   ) {
     this.redis = defineScripts(redis);
     this.keys = new Keys(prefix);
@@ -242,7 +244,7 @@ export class NoticeStore {
     const reply = await this.replicated('accept', k.metrics, metricIncrements(input.entries, 'accepted'), (on, counted) =>
       on.createNotice(
         k.notice,
-        this.keys.content(input.id),
+        k.content,
         k.events,
         k.log,
         k.due,
@@ -276,8 +278,10 @@ export class NoticeStore {
   }
 
   /**
-   * Runs one named, guarded transition (lua/transition-6.lua). Its guards, fields, entries and
+   * Runs one named, guarded transition (lua/transition-8.lua). Its guards, fields, entries and
    * metric increments go flat, each list led by its length, so that the script decodes no JSON.
+   * A transition whose entries end what Herald sends (`endsSending`) also brings the content's
+   * expiry back to createdAt + HERALD_CONTENT_TTL (at once when that has passed), in the same step.
    */
   async transition(id: string, now: number, at: string, spec: TransitionSpec): Promise<TransitionResult> {
     const { from, to } = movesOf(spec);
@@ -295,6 +299,7 @@ export class NoticeStore {
       const flat = encodeEntry(entry);
       lists.push(flat.length, ...flat);
     }
+    const contentTtl = this.options.contentTtlMs !== undefined && spec.entries.some(endsSending) ? this.options.contentTtlMs : '';
     const script = (on: HeraldScripts | ScriptPipeline, increments: (string | number)[]) =>
       on.transition(
         k.notice,
@@ -303,6 +308,8 @@ export class NoticeStore {
         k.due,
         k.metrics,
         k.stats,
+        k.content,
+        k.contentExpiry,
         id,
         now,
         at,
@@ -310,6 +317,7 @@ export class NoticeStore {
         to ?? '',
         spec.due === undefined ? '' : String(spec.due),
         spec.reached ?? '',
+        contentTtl,
         ...lists,
         increments.length / 2,
         ...increments,
@@ -535,6 +543,16 @@ function movesOf(spec: TransitionSpec): { from: readonly NoticeState[] | '*'; to
   // A step asking for more than its transition allows is a bug in the step, never a race.
   if (outside.length > 0) throw new Error(`transition ${spec.name} does not start from ${outside.join(', ')}`);
   return { from: spec.onlyFrom, to: transition.to };
+}
+
+/**
+ * The entries after which Herald sends nothing more for a notice: it has finished
+ * (`notice.completed`: delivered, failed, canceled, blocked), or it follows its SMS no further
+ * (`sms.unconfirmed`). Its content is then kept no longer than HERALD_CONTENT_TTL, and the
+ * notice is due to retire.
+ */
+export function endsSending(entry: { type: string }): boolean {
+  return entry.type === 'notice.completed' || entry.type === 'sms.unconfirmed';
 }
 
 /** The notice-hash field that records the content purge (`content.purged`), so that it is recorded once. */

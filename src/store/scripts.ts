@@ -13,7 +13,7 @@ export function loadScript(name: string): string {
 /** Every script Herald defines on a connection (the one registry), with its key count from its name. */
 export const SCRIPTS = [
   'createNotice-9',
-  'transition-6',
+  'transition-8',
   'putRecipientPolicy-1',
   'retireNotice-7',
   'backfillStats-3',

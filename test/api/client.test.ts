@@ -1,10 +1,12 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { noticeBody } from '../helpers/herald.js';
 import { TEST_API_KEY, testPrefix } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 // Imported by the package's own name, as a caller would: `exports["./client"]` of package.json.
-const { createHeraldClient, HeraldApiError, HeraldTimeoutError } = await import('herald/client');
+const { createHeraldClient, HeraldApiError, HeraldResponseError, HeraldTimeoutError } = await import('herald/client');
 
 describe('the typed client (herald/client) against a running Herald', () => {
   let stack: Stack;
@@ -80,5 +82,97 @@ describe('the typed client (herald/client) against a running Herald', () => {
     const stats = await herald.stats({ from: new Date(Date.now() - 3_600_000), to: new Date() });
     expect(stats.notices).toBeGreaterThanOrEqual(3);
     expect(stats.window.from <= stats.from).toBe(true);
+  });
+});
+
+describe('the typed client in front of what is not Herald', () => {
+  // A proxy in front of Herald, and another origin a redirect points to; each notes what reached it.
+  const seen: { server: string; path: string; authorization: string | undefined }[] = [];
+  let proxy: Server;
+  let other: Server;
+  let proxyUrl: string;
+  let otherUrl: string;
+  const BAD_GATEWAY = `<!DOCTYPE html>\n<html>\n  <head><title>502 Bad Gateway</title></head>\n  <body>${'<p>upstream unavailable</p>'.repeat(100)}</body>\n</html>`;
+
+  const listen = (
+    handle: (req: IncomingMessage, answer: (status: number, headers: Record<string, string>, body?: string) => void) => void,
+  ) =>
+    new Promise<{ server: Server; url: string }>((resolve) => {
+      const server = createServer((req, res) => handle(req, (status, headers, body) => res.writeHead(status, headers).end(body)));
+      server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+    });
+
+  beforeAll(async () => {
+    ({ server: other, url: otherUrl } = await listen((req, answer) => {
+      seen.push({ server: 'other', path: req.url!, authorization: req.headers.authorization });
+      answer(200, { 'content-type': 'application/json' }, '{"notices":1}');
+    }));
+    // `localhost`, not 127.0.0.1: another origin, on this machine.
+    otherUrl = otherUrl.replace('127.0.0.1', 'localhost');
+    ({ server: proxy, url: proxyUrl } = await listen((req, answer) => {
+      seen.push({ server: 'proxy', path: req.url!, authorization: req.headers.authorization });
+      if (req.url!.startsWith('/v1/notices/')) answer(502, { 'content-type': 'text/html' }, BAD_GATEWAY);
+      else if (req.url!.startsWith('/v1/stats')) answer(307, { location: `${otherUrl}/v1/stats` });
+      else if (req.url!.startsWith('/v1/recipients/')) answer(302, { location: '/elsewhere' });
+      else answer(200, { 'content-type': 'text/html' }, '<html>Sign in to the Wi-Fi</html>');
+    }));
+  });
+  afterAll(async () => {
+    await Promise.all([proxy, other].map((server) => new Promise((resolve) => server.close(resolve))));
+  });
+
+  it("turns a proxy's HTML 502 into HeraldResponseError (a HeraldApiError) with the status and a clipped snippet", async () => {
+    const error = await createHeraldClient({ baseUrl: proxyUrl, apiKey: 'k-502' })
+      .getNotice('ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa')
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HeraldResponseError);
+    expect(error).toBeInstanceOf(HeraldApiError);
+    const response = error as InstanceType<typeof HeraldResponseError>;
+    expect(response).toMatchObject({ name: 'HeraldResponseError', status: 502, code: 'http_502' });
+    expect(response.snippet).toMatch(/^<!DOCTYPE html> <html> <head><title>502 Bad Gateway<\/title>/);
+    expect(response.snippet.length).toBeLessThanOrEqual(201);
+    expect(response.message).toContain('502 Bad Gateway');
+    expect(response.message.length).toBeLessThan(BAD_GATEWAY.length);
+  });
+
+  it('reports a success that is not JSON (a captive portal) the same way', async () => {
+    const error = await createHeraldClient({ baseUrl: proxyUrl, apiKey: 'k-200' })
+      .suppressions.get('email', 'x@example.com')
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HeraldResponseError);
+    expect(error).toMatchObject({ status: 200, snippet: '<html>Sign in to the Wi-Fi</html>' });
+  });
+
+  it('follows no redirect, to another origin or its own: the key goes nowhere but baseUrl', async () => {
+    const client = createHeraldClient({ baseUrl: proxyUrl, apiKey: 'k-redirect' });
+    const away = await client.stats().catch((e: unknown) => e);
+    expect(away).toBeInstanceOf(HeraldResponseError);
+    expect(away).toMatchObject({ status: 307, code: 'http_307', location: `${otherUrl}/v1/stats` });
+    const within = await client.getRecipientPolicy('r-1').catch((e: unknown) => e);
+    expect(within).toMatchObject({ status: 302, location: '/elsewhere' });
+    expect(seen.filter((s) => s.authorization === 'Bearer k-redirect').map((s) => `${s.server} ${s.path}`)).toEqual([
+      'proxy /v1/stats',
+      'proxy /v1/recipients/r-1/policy',
+    ]);
+    expect(seen.some((s) => s.server === 'other' || s.path === '/elsewhere')).toBe(false);
+  });
+
+  it('refuses a plain http: baseUrl off this machine, unless allowInsecureHttp says so', () => {
+    const make = (baseUrl: string, allowInsecureHttp?: boolean) => () => createHeraldClient({ baseUrl, apiKey: 'k', allowInsecureHttp });
+    for (const baseUrl of ['http://herald.example', 'http://10.0.0.5:8080', 'http://127.0.0.1.example.com']) {
+      expect(make(baseUrl), baseUrl).toThrow(/plain http.*allowInsecureHttp/);
+    }
+    expect(make('ftp://herald.example')).toThrow(/https:/);
+    expect(make('herald.example')).toThrow(/not a URL/);
+    for (const baseUrl of [
+      'https://herald.example',
+      'http://localhost:3000',
+      'http://127.0.0.2:3000/',
+      'http://[::1]:3000',
+      'http://api.localhost',
+    ]) {
+      expect(make(baseUrl), baseUrl).not.toThrow();
+    }
+    expect(make('http://herald.internal', true)).not.toThrow();
   });
 });

@@ -4,7 +4,9 @@ import { iso } from '../../src/clock.js';
 import { Keyring } from '../../src/crypto.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { sealContent } from '../../src/store/content.js';
-import { NoticeStore } from '../../src/store/notices.js';
+import { createLogger } from '../../src/logger.js';
+import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
+import { startWorker, type WorkerHandle } from '../../src/worker.js';
 import { deleteKeys, plainRedis, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -98,6 +100,117 @@ describe('content that expires while its notice runs', () => {
     );
     expect(events.filter((e) => e.type === 'content.purged')).toHaveLength(1);
     expect((await stack.view(id)).state).toBe('email_sent');
+  });
+});
+
+describe('content of a notice that has nothing more to send, with HERALD_CONTENT_TTL=3s and deadlines minutes away', () => {
+  const TTL_MS = 3000;
+  let ttl: Stack;
+  let worker: WorkerHandle;
+  let canceled: string;
+
+  beforeAll(async () => {
+    ttl = await startStack({
+      prefix: testPrefix('content-ttl'),
+      inProcessWorker: false,
+      env: {
+        HERALD_CONTENT_TTL: '3s',
+        // Retirement (which purges what is left) is an hour away: only the TTL can take the content.
+        HERALD_NOTICE_KEEP_HOT: '1h',
+        HERALD_CONTENT_PURGE_INTERVAL_MS: '200',
+        HERALD_MIRROR_INTERVAL_MS: '200',
+      },
+    });
+    // Canceled before any worker runs, so that nothing has been handed to a provider.
+    canceled = await ttl.createNotice(noticeBody({ recipient: { id: 'p-canceled', email: 'never@example.com' }, deadlineInSeconds: 600 }));
+    expect((await ttl.web.call('POST', `/v1/notices/${canceled}/cancel`)).statusCode).toBe(200);
+    worker = await startWorker(ttl.config, { logger: createLogger('herald-test-worker', 'silent') });
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await ttl?.close();
+  });
+
+  /** The notice's trail once it records `content.purged` (a bounded wait for that state). */
+  const purgedTrail = (id: string) =>
+    waitFor(
+      async () => {
+        const trail = await ttl.events(id);
+        return trail.some((e) => e.type === 'content.purged') ? trail : undefined;
+      },
+      20_000,
+      `content.purged of ${id}`,
+    );
+  const entry = (trail: StoredEntry[], type: string) => trail.find((e) => e.type === type)!;
+
+  /** Gone from Redis, recorded once, not before the TTL, while the notice itself stays in Redis. */
+  async function expectPurgedAtTheTtl(id: string, state: string): Promise<StoredEntry[]> {
+    const trail = await purgedTrail(id);
+    expect(await redis.exists(ttl.web.store.keys.content(id))).toBe(0);
+    expect(trail.filter((e) => e.type === 'content.purged')).toHaveLength(1);
+    const createdAt = Date.parse(entry(trail, 'notice.accepted').at);
+    expect(Date.parse(String(entry(trail, 'content.purged').purgedAt))).toBeGreaterThanOrEqual(createdAt + TTL_MS);
+    expect((await ttl.view(id)).state).toBe(state);
+    expect(await redis.exists(ttl.web.store.keys.notice(id))).toBe(1);
+    return trail;
+  }
+
+  it('delivered within a second: the content is deleted at the TTL, not kept for the SMS plan', async () => {
+    const id = await ttl.createNotice(
+      noticeBody({
+        recipient: { id: 'p-fast', email: 'delivered+200ms@example.com', phone: '+12025550100' },
+        deadlineInSeconds: 600,
+        // The first check a second after the send finds the email delivered.
+        policy: { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 60 },
+      }),
+    );
+    await ttl.waitForState(id, ['email_delivered']);
+    const trail = await expectPurgedAtTheTtl(id, 'email_delivered');
+    // notice.accepted had promised it for the deadline, an hour of slack and the SMS plan.
+    expect(Date.parse(String(entry(trail, 'notice.accepted').contentExpiresAt))).toBeGreaterThan(
+      Date.parse(entry(trail, 'notice.accepted').deadline as string),
+    );
+  });
+
+  it('blocked (the email refused, no phone to fall back to): likewise', async () => {
+    const id = await ttl.createNotice(
+      noticeBody({ recipient: { id: 'p-blocked', email: 'rejected@example.com' }, deadlineInSeconds: 600 }),
+    );
+    await ttl.waitForState(id, ['blocked']);
+    await expectPurgedAtTheTtl(id, 'blocked');
+  });
+
+  it('canceled through the API: likewise', async () => {
+    await expectPurgedAtTheTtl(canceled, 'canceled');
+  });
+
+  it('with its fallback SMS still to send: kept past the TTL until the SMS is sent and nothing more needs it, then deleted at once', async () => {
+    const phone = '+12025550200';
+    const sms = 'Sms-body-kept-for-the-fallback';
+    const id = await ttl.createNotice(
+      noticeBody({
+        recipient: { id: 'p-fallback', email: 'never@example.com', phone },
+        content: { subject: 'Terms update', text: 'The terms change.', sms },
+        // Past the TTL: the deadline is never early, so the SMS leaves after the TTL has passed.
+        deadlineInSeconds: 5,
+      }),
+    );
+    await ttl.waitForState(id, ['sms_delivered']);
+    const trail = await purgedTrail(id);
+    // The SMS went out with the content, read after the TTL had passed.
+    expect(
+      ttl.sandbox
+        .sms()
+        .filter((m) => m.to === phone)
+        .map((m) => m.body),
+    ).toEqual([sms]);
+    const createdAt = Date.parse(entry(trail, 'notice.accepted').at);
+    expect(Date.parse(entry(trail, 'sms.requested').at)).toBeGreaterThanOrEqual(createdAt + TTL_MS);
+    // Once it was delivered nothing needed the content: its TTL long gone, it went at the completion.
+    const completedAt = Date.parse(entry(trail, 'notice.completed').at);
+    expect(Date.parse(String(entry(trail, 'content.purged').purgedAt))).toBeGreaterThanOrEqual(completedAt);
+    expect(await redis.exists(ttl.web.store.keys.content(id))).toBe(0);
+    expect(trail.filter((e) => e.type === 'content.purged')).toHaveLength(1);
   });
 });
 

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { iso } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
-import { NoticeStore, type LogEntry } from '../../src/store/notices.js';
+import { NoticeStore, type LogEntry, type TransitionSpec } from '../../src/store/notices.js';
+import { TRANSITIONS, type Transition, type TransitionName } from '../../src/notice/transitions.js';
+import { isTerminal, type NoticeState } from '../../src/notice/states.js';
 import { NoticeIndex } from '../../src/store/notice-index.js';
 import { metricIncrements } from '../../src/store/metrics.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
@@ -21,8 +23,8 @@ afterAll(async () => {
   await redis.quit();
 });
 
-async function createNotice(now = 1_000_000): Promise<string> {
-  const id = newNoticeId(3, now);
+async function createNotice(now = 1_000_000, shard = 3): Promise<string> {
+  const id = newNoticeId(shard, now);
   await store.create({
     id,
     createdAt: now,
@@ -248,5 +250,108 @@ describe('the notice hash', () => {
     await redis.hset(store.keys.notice(id), 'id', id);
     expect(await store.get(id)).toEqual(read);
     expect(await index.summaries([id])).toEqual([summary]);
+  });
+});
+
+describe('steps after which nothing more is sent', () => {
+  // Created at 1,000,000 on Herald's clock, stored for 60 s (as if its SMS plan needed that long);
+  // HERALD_CONTENT_TTL is 30 s.
+  const CREATED = 1_000_000;
+  const TTL = 30_000;
+  let ttlStore: NoticeStore;
+  beforeAll(() => {
+    ttlStore = new NoticeStore(redis, prefix, { contentTtlMs: TTL });
+  });
+
+  const completed = (state: NoticeState): LogEntry => ({ type: 'notice.completed', state });
+  const unconfirmed: LogEntry = { type: 'sms.unconfirmed', attemptId: 'att_s', reason: 'sms_plan_ended', lastStatus: 'sent', checks: 4 };
+  /** A notice in `state`, put there by hand: the moves under test start from it. */
+  async function noticeIn(state: NoticeState): Promise<string> {
+    const id = await createNotice(CREATED, 11);
+    await redis.hset(store.keys.notice(id), 'state', state);
+    return id;
+  }
+  const expiryOf = async (id: string) => ({
+    pttl: await redis.pttl(store.keys.content(id)),
+    indexed: await redis.zscore(store.keys.noticeKeysFor(id).contentExpiry, id),
+  });
+
+  // Every move that ends a notice (its `to` is terminal), and the two that leave its SMS unconfirmed.
+  const ending: { name: TransitionName; from: NoticeState; entries: LogEntry[] }[] = [
+    ...(Object.entries(TRANSITIONS) as [TransitionName, Transition][])
+      .filter(([, t]) => t.to !== undefined && isTerminal(t.to))
+      .map(([name, t]) => ({ name, from: (t.from as readonly NoticeState[])[0]!, entries: [completed(t.to!)] })),
+    { name: 'observeSms', from: 'sms_sent', entries: [unconfirmed] },
+    { name: 'leaveSmsInDoubt', from: 'sms_sending', entries: [{ ...unconfirmed, reason: 'sms_send_unconfirmed' } as LogEntry] },
+  ];
+
+  it('are every move into a terminal state, and those that leave the SMS unconfirmed', () => {
+    expect(ending.map((m) => m.name).sort()).toEqual([
+      'blockFallback',
+      'cancel',
+      'cancelSmsForLateDelivery',
+      'confirmEmailDelivered',
+      'confirmSmsDelivered',
+      'fail',
+      'failSms',
+      'leaveSmsInDoubt',
+      'observeSms',
+      'rejectSms',
+    ]);
+  });
+
+  it.each(ending)('$name keeps the content only until creation + TTL, and indexes that time', async ({ name, from, entries }) => {
+    const id = await noticeIn(from);
+    const now = CREATED + 10_000;
+    expect(await ttlStore.transition(id, now, iso(now), { name, entries, due: 'remove' } as TransitionSpec)).toMatchObject({ ok: true });
+    const { pttl, indexed } = await expiryOf(id);
+    // 20 s left of the TTL on Herald's clock, however long the test has run since.
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(20_000);
+    expect(indexed).toBe(String(CREATED + TTL));
+    expect((await ttlStore.content(id))!.text).toBe('secret body');
+  });
+
+  it.each(ending)('$name past the TTL deletes the content at once, indexed as due now', async ({ name, from, entries }) => {
+    const id = await noticeIn(from);
+    const now = CREATED + TTL + 5_000;
+    expect(await ttlStore.transition(id, now, iso(now), { name, entries, due: 'remove' } as TransitionSpec)).toMatchObject({ ok: true });
+    expect(await redis.exists(store.keys.content(id))).toBe(0);
+    expect((await expiryOf(id)).indexed).toBe(String(now));
+  });
+
+  it('leave the content as created on any other step, and on a step that is refused', async () => {
+    const id = await noticeIn('sms_pending');
+    const now = CREATED + TTL + 5_000;
+    const started = await ttlStore.transition(id, now, iso(now), {
+      name: 'startSmsAttempt',
+      set: { smsAttemptId: 'att_s' },
+      entries: [{ type: 'sms.requested', attemptId: 'att_s', idempotencyKey: `${id}-sms`, provider: 'twilio' }],
+    });
+    expect(started).toMatchObject({ ok: true, state: 'sms_sending' });
+    // A completion from a state its move does not start from writes nothing.
+    const refused = await ttlStore.transition(id, now, iso(now), {
+      name: 'confirmEmailDelivered',
+      entries: [completed('email_delivered')],
+    });
+    expect(refused).toMatchObject({ ok: false, reason: 'state' });
+    const { pttl, indexed } = await expiryOf(id);
+    expect(pttl).toBeGreaterThan(TTL);
+    expect(indexed).toBeNull();
+  });
+
+  it('leave content already purged alone, and so does a store not given the TTL (one that only reads)', async () => {
+    const purged = await noticeIn('email_sent');
+    await redis.hset(store.keys.notice(purged), 'contentPurgedAt', CREATED + 1);
+    const readOnly = await noticeIn('email_sent');
+    const now = CREATED + 10_000;
+    const spec = (): TransitionSpec => ({ name: 'confirmEmailDelivered', entries: [completed('email_delivered')], due: 'remove' });
+    expect(await ttlStore.transition(purged, now, iso(now), spec())).toMatchObject({ ok: true });
+    expect(await store.transition(readOnly, now, iso(now), spec())).toMatchObject({ ok: true });
+    for (const id of [purged, readOnly]) {
+      const { pttl, indexed } = await expiryOf(id);
+      expect(pttl).toBeGreaterThan(TTL);
+      expect(indexed).toBeNull();
+    }
   });
 });

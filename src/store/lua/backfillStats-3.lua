@@ -1,7 +1,7 @@
 --[[
   Counts in the /v1/stats counters one member of a shard's `created` index, the index earlier
   versions kept of every notice (src/store/stats.ts, backfillStats): a notice still in Redis is
-  counted as it is now and gets its `statsHour`, from then on kept by transition-6.lua; a retired
+  counted as it is now and gets its `statsHour`, from then on kept by transition-8.lua; a retired
   notice's member (`<id> <state> <reason or -> <email checks> <sms checks> <email sent 0/1>
   <sms segments>`, parsed by the caller into ARGV) is counted and removed. Idempotent: a counted
   notice has a `statsHour`, a counted member is gone.

@@ -2,10 +2,12 @@
   One guarded step of a notice: checks its current state (and optional field guards), changes
   state and fields, and appends the decision-log entries that explain the step, all at once.
   Every state change after creation goes through this script; each step of the engine
-  (src/notice/engine.ts) names its allowed states, new state and entries.
+  (src/notice/engine.ts) names its allowed states, new state and entries. A step after which
+  nothing more is sent also brings the content's expiry back to its TTL (ARGV[8]).
 
   KEYS[1] notice hash   KEYS[2] events list   KEYS[3] shard log stream   KEYS[4] shard due zset
   KEYS[5] shard metrics hash   KEYS[6] shard stats hash (the /v1/stats counters, includes/countStats.lua)
+  KEYS[7] content string   KEYS[8] shard content-expiry zset (touched only when ARGV[8] is set)
   ARGV[1] noticeId
   ARGV[2] now (ms)
   ARGV[3] at (ISO)
@@ -14,7 +16,12 @@
   ARGV[6] due: '' keep, 'remove', or a score in ms
   ARGV[7] reached: a field holding a time in ms that must be <= now (a deadline never fires early);
           '' for none
-  ARGV[8] onwards, lists each led by its length, read in order (no JSON to decode):
+  ARGV[8] content TTL (ms) when this step ends what Herald may send for the notice (its entries
+          include `notice.completed` or `sms.unconfirmed`), else '': the content is then kept
+          only until createdAt + TTL, or deleted at once when that time has passed, and its
+          content-expiry score moves to that time (now at the latest), so that the purge sweep
+          records `content.purged` then. Content already purged (`contentPurgedAt`) is left alone.
+  ARGV[9] onwards, lists each led by its length, read in order (no JSON to decode):
     E, then E pairs field, value: eq guards: the field must hold exactly this value ('' = the
        field must be absent)
     S, then S pairs field, value: fields to set
@@ -36,9 +43,10 @@
 -- @include setDue
 -- @include countStats
 
--- The state, the log's last seq, the stats hour, every guarded field and the old values of the
--- counted fields this step changes, in one read. The lists after ARGV[7] are read by position.
-local pos = 8
+-- The state, the log's last seq, the stats hour, every guarded field, the content's fields when
+-- the step ends the sending, and the old values of the counted fields this step changes, in one
+-- read. The lists after ARGV[8] are read by position.
+local pos = 9
 local eqAt, eqCount = pos + 1, tonumber(ARGV[pos])
 pos = eqAt + 2 * eqCount
 local setAt, setCount = pos + 1, tonumber(ARGV[pos])
@@ -56,6 +64,13 @@ local reachedAt = 0
 if reached ~= '' then
   wanted[#wanted + 1] = reached
   reachedAt = #wanted
+end
+local contentTtl = ARGV[8]
+local contentAt = 0
+if contentTtl ~= '' then
+  wanted[#wanted + 1] = 'createdAt'
+  wanted[#wanted + 1] = 'contentPurgedAt'
+  contentAt = #wanted - 1
 end
 local after = {}
 for i = unsetAt, unsetAt + unsetCount - 1 do
@@ -144,5 +159,17 @@ if hour then
     before[field] = current[i]
   end
   countStats(KEYS[6], hour, before, after)
+end
+-- Nothing more is sent: the content stays no longer than its TTL. The expiry is relative (PEXPIRE,
+-- not PEXPIREAT) because createdAt and now come from Herald's clock, which need not be Redis's.
+if contentAt > 0 and current[contentAt] and not current[contentAt + 1] then
+  local now = tonumber(ARGV[2])
+  local expiresAt = math.max(tonumber(current[contentAt]) + tonumber(contentTtl), now)
+  if expiresAt > now then
+    redis.call('PEXPIRE', KEYS[7], string.format('%d', expiresAt - now))
+  else
+    redis.call('DEL', KEYS[7])
+  end
+  redis.call('ZADD', KEYS[8], string.format('%d', expiresAt), ARGV[1])
 end
 return { 1, state }
