@@ -56,7 +56,7 @@ async function retention(args: string[], io: CliIo): Promise<number> {
     });
     io.stderr.write(`${dryRun ? 'Would delete' : 'Deleted'} ${pointers} recipient index entries of those notices.\n`);
     if (config.archiveUrl.startsWith('s3:')) {
-      io.stderr.write('On S3, a bucket lifecycle rule can do this without Herald: see "Audit archive and retention" in the README.\n');
+      io.stderr.write('On S3, a bucket lifecycle rule can do this without Herald: see docs/ARCHIVE.md.\n');
     }
     await indexFinishedNotices(parts, io, dryRun);
     return 0;

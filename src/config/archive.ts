@@ -7,7 +7,7 @@ import { withoutCredentials } from './urls.js';
 
 /**
  * The archive key used when HERALD_ARCHIVE_KEY is unset with sandbox providers: fixed and
- * published (README), so it authenticates nothing against anyone who reads the source. Live
+ * published (docs/CONFIGURATION.md), so it authenticates nothing against anyone who reads the source. Live
  * providers and production refuse it.
  */
 export const DEV_ARCHIVE_KEY: EncryptionKey = Object.freeze({

@@ -4,7 +4,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 /**
  * Every error the API answers with: a stable snake_case code, its HTTP status and what it
  * means. Answers are `{ "error": { "code", "message", "details"? } }`. test/pure/errors.test.ts
- * fails when a code is missing from the README's table.
+ * fails when a code is missing from the table of docs/API.md.
  */
 export const ERROR_CATALOGUE = {
   unauthorized: { status: 401, message: 'Missing or unknown API key.' },

@@ -1,7 +1,7 @@
 /**
  * The decision log's vocabulary: one member per entry type, with the fields that type carries
  * (flat, as the log stores them), and a constructor for each entry a step writes. Readers narrow
- * on `type`. README's list of entry types is kept in step with `ENTRY_TYPES` by a test.
+ * on `type`. The list of entry types in docs/API.md is kept in step with `ENTRY_TYPES` by a test.
  */
 import type { Channel } from '../providers/types.js';
 import type { ProviderError } from '../providers/types.js';

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ENTRY_TYPES } from '../../src/notice/entries.js';
 
-const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+const README = readFileSync(fileURLToPath(new URL('../../docs/API.md', import.meta.url)), 'utf8');
 
 describe('the decision log vocabulary', () => {
   it('is the list of entry types the README gives, no more and no less', () => {
