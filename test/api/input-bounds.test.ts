@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { TEST_API_KEY, testEnv, testConfig, testPrefix, waitFor } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { freePort } from '../helpers/redis-server.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SandboxEmail, SandboxSms } from '@herald/sandbox';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { checkNotice, checkRun, settled, type NoticeOutcome } from './invariants.js';
 import type { NoticePlan } from './plan.js';
 

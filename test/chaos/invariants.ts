@@ -4,7 +4,7 @@
  * log, and what the provider emulators actually received.
  */
 import type { SandboxEmail, SandboxSms } from '@herald/sandbox';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { NEVER_DELIVERED, SMS_REFUSED, SMS_UNCONFIRMED, type NoticePlan } from './plan.js';
 import { TRANSITIONS, transitionsMarkedBy, type Transition } from '../../src/notice/transitions.js';
 import { TERMINAL_STATES, UNDECIDED_STATES } from '../../src/notice/states.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import type { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';

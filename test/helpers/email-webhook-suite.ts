@@ -7,7 +7,7 @@
  * `describe` and adds what is its own (its signature, its message IDs).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from './entries.js';
 import { sleep, testPrefix, waitFor } from './env.js';
 import { noticeBody } from './herald.js';
 import { startWebhookStack, type WebhookStack } from './webhook-stack.js';

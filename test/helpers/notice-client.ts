@@ -1,5 +1,5 @@
 import type { Sandbox } from '@herald/sandbox';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from './entries.js';
 import { waitFor } from './env.js';
 
 /** One API call, whichever way a stack reaches its web (in-process `inject`, or HTTP to a process). */

@@ -7,7 +7,7 @@ import { anchorKey } from '../../src/archive/anchor.js';
 import { shardName } from '../../src/archive/names.js';
 import { shardOfNoticeId } from '../../src/notice/ids.js';
 import { readBacklog } from '../../src/retention/backlog.js';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { plainRedis, testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { fileStore, tempDir } from '../helpers/archive.js';

@@ -3,7 +3,7 @@ import { readBacklog } from '../../src/retention/backlog.js';
 import { LogMirrorStore } from '../../src/store/log-mirror.js';
 import { idTime } from '../../src/archive/names.js';
 import { shardOfNoticeId } from '../../src/notice/ids.js';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { plainRedis, testConfig, testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';

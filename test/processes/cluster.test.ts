@@ -6,7 +6,7 @@ import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { Keys, partitionOfNotice, queuePartitionTags } from '../../src/store/keys.js';
 import { slotOf } from '../../src/store/slots.js';
 import { shardOfNoticeId } from '../../src/notice/ids.js';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { checkRun, TERMINAL, type NoticeOutcome } from '../chaos/invariants.js';
 import type { NoticePlan } from '../chaos/plan.js';
 import { sleep, TEST_API_KEY, testEnv, testPrefix, waitFor } from '../helpers/env.js';

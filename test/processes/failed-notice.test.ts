@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { jobIds } from '../../queues/index.js';

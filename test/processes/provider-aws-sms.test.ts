@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { noticeBody } from '../helpers/herald.js';
 import { plainRedis, sleep, testPrefix, waitFor } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';

@@ -9,7 +9,7 @@
  */
 import twilio from 'twilio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { TERMINAL_STATES } from '../../src/notice/states.js';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { noticeBody } from '../helpers/herald.js';
 import { sleep, testPrefix, waitFor } from '../helpers/env.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '../../src/store/policies.js';
 import { collectDecisions, replayDecisions } from '../../src/policy/replay.js';
 import { parseRules } from '../../src/policy/rules.js';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 
 const current = parseRules('{"version":"v1","regions":{"DE":{"sms":true},"*":{"sms":true}}}', 'v1.json');
 const proposed = parseRules(

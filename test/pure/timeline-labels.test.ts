@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fieldLabel, renderTimeline } from '../../src/http/timeline.js';
-import type { StoredEntry } from '../../src/store/notices.js';
+import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 
 describe('the timeline labels an entry field', () => {
   it('in words, with the unit a name ends in', () => {
