@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { storeUnreachable, type RedisClient } from './store/redis.js';
+import { storeUnreachable } from './store/redis.js';
 import type { Config } from './config.js';
 import type { AppDeps } from './http/deps.js';
 import { adminRoutes } from './http/admin.js';

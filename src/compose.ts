@@ -16,7 +16,7 @@ import type { AppDeps } from './http/deps.js';
 import type { Archive } from './archive/archive.js';
 import { LogMirror } from './retention/mirror.js';
 import { openArchive } from './archive/open.js';
-import { readTrail, trailReader, type Trail, type TrailReader } from './archive/trail.js';
+import { readTrail, trailReader, type Trail } from './archive/trail.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { keyringOf } from './crypto.js';

@@ -222,7 +222,7 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 /** `providerTimeoutMs` → `provider timeout (ms)`: a field name as words. */
 export function fieldLabel(name: string): string {
-  const unit = /Ms$/.test(name) ? ' (ms)' : '';
+  const unit = name.endsWith('Ms') ? ' (ms)' : '';
   const words = name
     .replace(/Ms$/, '')
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')

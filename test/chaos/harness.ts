@@ -285,7 +285,7 @@ class ChaosRun {
       this.track(this.apply(event));
     }
     await this.until(this.plan.shape.faultWindowMs);
-    await Promise.allSettled([...this.pending]);
+    await Promise.allSettled(this.pending);
     await Promise.allSettled(creations);
     // Faults stop: nothing injected is left, Redis and every worker are up.
     this.sandbox.clearFaults();
