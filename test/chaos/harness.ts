@@ -22,6 +22,7 @@ import type { Prices } from '../../src/config.js';
 import { STATS_HOUR_MS } from '../../src/notice/stats.js';
 import { jobIds } from '../../queues/index.js';
 import { sleep, TEST_API_KEY, TEST_TOPOLOGY, testConfig, testPrefix } from '../helpers/env.js';
+import { eventsGroupCaughtUp } from '../helpers/event-log.js';
 import { RedisCluster } from '../helpers/redis-cluster.js';
 import { startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { RedisServer } from '../helpers/redis-server.js';
@@ -256,6 +257,8 @@ class ChaosRun {
       // Events to callers: an endpoint on a listener of the run's own, on this machine.
       HERALD_ALLOW_PRIVATE_EVENT_URLS: '1',
       HERALD_EVENT_RETRY_BASE_MS: '200',
+      // A killed worker's log entries (the mirror's and the events') go to another worker soon.
+      HERALD_MIRROR_RECLAIM_MS: '3000',
       // Webhooks: the routes on, and the SMS sends carrying status callbacks under the public URL.
       ...(this.plan.shape.webhookFaults ? CHAOS_WEBHOOK_ENV : {}),
     };
@@ -394,13 +397,29 @@ class ChaosRun {
     this.endpointId = created.body?.id ?? '';
   }
 
-  /** Waits, within a bound, until every settled notice's notice.completed reached the endpoint. */
+  /**
+   * Waits, within a bound, until every settled notice's notice.completed reached the endpoint,
+   * and the events' consumer group has read, and acknowledged, every shard's log to its end (a
+   * killed worker's entries are taken by another after HERALD_MIRROR_RECLAIM_MS), and no delivery
+   * is left to run.
+   */
   private async awaitEvents(ids: string[], until: number): Promise<void> {
     while (Date.now() < until) {
       const states = await this.states(ids);
       const missing = ids.filter((id, i) => states[i]!.state !== null && TERMINAL.includes(states[i]!.state!) && !this.eventsReceived.get(id)?.has('notice.completed'));
-      if (missing.length === 0) return;
+      if (missing.length === 0 && (await this.eventsSettled())) return;
       await sleep(250);
+    }
+  }
+
+  /** No shard's log holds an entry the events' group has not read and acknowledged, and no delivery waits. */
+  private async eventsSettled(): Promise<boolean> {
+    try {
+      if (!(await eventsGroupCaughtUp(this.web.redis, this.web.store.keys))) return false;
+      const counts = await this.web.queues.eventDelivery.getJobCounts('wait', 'delayed', 'prioritized', 'active');
+      return Object.values(counts).every((n) => n === 0);
+    } catch {
+      return false;
     }
   }
 

@@ -5,6 +5,7 @@ import { idTime } from '../../src/archive/names.js';
 import { shardOfNoticeId } from '../../src/notice/ids.js';
 import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { plainRedis, testConfig, testEnv, testPrefix, waitFor } from '../helpers/env.js';
+import { eventsGroupCaughtUp } from '../helpers/event-log.js';
 import { cleanUp, noticeBody, startWebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { runHerald, tempDir, writeNotices } from '../helpers/archive.js';
@@ -44,9 +45,10 @@ async function inRedis(shard: number, trail: StoredEntry[]): Promise<number> {
 
 async function allArchived(): Promise<void> {
   await waitFor(
-    async () => (await readBacklog(redis, stack.web.store.keys, Date.now())).unarchivedEntries === 0,
+    async () =>
+      (await readBacklog(redis, stack.web.store.keys, Date.now())).unarchivedEntries === 0 && (await eventsGroupCaughtUp(redis, stack.web.store.keys)),
     20_000,
-    'the worker’s log mirror to archive everything',
+    'the worker’s log mirror to archive everything, and the events to read it',
   );
 }
 

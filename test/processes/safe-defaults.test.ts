@@ -65,7 +65,8 @@ describe('the web process', () => {
   });
 });
 
-describe('npm start', () => {
+// Each test starts the whole of `npm start`: on a loaded machine that alone can take most of a minute.
+describe('npm start', { timeout: 150_000 }, () => {
   it('listens on 127.0.0.1, prints the real address and a dev key that is in no log line, and names the sandbox in the trail', async () => {
     const prefix = testPrefix('start');
     const redis = plainRedis();
@@ -79,7 +80,7 @@ describe('npm start', () => {
     });
     running.push(run.child);
     try {
-      const banner = await waitFor(async () => /Dev API key: (dev_\S+)/.test(run.output()) && run.output(), 20_000, 'the start-up banner');
+      const banner = await waitFor(async () => /Dev API key: (dev_\S+)/.test(run.output()) && run.output(), 60_000, 'the start-up banner');
       const url = /Herald is running \(sandbox providers\) at (http:\/\/\S+)/.exec(banner)?.[1];
       const key = /Dev API key: (dev_\S+)/.exec(banner)![1]!;
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -126,7 +127,7 @@ describe('npm start', () => {
     const run = start('dist/src/dev.js', { REDIS_URL, HERALD_PREFIX: prefix, HERALD_ARCHIVE_URL: testArchiveUrl(), PORT: '0', HERALD_SANDBOX_PORT: '0' });
     running.push(run.child);
     try {
-      const banner = await waitFor(async () => /watch (http:\/\/\S+\/__sandbox\/events)/.test(run.output()) && run.output(), 20_000, 'the start-up banner');
+      const banner = await waitFor(async () => /watch (http:\/\/\S+\/__sandbox\/events)/.test(run.output()) && run.output(), 60_000, 'the start-up banner');
       const url = /Herald is running \(sandbox providers\) at (http:\/\/\S+)/.exec(banner)![1]!;
       const key = /Dev API key: (dev_\S+)/.exec(banner)![1]!;
       const receiver = /watch (http:\/\/\S+\/__sandbox\/events)/.exec(banner)![1]!;
@@ -172,7 +173,7 @@ describe('npm start', () => {
       return { prefix, run };
     };
     const banner = async (run: ReturnType<typeof start>) => {
-      const text = await waitFor(async () => /Dev API key: (dev_\S+)/.test(run.output()) && run.output(), 20_000, 'the start-up banner');
+      const text = await waitFor(async () => /Dev API key: (dev_\S+)/.test(run.output()) && run.output(), 60_000, 'the start-up banner');
       const url = /Herald is running \(sandbox providers\) at (http:\/\/\S+)/.exec(text)![1]!;
       const key = /Dev API key: (dev_\S+)/.exec(text)![1]!;
       return { text, url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } };
