@@ -7,8 +7,9 @@
  * nothing: figures are reported, targets marked met or missed. For a quick look, BENCH_SCALE
  * (default 1) scales the item counts of the throughput and cost runs and BENCH_PENDING (default
  * 10000) sets the number of pending notices; BENCH_PENDING_WORKERS (default 1) their workers;
- * BENCH_ONLY (a comma-separated list of accept, lifecycle, cost, pending, cluster, webhooks) runs only those parts.
- * `webhooks` counts provider calls per notice with the providers' webhooks on and off.
+ * BENCH_ONLY (a comma-separated list of accept, batch, lifecycle, cost, pending, cluster, webhooks) runs only those parts.
+ * `batch` sets `POST /v1/notices/batch` against single requests; `webhooks` counts provider calls per
+ * notice with the providers' webhooks on and off.
  * `cluster` starts redis-servers of its own: one node and a 3-master Redis Cluster, on ports in
  * BENCH_REDIS_PORTS (`<first>-<last>`) when set.
  */
@@ -20,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { planChecks } from '../src/notice/planner.js';
 import { measureAccept } from './accept.js';
+import { measureBatch } from './batch.js';
 import { clusterScale } from './cluster.js';
 import { noticeCost, rawJobCost } from './cost.js';
 import type { BenchContext } from './herald.js';
@@ -40,9 +42,12 @@ const PENDING = Number(process.env.BENCH_PENDING ?? DEFAULT_PENDING);
 /** The committed record of the last full run: its section between the markers is rewritten. */
 const RESULTS_FILE = 'docs/BENCHMARKS.md';
 const PENDING_WORKERS = Number(process.env.BENCH_PENDING_WORKERS ?? 1);
+/** Notices per request of the batch figure, and its connections (each holds a batch in flight). */
+const BATCH_SIZE = 500;
+const BATCH_CONNECTIONS = 4;
 /** The steady load's share of the rate Herald cleared the burst at. */
 const STEADY_SHARE = 0.6;
-const PARTS = ['accept', 'lifecycle', 'cost', 'pending', 'cluster', 'webhooks'] as const;
+const PARTS = ['accept', 'batch', 'lifecycle', 'cost', 'pending', 'cluster', 'webhooks'] as const;
 const only = (process.env.BENCH_ONLY ?? PARTS.join(',')).split(',').map((part) => part.trim());
 const unknownParts = only.filter((part) => !(PARTS as readonly string[]).includes(part));
 if (unknownParts.length > 0)
@@ -73,6 +78,9 @@ process.once('SIGINT', () => {
 try {
   ctx.log(`prefix ${runPrefix}, Redis ${redisUrl}, scale ${scale}`);
   const accept = runs('accept') ? await measureAccept(ctx, { connections: 50, roundSeconds: 6, rounds: 3 }) : undefined;
+  const batch = runs('batch')
+    ? await measureBatch(ctx, { batchSize: BATCH_SIZE, singleConnections: 50, batchConnections: BATCH_CONNECTIONS, roundSeconds: 6, rounds: 3 })
+    : undefined;
 
   const lifecycle = runs('lifecycle')
     ? {
@@ -204,6 +212,49 @@ try {
         baseline: accept.baseline.redisCommandsPerRequest,
         baselineIs: 'same',
         unit: '',
+      },
+    );
+  }
+  if (batch) {
+    rows.push(
+      {
+        figure: `Batch accept, ${BATCH_SIZE} notices per request, ${BATCH_CONNECTIONS} connections`,
+        herald: batch.batch.noticesPerSecond,
+        baseline: batch.single.noticesPerSecond,
+        baselineIs: 'single requests, 50 connections',
+        unit: 'notices/s',
+        target: '≥ 1.5×',
+        met: batch.batch.noticesPerSecond >= 1.5 * batch.single.noticesPerSecond,
+      },
+      {
+        figure: `Web CPU per notice, batch of ${BATCH_SIZE}`,
+        herald: batch.batch.webCpuUsPerNotice,
+        baseline: batch.single.webCpuUsPerNotice,
+        baselineIs: 'single request',
+        unit: 'µs',
+        target: '≤ ⅓×',
+        met: batch.batch.webCpuUsPerNotice <= batch.single.webCpuUsPerNotice / 3,
+      },
+      {
+        figure: `Redis CPU per notice, batch of ${BATCH_SIZE}`,
+        herald: batch.batch.redisCpuUsPerNotice,
+        baseline: batch.single.redisCpuUsPerNotice,
+        baselineIs: 'single request',
+        unit: 'µs',
+      },
+      {
+        figure: `Redis commands per notice, batch of ${BATCH_SIZE}`,
+        herald: batch.batch.redisCommandsPerNotice,
+        baseline: batch.single.redisCommandsPerNotice,
+        baselineIs: 'single request',
+        unit: '',
+      },
+      {
+        figure: `Batch latency p99, a request of ${BATCH_SIZE}`,
+        herald: batch.batch.p99Ms,
+        baseline: batch.single.p99Ms,
+        baselineIs: 'a single request',
+        unit: 'ms',
       },
     );
   }
@@ -457,6 +508,7 @@ try {
     },
     rows: rows.map((r) => ({ ...r, ratio: ratioOf(r) })),
     accept,
+    batch,
     lifecycle,
     cost,
     pending,
