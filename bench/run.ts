@@ -7,9 +7,9 @@
  * nothing: figures are reported, targets marked met or missed. For a quick look, BENCH_SCALE
  * (default 1) scales the item counts of the throughput and cost runs and BENCH_PENDING (default
  * 10000) sets the number of pending notices; BENCH_PENDING_WORKERS (default 1) their workers;
- * BENCH_ONLY (a comma-separated list of accept, batch, lifecycle, cost, pending, cluster, webhooks) runs only those parts.
+ * BENCH_ONLY (a comma-separated list of accept, batch, lifecycle, cost, pending, cluster, webhooks, events) runs only those parts.
  * `batch` sets `POST /v1/notices/batch` against single requests; `webhooks` counts provider calls per
- * notice with the providers' webhooks on and off.
+ * notice with the providers' webhooks on and off; `events` delivers events to callers to a local listener.
  * `cluster` starts redis-servers of its own: one node and a 3-master Redis Cluster, on ports in
  * BENCH_REDIS_PORTS (`<first>-<last>`) when set.
  */
@@ -25,6 +25,7 @@ import { measureBatch } from './batch.js';
 import { clusterScale } from './cluster.js';
 import { noticeCost, rawJobCost } from './cost.js';
 import type { BenchContext } from './herald.js';
+import { measureEvents } from './events.js';
 import { deliveredThroughput, fallbackThroughput, rawThroughput } from './lifecycle.js';
 import { heraldPending, rawPending, STEADY_LEAD_IN_MS, STEADY_WINDOW_MS, type PendingRun } from './pending.js';
 import { deleteKeys } from './redis-stats.js';
@@ -47,7 +48,7 @@ const BATCH_SIZE = 500;
 const BATCH_CONNECTIONS = 4;
 /** The steady load's share of the rate Herald cleared the burst at. */
 const STEADY_SHARE = 0.6;
-const PARTS = ['accept', 'batch', 'lifecycle', 'cost', 'pending', 'cluster', 'webhooks'] as const;
+const PARTS = ['accept', 'batch', 'lifecycle', 'cost', 'pending', 'cluster', 'webhooks', 'events'] as const;
 const only = (process.env.BENCH_ONLY ?? PARTS.join(',')).split(',').map((part) => part.trim());
 const unknownParts = only.filter((part) => !(PARTS as readonly string[]).includes(part));
 if (unknownParts.length > 0)
@@ -162,6 +163,19 @@ try {
     ctx.log(
       `webhooks ${name}: provider calls per notice ${JSON.stringify(run.providerCallsPerItem)}, webhook requests ${run.webhookRequestsPerItem}, checks saved ${run.checksSavedPerItem}`,
     );
+  }
+
+  const events = runs('events')
+    ? await measureEvents(ctx, { events: n(3_000), steadyShare: STEADY_SHARE, windowMs: STEADY_WINDOW_MS, leadInMs: STEADY_LEAD_IN_MS })
+    : undefined;
+  if (events) {
+    for (const side of ['herald', 'raw'] as const) {
+      const { burst, steady } = events[side];
+      ctx.log(
+        `events ${side}: burst ${burst.perSecond.toFixed(0)}/s, ${burst.redisCommandsPerEvent.toFixed(1)} commands, ${burst.duplicates} duplicates, busiest ${JSON.stringify(burst.busiestCommands)}; ` +
+          `steady ${steady.perSecond.toFixed(0)}/s over ${steady.windowSeconds} s (${steady.keptUp ? 'kept up' : 'fell behind'}), lag ${JSON.stringify(steady.lag)}, drained ${steady.drainMs} ms after the load`,
+      );
+    }
   }
 
   // What the plans of the cost runs ask of the providers: the floor a notice cannot go under.
@@ -469,6 +483,55 @@ try {
     );
   }
 
+  if (events) {
+    const { herald, raw } = events;
+    const steady = `(steady: ${Math.round(events.steadyRate)}/s over ${herald.steady.windowSeconds} s${herald.steady.keptUp ? '' : ', fell behind'})`;
+    rows.push(
+      {
+        figure: `Event deliveries, 1 worker (burst of ${herald.burst.events})`,
+        herald: herald.burst.perSecond,
+        baseline: raw.burst.perSecond,
+        baselineIs: 'BullMQ jobs that POST the body, 1 worker',
+        unit: '/s',
+      },
+      {
+        figure: 'Redis CPU per event delivered',
+        herald: herald.burst.redisCpuUsPerEvent,
+        baseline: raw.burst.redisCpuUsPerEvent,
+        baselineIs: 'raw job: add + run + POST',
+        unit: 'µs',
+      },
+      {
+        figure: 'Worker CPU per event delivered',
+        herald: herald.burst.processCpuUsPerEvent,
+        baseline: raw.burst.processCpuUsPerEvent,
+        baselineIs: 'raw job: adder + worker',
+        unit: 'µs',
+      },
+      {
+        figure: `Event deliveries ${steady}`,
+        herald: herald.steady.perSecond,
+        baseline: raw.steady.perSecond,
+        baselineIs: 'raw jobs at the same rate',
+        unit: '/s',
+      },
+      {
+        figure: `Event lag p50 ${steady}`,
+        herald: herald.steady.lag.p50,
+        baseline: raw.steady.lag.p50,
+        baselineIs: 'raw job: add to arrival',
+        unit: 'ms',
+      },
+      {
+        figure: `Event lag p99 ${steady}`,
+        herald: herald.steady.lag.p99,
+        baseline: raw.steady.lag.p99,
+        baselineIs: 'raw job: add to arrival',
+        unit: 'ms',
+      },
+    );
+  }
+
   // Other work on the machine shows in every figure: the load averages say how much there was.
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const report = [
@@ -515,6 +578,7 @@ try {
     steadyPending,
     cluster: scaleOut,
     webhooks,
+    events,
     durationSeconds: (Date.now() - started) / 1000,
   };
   writeFileSync(`${ROOT}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
