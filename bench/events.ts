@@ -52,6 +52,12 @@ export interface EventSteady {
   drainMs: number;
   /** The events of the window arrived at the load's rate (95 % of it), the last within DRAINED_WITHIN_MS of the load's end. */
   keptUp: boolean;
+  /**
+   * Herald only: where the lag went, from the `event-delivery` jobs the queue keeps (its last
+   * 1,000 finished) of the window's events, ms: entry to job queued (the dispatch sweep), queued
+   * to started (the queue), started to arrival (the delivery's reads and POST).
+   */
+  split?: { queued: Distribution; started: Distribution; arrived: Distribution; jobs: number };
 }
 
 export interface EventsResult {
@@ -162,7 +168,9 @@ async function heraldEvents(
         createNoticeBatch(herald.url, Array.from({ length: count }, completing)),
       );
       await until(async () => (await receiver.count()) >= load.items, 180_000, 'every event of the steady load to arrive', 50);
-      const steady = steadyOf(rate, (await receiver.received()).records, load.started + opts.leadInMs, opts.windowMs, load.ended);
+      const records = (await receiver.received()).records;
+      const steady = steadyOf(rate, records, load.started + opts.leadInMs, opts.windowMs, load.ended);
+      steady.split = await lagSplit(herald, records, load.started + opts.leadInMs, opts.windowMs);
       if (steady.keptUp || attempt === 2) return { burst, steady, noticesPerSecond, sample: received.sample! };
       ctx.log(
         `events: the steady load fell behind (${steady.perSecond.toFixed(0)}/s in the window, the last ${steady.drainMs} ms after the load); again at half the rate`,
@@ -277,6 +285,28 @@ function steadyOf(rate: number, records: [string, number, number][], windowStart
     drainMs,
     keptUp: perSecond >= 0.95 * rate && drainMs <= DRAINED_WITHIN_MS,
   };
+}
+
+/** The lag of the window's events split at their delivery jobs' add and start (steady.split). */
+async function lagSplit(
+  herald: HeraldDeployment,
+  records: [string, number, number][],
+  windowStart: number,
+  windowMs: number,
+): Promise<EventSteady['split']> {
+  const arrivals = new Map(records.map(([id, , at]) => [id, at]));
+  const queued: number[] = [];
+  const started: number[] = [];
+  const arrived: number[] = [];
+  for (const job of await herald.queues.eventDelivery.getCompleted(0, -1)) {
+    const data = job.data as { eventId: string; at: number };
+    const at = arrivals.get(data.eventId);
+    if (at === undefined || data.at < windowStart || data.at >= windowStart + windowMs || job.processedOn === undefined) continue;
+    queued.push(job.timestamp - data.at);
+    started.push(job.processedOn - job.timestamp);
+    arrived.push(at - job.processedOn);
+  }
+  return { queued: distribution(queued), started: distribution(started), arrived: distribution(arrived), jobs: queued.length };
 }
 
 /** The listener process, and what it has received. */

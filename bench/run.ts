@@ -175,6 +175,12 @@ try {
         `events ${side}: burst ${burst.perSecond.toFixed(0)}/s, ${burst.redisCommandsPerEvent.toFixed(1)} commands, ${burst.duplicates} duplicates, busiest ${JSON.stringify(burst.busiestCommands)}; ` +
           `steady ${steady.perSecond.toFixed(0)}/s over ${steady.windowSeconds} s (${steady.keptUp ? 'kept up' : 'fell behind'}), lag ${JSON.stringify(steady.lag)}, drained ${steady.drainMs} ms after the load`,
       );
+      if (steady.split) {
+        const part = (d: { p50: number; p99: number }) => `p50 ${d.p50} ms, p99 ${d.p99} ms`;
+        ctx.log(
+          `events ${side}: lag of ${steady.split.jobs} kept delivery jobs: entry to queued ${part(steady.split.queued)}; queued to started ${part(steady.split.started)}; started to arrival ${part(steady.split.arrived)}`,
+        );
+      }
     }
   }
 
