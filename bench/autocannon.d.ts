@@ -19,6 +19,8 @@ declare module 'autocannon' {
     body?: string;
     /** Called before each request; returns the request to send. */
     setupRequest?: (request: RequestSpec, context: Record<string, unknown>) => RequestSpec;
+    /** Called with each answer's status and body. */
+    onResponse?: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string>) => void;
   }
   interface Options {
     url: string;
@@ -30,6 +32,8 @@ declare module 'autocannon' {
     body?: string | Buffer;
     headers?: Record<string, string>;
     timeout?: number;
+    /** Milliseconds between samples (default 1000); a run with `amount` returns at the first sample after its last answer. */
+    sampleInt?: number;
   }
   interface Result {
     requests: Histogram;

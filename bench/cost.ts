@@ -8,7 +8,7 @@ import { openArchive } from '../src/archive/open.js';
 import { indexUnretired, retireNoticesOnce } from '../src/retention/retire.js';
 import { DAY, systemClock } from '../src/clock.js';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
-import { until } from './processes.js';
+import { ownCpuMs, until } from './processes.js';
 import { RawDeployment } from './raw.js';
 import { countCommands, keysMemory, perItem, top } from './redis-stats.js';
 import type { SlowlogProfile } from './slowlog.js';
@@ -188,10 +188,4 @@ export async function rawJobCost(ctx: BenchContext, jobs: number): Promise<CostR
   } finally {
     await raw.close();
   }
-}
-
-/** CPU time (user + system, ms) this process has used so far. */
-function ownCpuMs(): number {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
 }

@@ -211,3 +211,22 @@ export async function createNotices(
     throw new Error(`creating ${count} notices: ${result['2xx']} answered 2xx, ${result.non2xx} other answers, ${result.errors} errors`);
   }
 }
+
+/**
+ * POSTs `notices` in one `POST /v1/notices/batch`. Any answer but 200 with every notice accepted
+ * (202) stops the benchmark, as in createNotices.
+ */
+export async function createNoticeBatch(url: string, notices: readonly Record<string, unknown>[]): Promise<void> {
+  const response = await fetch(`${url}/v1/notices/batch`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ notices }),
+  });
+  const text = await response.text();
+  const refused =
+    response.status === 200
+      ? (JSON.parse(text) as { results: { status: number }[] }).results.filter((r) => r.status !== 202).length
+      : notices.length;
+  if (refused > 0)
+    throw new Error(`a batch of ${notices.length} notices: HTTP ${response.status}, ${refused} not accepted: ${text.slice(0, 300)}`);
+}

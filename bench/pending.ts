@@ -137,7 +137,7 @@ export async function heraldPending(
 }
 
 /** Entries of a shard's log the mirror's consumer group has not been handed yet (XINFO GROUPS' lag). */
-async function mirrorLag(ctx: BenchContext, key: string): Promise<number> {
+export async function mirrorLag(ctx: BenchContext, key: string): Promise<number> {
   const groups = (await ctx.redis.xinfo('GROUPS', key)) as unknown[][];
   const mirror = groups.map((fields) => Object.fromEntries(pairs(fields))).find((g) => g.name === 'mirror');
   return mirror ? Number(mirror.lag ?? 0) : Number.POSITIVE_INFINITY;

@@ -112,3 +112,9 @@ export function processCpuMs(pid: number | undefined): number {
     return 0;
   }
 }
+
+/** CPU time (user + system, ms) this process has used so far. */
+export function ownCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}

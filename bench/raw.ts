@@ -1,5 +1,5 @@
-/** The raw BullMQ baseline: no-op jobs on one queue, worked by raw-worker processes. */
-import { Queue, type JobsOptions } from 'bullmq';
+/** The raw BullMQ baseline: no-op jobs (or jobs that POST their body) on one queue, worked by raw-worker processes. */
+import { Queue, type DefaultJobOptions, type JobsOptions } from 'bullmq';
 import { DEFAULT_JOB_OPTIONS } from '../queues/index.js';
 import type { BenchContext } from './herald.js';
 import { NodeProcess, processCpuMs, until } from './processes.js';
@@ -12,12 +12,21 @@ export class RawDeployment {
   constructor(
     private readonly ctx: BenchContext,
     readonly prefix: string,
+    /** The queue's job options: Herald's notice queues' unless given. */
+    defaultJobOptions: DefaultJobOptions = DEFAULT_JOB_OPTIONS,
   ) {
-    this.queue = new Queue('noop', { connection: ctx.redis, prefix: `${prefix}:{q}`, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+    this.queue = new Queue('noop', { connection: ctx.redis, prefix: `${prefix}:{q}`, defaultJobOptions });
   }
 
-  async startWorkers(count: number): Promise<void> {
-    const env = { REDIS_URL: this.ctx.redisUrl, BENCH_PREFIX: this.prefix, BENCH_QUEUE: 'noop', HERALD_WORKER_CONCURRENCY: '20' };
+  /** Starts worker processes (`env`: more of their environment, BENCH_POST_URL say) and waits for them to register. */
+  async startWorkers(count: number, extraEnv: Record<string, string> = {}): Promise<void> {
+    const env = {
+      REDIS_URL: this.ctx.redisUrl,
+      BENCH_PREFIX: this.prefix,
+      BENCH_QUEUE: 'noop',
+      HERALD_WORKER_CONCURRENCY: '20',
+      ...extraEnv,
+    };
     for (let i = 0; i < count; i += 1) this.workers.push(new NodeProcess('dist/bench/raw-worker.js', env).start());
     await until(async () => (await this.queue.getWorkersCount()) >= count, 30_000, `${count} raw workers to register`, 100);
   }

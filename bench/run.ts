@@ -7,8 +7,9 @@
  * nothing: figures are reported, targets marked met or missed. For a quick look, BENCH_SCALE
  * (default 1) scales the item counts of the throughput and cost runs and BENCH_PENDING (default
  * 10000) sets the number of pending notices; BENCH_PENDING_WORKERS (default 1) their workers;
- * BENCH_ONLY (a comma-separated list of accept, lifecycle, cost, pending, cluster, webhooks) runs only those parts.
- * `webhooks` counts provider calls per notice with the providers' webhooks on and off.
+ * BENCH_ONLY (a comma-separated list of accept, batch, lifecycle, cost, pending, cluster, webhooks, events) runs only those parts.
+ * `batch` sets `POST /v1/notices/batch` against single requests; `webhooks` counts provider calls per
+ * notice with the providers' webhooks on and off; `events` delivers events to callers to a local listener.
  * `cluster` starts redis-servers of its own: one node and a 3-master Redis Cluster, on ports in
  * BENCH_REDIS_PORTS (`<first>-<last>`) when set.
  */
@@ -20,9 +21,11 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { planChecks } from '../src/notice/planner.js';
 import { measureAccept } from './accept.js';
+import { measureBatch } from './batch.js';
 import { clusterScale } from './cluster.js';
 import { noticeCost, rawJobCost } from './cost.js';
 import type { BenchContext } from './herald.js';
+import { measureEvents } from './events.js';
 import { deliveredThroughput, fallbackThroughput, rawThroughput } from './lifecycle.js';
 import { heraldPending, rawPending, STEADY_LEAD_IN_MS, STEADY_WINDOW_MS, type PendingRun } from './pending.js';
 import { deleteKeys } from './redis-stats.js';
@@ -40,9 +43,12 @@ const PENDING = Number(process.env.BENCH_PENDING ?? DEFAULT_PENDING);
 /** The committed record of the last full run: its section between the markers is rewritten. */
 const RESULTS_FILE = 'docs/BENCHMARKS.md';
 const PENDING_WORKERS = Number(process.env.BENCH_PENDING_WORKERS ?? 1);
+/** Notices per request of the batch figure, and its connections (each holds a batch in flight). */
+const BATCH_SIZE = 500;
+const BATCH_CONNECTIONS = 4;
 /** The steady load's share of the rate Herald cleared the burst at. */
 const STEADY_SHARE = 0.6;
-const PARTS = ['accept', 'lifecycle', 'cost', 'pending', 'cluster', 'webhooks'] as const;
+const PARTS = ['accept', 'batch', 'lifecycle', 'cost', 'pending', 'cluster', 'webhooks', 'events'] as const;
 const only = (process.env.BENCH_ONLY ?? PARTS.join(',')).split(',').map((part) => part.trim());
 const unknownParts = only.filter((part) => !(PARTS as readonly string[]).includes(part));
 if (unknownParts.length > 0)
@@ -73,6 +79,9 @@ process.once('SIGINT', () => {
 try {
   ctx.log(`prefix ${runPrefix}, Redis ${redisUrl}, scale ${scale}`);
   const accept = runs('accept') ? await measureAccept(ctx, { connections: 50, roundSeconds: 6, rounds: 3 }) : undefined;
+  const batch = runs('batch')
+    ? await measureBatch(ctx, { batchSize: BATCH_SIZE, singleConnections: 50, batchConnections: BATCH_CONNECTIONS, roundSeconds: 6, rounds: 3 })
+    : undefined;
 
   const lifecycle = runs('lifecycle')
     ? {
@@ -156,6 +165,25 @@ try {
     );
   }
 
+  const events = runs('events')
+    ? await measureEvents(ctx, { events: n(3_000), steadyShare: STEADY_SHARE, windowMs: STEADY_WINDOW_MS, leadInMs: STEADY_LEAD_IN_MS })
+    : undefined;
+  if (events) {
+    for (const side of ['herald', 'raw'] as const) {
+      const { burst, steady } = events[side];
+      ctx.log(
+        `events ${side}: burst ${burst.perSecond.toFixed(0)}/s, ${burst.redisCommandsPerEvent.toFixed(1)} commands, ${burst.duplicates} duplicates, busiest ${JSON.stringify(burst.busiestCommands)}; ` +
+          `steady ${steady.perSecond.toFixed(0)}/s over ${steady.windowSeconds} s (${steady.keptUp ? 'kept up' : 'fell behind'}), lag ${JSON.stringify(steady.lag)}, drained ${steady.drainMs} ms after the load`,
+      );
+      if (steady.split) {
+        const part = (d: { p50: number; p99: number }) => `p50 ${d.p50} ms, p99 ${d.p99} ms`;
+        ctx.log(
+          `events ${side}: lag of ${steady.split.jobs} kept delivery jobs: entry to queued ${part(steady.split.queued)}; queued to started ${part(steady.split.started)}; started to arrival ${part(steady.split.arrived)}`,
+        );
+      }
+    }
+  }
+
   // What the plans of the cost runs ask of the providers: the floor a notice cannot go under.
   const plan = planChecks(0, 8_000, undefined, { minPollIntervalMs: 1_000, maxChecks: 40 });
   const emailChecks = plan.ok ? plan.checks.length : Number.NaN;
@@ -204,6 +232,49 @@ try {
         baseline: accept.baseline.redisCommandsPerRequest,
         baselineIs: 'same',
         unit: '',
+      },
+    );
+  }
+  if (batch) {
+    rows.push(
+      {
+        figure: `Batch accept, ${BATCH_SIZE} notices per request, ${BATCH_CONNECTIONS} connections`,
+        herald: batch.batch.noticesPerSecond,
+        baseline: batch.single.noticesPerSecond,
+        baselineIs: 'single requests, 50 connections',
+        unit: 'notices/s',
+        target: '≥ 1.5×',
+        met: batch.batch.noticesPerSecond >= 1.5 * batch.single.noticesPerSecond,
+      },
+      {
+        figure: `Web CPU per notice, batch of ${BATCH_SIZE}`,
+        herald: batch.batch.webCpuUsPerNotice,
+        baseline: batch.single.webCpuUsPerNotice,
+        baselineIs: 'single request',
+        unit: 'µs',
+        target: '≤ ⅓×',
+        met: batch.batch.webCpuUsPerNotice <= batch.single.webCpuUsPerNotice / 3,
+      },
+      {
+        figure: `Redis CPU per notice, batch of ${BATCH_SIZE}`,
+        herald: batch.batch.redisCpuUsPerNotice,
+        baseline: batch.single.redisCpuUsPerNotice,
+        baselineIs: 'single request',
+        unit: 'µs',
+      },
+      {
+        figure: `Redis commands per notice, batch of ${BATCH_SIZE}`,
+        herald: batch.batch.redisCommandsPerNotice,
+        baseline: batch.single.redisCommandsPerNotice,
+        baselineIs: 'single request',
+        unit: '',
+      },
+      {
+        figure: `Batch latency p99, a request of ${BATCH_SIZE}`,
+        herald: batch.batch.p99Ms,
+        baseline: batch.single.p99Ms,
+        baselineIs: 'a single request',
+        unit: 'ms',
       },
     );
   }
@@ -418,6 +489,55 @@ try {
     );
   }
 
+  if (events) {
+    const { herald, raw } = events;
+    const steady = `(steady: ${Math.round(events.steadyRate)}/s over ${herald.steady.windowSeconds} s${herald.steady.keptUp ? '' : ', fell behind'})`;
+    rows.push(
+      {
+        figure: `Event deliveries, 1 worker (burst of ${herald.burst.events})`,
+        herald: herald.burst.perSecond,
+        baseline: raw.burst.perSecond,
+        baselineIs: 'BullMQ jobs that POST the body, 1 worker',
+        unit: '/s',
+      },
+      {
+        figure: 'Redis CPU per event delivered',
+        herald: herald.burst.redisCpuUsPerEvent,
+        baseline: raw.burst.redisCpuUsPerEvent,
+        baselineIs: 'raw job: add + run + POST',
+        unit: 'µs',
+      },
+      {
+        figure: 'Worker CPU per event delivered',
+        herald: herald.burst.processCpuUsPerEvent,
+        baseline: raw.burst.processCpuUsPerEvent,
+        baselineIs: 'raw job: adder + worker',
+        unit: 'µs',
+      },
+      {
+        figure: `Event deliveries ${steady}`,
+        herald: herald.steady.perSecond,
+        baseline: raw.steady.perSecond,
+        baselineIs: 'raw jobs at the same rate',
+        unit: '/s',
+      },
+      {
+        figure: `Event lag p50 ${steady}`,
+        herald: herald.steady.lag.p50,
+        baseline: raw.steady.lag.p50,
+        baselineIs: 'raw job: add to arrival',
+        unit: 'ms',
+      },
+      {
+        figure: `Event lag p99 ${steady}`,
+        herald: herald.steady.lag.p99,
+        baseline: raw.steady.lag.p99,
+        baselineIs: 'raw job: add to arrival',
+        unit: 'ms',
+      },
+    );
+  }
+
   // Other work on the machine shows in every figure: the load averages say how much there was.
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const report = [
@@ -457,12 +577,14 @@ try {
     },
     rows: rows.map((r) => ({ ...r, ratio: ratioOf(r) })),
     accept,
+    batch,
     lifecycle,
     cost,
     pending,
     steadyPending,
     cluster: scaleOut,
     webhooks,
+    events,
     durationSeconds: (Date.now() - started) / 1000,
   };
   writeFileSync(`${ROOT}bench/results.json`, `${JSON.stringify(results, null, 2)}\n`);
