@@ -161,9 +161,9 @@ describe('Postmark adapter against the sandbox', () => {
       sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 3, match: slow });
       sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 5, match: slower });
       const [first, second, third] = await Promise.allSettled(sent.map((s) => email.status(s.providerMessageId)));
-      expect(first.status === 'rejected' && first.reason).toMatchObject({ kind: 'rate_limited', retryAfterMs: 3000 });
-      expect(second.status === 'rejected' && second.reason).toMatchObject({ kind: 'rate_limited', retryAfterMs: 5000 });
-      expect(third.status).toBe('fulfilled');
+      expect(first?.status === 'rejected' && first.reason).toMatchObject({ kind: 'rate_limited', retryAfterMs: 3000 });
+      expect(second?.status === 'rejected' && second.reason).toMatchObject({ kind: 'rate_limited', retryAfterMs: 5000 });
+      expect(third?.status).toBe('fulfilled');
     });
 
     it('status_429 → rate_limited with the Retry-After the sandbox sent', async () => {

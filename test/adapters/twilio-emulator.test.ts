@@ -70,12 +70,13 @@ describe('Twilio emulator', () => {
 
     it('validates like Twilio: 21604, 21602, 21603, 21211', async () => {
       const codes = [];
-      for (const form of [
+      const forms: Record<string, string>[] = [
         { From: FROM, Body: 'x' },
         { To: '+12025550100', From: FROM },
         { To: '+12025550100', Body: 'x' },
         { To: '12345', From: FROM, Body: 'x' },
-      ]) {
+      ];
+      for (const form of forms) {
         const answer = await twilioApi(sandbox.url, 'POST', '/Messages.json', form);
         codes.push([answer.status, answer.body.code]);
       }

@@ -135,12 +135,13 @@ describe('admin pages and authentication', () => {
   describe('when a state-changing admin request comes from another site', () => {
     const pause = '/admin/queues/api/queues/email-send/pause';
     it('refuses Bull Board’s API with 403 cross_site_request, by Origin or Sec-Fetch-Site, and the queue stays running', async () => {
-      for (const headers of [
+      const crossSite: Record<string, string>[] = [
         { origin: 'https://evil.example' },
         { origin: 'null' },
         { 'sec-fetch-site': 'cross-site' },
         { 'sec-fetch-site': 'same-site', origin: 'http://localhost:80' },
-      ]) {
+      ];
+      for (const headers of crossSite) {
         const res = await admin(web, 'PUT', pause, headers);
         expect(res.statusCode, JSON.stringify(headers)).toBe(403);
         expect(res.json().error.code).toBe('cross_site_request');

@@ -66,7 +66,7 @@ afterAll(async () => {
 function setUp(kind: 'file' | 's3', env: Record<string, string> = {}) {
   const prefix = testPrefix('tamper');
   prefixes.push(prefix);
-  const location =
+  const location: Record<string, string> =
     kind === 's3'
       ? { HERALD_ARCHIVE_URL: `s3://${s3.bucket}/runs/${prefix}`, S3_ENDPOINT: s3.endpoint }
       : { HERALD_ARCHIVE_URL: `file://${join(dir.path, prefix)}` };

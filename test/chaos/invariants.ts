@@ -53,7 +53,7 @@ function effect(entry: StoredEntry): { to: string; from: readonly string[] } | u
   const state = entry.state === undefined ? undefined : String(entry.state);
   const marked = transitionsMarkedBy(entry.type, state).map((name) => TRANSITIONS[name] as Transition);
   if (marked.length > 0) {
-    const from = marked.flatMap((t) => (t.from === '*' ? [] : t.from.length === 0 ? ['(new)'] : t.from));
+    const from = marked.flatMap((t): readonly string[] => (t.from === '*' ? [] : t.from.length === 0 ? ['(new)'] : t.from));
     return { to: marked[0]!.to!, from: [...new Set(from)] };
   }
   if (entry.type === 'notice.completed') return { to: state ?? '(none)', from: state === undefined ? [] : [state] };

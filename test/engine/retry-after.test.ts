@@ -3,6 +3,7 @@ import type { ManualClock } from '../../src/clock.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import type { Sandbox } from '@herald/sandbox';
 import { startEngineStack, type EngineStack } from '../helpers/engine.js';
+import type { AnyEntry } from '../helpers/entries.js';
 import { noticeBody, type WebUnderTest } from '../helpers/herald.js';
 
 /**
@@ -51,7 +52,7 @@ describe('on the injected clock', () => {
     sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 1e20, match: 'never+status', count: 1 });
     const outcome = await engine.pollEmail(id);
     expect(outcome).toMatchObject({ pauseMs: 60_000 });
-    const entry = (await web.store.events(id)).at(-1)!;
+    const entry: AnyEntry = (await web.store.events(id)).at(-1)!;
     expect(entry).toMatchObject({ type: 'provider.error', operation: 'status', retryAfterMs: 60_000 });
     expect(entry.retryAfterClampedFromMs).toBeGreaterThan(WEEK_S * 1000);
     const notice = (await web.store.get(id))!;

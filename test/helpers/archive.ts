@@ -17,6 +17,7 @@ import type { EncryptionKey } from '../../src/crypto.js';
 import { createLogger } from '../../src/logger.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { decodeEntry, type NoticeStore, type StoredEntry } from '../../src/store/notices.js';
+import { entryOf } from './entries.js';
 import { storedNoticeFields } from './notices.js';
 
 export const silent = createLogger('herald-test-archive', 'silent');
@@ -96,7 +97,7 @@ export async function writeNotices(store: NoticeStore, redis: Redis, shard: numb
       createdAt: now,
       fields: storedNoticeFields(id, now, { recipientId: `r${i}` }),
       content: { subject: 'S', text: 'body' },
-      entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x' }],
+      entries: [entryOf('notice.accepted', { deadline: iso(now + 600_000), contentSha256: 'x' })],
       at: iso(now),
       due: now,
       contentTtlMs: 60_000,
@@ -105,7 +106,7 @@ export async function writeNotices(store: NoticeStore, redis: Redis, shard: numb
       name: 'startEmailAttempt',
       entries: [
         { type: 'policy.checked', channel: 'email', outcome: 'allowed', policyVersion: 0 },
-        { type: 'email.requested', attemptId: `att_${i}`, idempotencyKey: `${id}-email`, provider: 'postmark' },
+        entryOf('email.requested', { attemptId: `att_${i}`, idempotencyKey: `${id}-email`, provider: 'postmark' }),
       ],
     });
   }
@@ -165,7 +166,7 @@ export async function finishedNotice(store: NoticeStore, shard: number, now: num
     createdAt: now,
     fields: storedNoticeFields(id, now),
     content: { subject: 'S', text: 'body' },
-    entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000), contentSha256: 'x' }],
+    entries: [entryOf('notice.accepted', { deadline: iso(now + 600_000), contentSha256: 'x' })],
     at: iso(now),
     due: now,
     contentTtlMs: 60_000,

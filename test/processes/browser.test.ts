@@ -10,6 +10,15 @@ const WEBHOOK_AUTH = 'hooks:browser-webhook-secret';
 const PUBLIC_URL = 'https://herald.example.test';
 const TWILIO_TOKEN = 'twilio-token-of-the-browser-test';
 
+// The page's globals, as far as the functions this file runs in the page read them. Declared here,
+// not through the DOM library: a lib reference would load the DOM's globals for every file checked
+// with this one (src included), where Node's are meant.
+declare const document: {
+  activeElement: { closest(selectors: string): unknown; getAttribute(name: string): string | null } | null;
+  documentElement: { scrollWidth: number };
+};
+declare const window: { innerWidth: number };
+
 describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
   let stack: Stack;
   let browser: Browser;

@@ -5,8 +5,9 @@ import { Keyring } from '../../src/crypto.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { sealContent } from '../../src/store/content.js';
 import { createLogger } from '../../src/logger.js';
-import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
+import { NoticeStore } from '../../src/store/notices.js';
 import { startWorker, type WorkerHandle } from '../../src/worker.js';
+import { entryOf, type AnyEntry as StoredEntry } from '../helpers/entries.js';
 import { deleteKeys, plainRedis, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -226,7 +227,7 @@ describe('content keys', () => {
       createdAt: now,
       fields: storedNoticeFields(id, now, { deadlineInMs: 60_000 }),
       content: sealContent(keyring, id, SECRET),
-      entries: [{ type: 'notice.accepted' }],
+      entries: [entryOf('notice.accepted')],
       at: iso(now),
       due: now,
       contentTtlMs: 60_000,

@@ -10,6 +10,9 @@ import { freePort, RedisServer } from '../helpers/redis-server.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 
+/** Herald's error answer, as far as these tests read it. */
+type ErrorAnswer = { error: { code: string } };
+
 /** The value of an unlabelled sample in a Prometheus text exposition. */
 const sample = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
 
@@ -161,11 +164,11 @@ describe('HERALD_METRICS_PORT: /metrics on a listener of its own, in the web pro
     expect(await metrics.text()).toMatch(/^herald_notices_accepted_total /m);
     const elsewhere = await fetch(`${metricsUrl}/healthz`);
     expect(elsewhere.status).toBe(404);
-    expect((await elsewhere.json()).error.code).toBe('not_found');
+    expect(((await elsewhere.json()) as ErrorAnswer).error.code).toBe('not_found');
 
     const onApi = await fetch(`${apiUrl}/metrics`);
     expect(onApi.status).toBe(404);
-    expect((await onApi.json()).error.code).toBe('not_found');
+    expect(((await onApi.json()) as ErrorAnswer).error.code).toBe('not_found');
     expect((await fetch(`${apiUrl}/healthz`)).status).toBe(200);
     expect(output).toContain(`"metricsUrl":"${metricsUrl}"`);
   });

@@ -7,6 +7,12 @@ import { startStack, type Stack } from '../helpers/stack.js';
 
 const ADMIN = 'admin-token-notices-browser-0123';
 
+// The page's globals, as far as the functions this file runs in the page read them. Declared here,
+// not through the DOM library: a lib reference would load the DOM's globals for every file checked
+// with this one (src included), where Node's are meant.
+declare const document: { documentElement: { scrollWidth: number } };
+declare function getComputedStyle(element: unknown, pseudoElement: string): { content: string };
+
 describe.skipIf(!hasChromium)('the notices list in a real browser', () => {
   let stack: Stack;
   let browser: Browser;

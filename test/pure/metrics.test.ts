@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { expandCounters, metricIncrements } from '../../src/store/metrics.js';
+import { entryOf } from '../helpers/entries.js';
 
 /** What a metrics hash holds after the script applied these increments (HINCRBY each pair). */
 function applied(...increments: (string | number)[][]): Record<string, string> {
@@ -13,8 +14,8 @@ function applied(...increments: (string | number)[][]): Record<string, string> {
 describe('metric increments', () => {
   const delivered = metricIncrements(
     [
-      { type: 'email.observed', providerStatus: 'Delivered', status: 'delivered' },
-      { type: 'notice.completed', state: 'email_delivered', cost: { byChannel: { email: 0.0015 } }, checks: { email: 2, sms: 0 } },
+      entryOf('email.observed', { providerStatus: 'Delivered', status: 'delivered' }),
+      entryOf('notice.completed', { state: 'email_delivered', cost: { byChannel: { email: 0.0015 } }, checks: { email: 2, sms: 0 } }),
     ],
     'email_delivered',
   );
@@ -27,7 +28,7 @@ describe('metric increments', () => {
   });
 
   it('reads back as the separate counters, summed over transitions', () => {
-    const accepted = metricIncrements([{ type: 'email.accepted' }], 'email_sent');
+    const accepted = metricIncrements([entryOf('email.accepted')], 'email_sent');
     const counters = new Map<string, number>();
     expandCounters(applied(delivered, delivered, accepted), counters);
     expect(Object.fromEntries(counters)).toEqual({

@@ -19,6 +19,7 @@ const channel = (idempotencyKey?: string): ChannelRecord => ({
   lastObservedAt: undefined,
   nextCheckAt: undefined,
   checksDone: 0,
+  provider: undefined,
 });
 
 function stored(overrides: Partial<StoredNotice> = {}): StoredNotice {
@@ -50,6 +51,8 @@ function stored(overrides: Partial<StoredNotice> = {}): StoredNotice {
     smsFrom: undefined,
     smsSearchEndedAt: undefined,
     smsSegments: 0,
+    lateWebhooks: 0,
+    tenant: 'default',
     emailChannel: channel(),
     smsChannel: channel(),
     ...overrides,

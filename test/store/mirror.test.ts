@@ -198,7 +198,7 @@ describe('archive objects', () => {
     // The SHA-256, then the seal: v2 (over the stored bytes), signed with the dev key, the first of its chain.
     expect(await readFile(`${path}.sha256`, 'utf8')).toMatch(/^[0-9a-f]{64}\nv2 dev - [0-9a-f]{64}\n$/);
 
-    bytes[bytes.length - 5] ^= 0xff;
+    bytes[bytes.length - 5]! ^= 0xff;
     await writeFile(path, bytes);
     await expect(archive.read(put.key)).rejects.toBeInstanceOf(ArchiveIntegrityError);
   });

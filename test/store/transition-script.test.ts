@@ -7,6 +7,7 @@ import { TRANSITIONS, type Transition, type TransitionName } from '../../src/not
 import { isTerminal, type NoticeState } from '../../src/notice/states.js';
 import { NoticeIndex } from '../../src/store/notice-index.js';
 import { metricIncrements } from '../../src/store/metrics.js';
+import { entryOf } from '../helpers/entries.js';
 import { deleteKeys, plainRedis, testPrefix } from '../helpers/env.js';
 import { storedNoticeFields } from '../helpers/notices.js';
 
@@ -30,7 +31,7 @@ async function createNotice(now = 1_000_000, shard = 3): Promise<string> {
     createdAt: now,
     fields: storedNoticeFields(id, now),
     content: { subject: 'S', text: 'secret body' },
-    entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000) }],
+    entries: [entryOf('notice.accepted', { deadline: iso(now + 600_000) })],
     at: iso(now),
     due: now,
     contentTtlMs: 60_000,
@@ -45,7 +46,7 @@ describe('notice transitions', () => {
       name: 'startEmailAttempt',
       onlyFrom: ['accepted'],
       set: { emailAttemptId: 'att_1' },
-      entries: [{ type: 'email.requested', attemptId: 'att_1', idempotencyKey: `${id}-email`, provider: 'postmark' }],
+      entries: [entryOf('email.requested', { attemptId: 'att_1', idempotencyKey: `${id}-email`, provider: 'postmark' })],
       due: 1_005_100,
     });
     expect(result).toEqual({ ok: true, state: 'email_sending' });
@@ -63,7 +64,7 @@ describe('notice transitions', () => {
     const result = await store.transition(id, 1_000_100, iso(1_000_100), {
       name: 'decideFallback',
       onlyFrom: ['email_sent'],
-      entries: [{ type: 'fallback.decided', reason: 'email_deadline_elapsed' }],
+      entries: [entryOf('fallback.decided', { reason: 'email_deadline_elapsed' })],
     });
     expect(result).toEqual({ ok: false, reason: 'state', state: 'accepted' });
     expect((await store.events(id)).map((e) => e.type)).toEqual(['notice.accepted']);
@@ -71,7 +72,12 @@ describe('notice transitions', () => {
 
   it('refuse a deadline step before the deadline, by the clock passed in', async () => {
     const id = await createNotice(2_000_000);
-    const spec = { name: 'decideFallback' as const, onlyFrom: ['accepted'] as const, reached: 'deadline', entries: [{ type: 'fallback.decided' }] };
+    const spec: TransitionSpec = {
+      name: 'decideFallback',
+      onlyFrom: ['accepted'],
+      reached: 'deadline',
+      entries: [entryOf('fallback.decided')],
+    };
     expect(await store.transition(id, 2_599_999, iso(2_599_999), spec)).toMatchObject({
       ok: false,
       reason: 'guard',
@@ -88,7 +94,7 @@ describe('notice transitions', () => {
     const result = await store.transition(id, 1, iso(1), {
       name: 'annotate',
       eq: { emailAttemptId: 'att_other' },
-      entries: [{ type: 'email.accepted' }],
+      entries: [entryOf('email.accepted')],
     });
     expect(result).toMatchObject({ ok: false, reason: 'guard', field: 'emailAttemptId' });
   });
@@ -122,7 +128,7 @@ describe('a transition with everything at once', () => {
     await store.transition(id, 3_000_100, iso(3_000_100), {
       name: 'startEmailAttempt',
       set: { emailAttemptId: 'att_1', emailNextCheckAt: 5 },
-      entries: [{ type: 'email.requested', attemptId: 'att_1', idempotencyKey: `${id}-email`, provider: 'postmark' }],
+      entries: [entryOf('email.requested', { attemptId: 'att_1', idempotencyKey: `${id}-email`, provider: 'postmark' })],
     });
     const spec = {
       name: 'recordEmailAccepted' as const,
@@ -131,10 +137,14 @@ describe('a transition with everything at once', () => {
       set: { emailProviderMessageId: 'msg-1', emailChecksDone: 2, emailStatus: 'pending' },
       unset: ['emailNextCheckAt' as const],
       entries: [
-        { type: 'email.accepted', attemptId: 'att_1', providerMessageId: 'msg-1' },
-        { type: 'provider.error', channel: 'email', kind: 'timeout', operation: 'status', attemptId: 'att_1', detail: { n: [1, 'two'] } },
+        entryOf('email.accepted', { attemptId: 'att_1', providerMessageId: 'msg-1' }),
+        // `detail` is of no entry type: a nested value of any field is stored as it was given.
+        {
+          ...entryOf('provider.error', { channel: 'email', kind: 'timeout', operation: 'status', attemptId: 'att_1' }),
+          detail: { n: [1, 'two'] },
+        },
         // Counted with increments other than 1 (the lateness of the check, 1,500 ms).
-        { type: 'email.observed', providerStatus: 'Sent', status: 'pending', observedAt: iso(3_001_700), plannedAt: iso(3_000_200) },
+        entryOf('email.observed', { providerStatus: 'Sent', status: 'pending', observedAt: iso(3_001_700), plannedAt: iso(3_000_200) }),
       ],
       due: 3_009_000,
     };
@@ -326,7 +336,7 @@ describe('steps after which nothing more is sent', () => {
     const started = await ttlStore.transition(id, now, iso(now), {
       name: 'startSmsAttempt',
       set: { smsAttemptId: 'att_s' },
-      entries: [{ type: 'sms.requested', attemptId: 'att_s', idempotencyKey: `${id}-sms`, provider: 'twilio' }],
+      entries: [entryOf('sms.requested', { attemptId: 'att_s', idempotencyKey: `${id}-sms`, provider: 'twilio' })],
     });
     expect(started).toMatchObject({ ok: true, state: 'sms_sending' });
     // A completion from a state its move does not start from writes nothing.

@@ -6,6 +6,7 @@ import { readMetricCounters } from '../../src/store/metrics.js';
 import { NoticeStore } from '../../src/store/notices.js';
 import { onlineReplicas, REPLICA_WAIT_MS } from '../../src/store/replicas.js';
 import { sleep, testPrefix, waitFor } from '../helpers/env.js';
+import { entryOf } from '../helpers/entries.js';
 import { storedNoticeFields } from '../helpers/notices.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
@@ -53,7 +54,7 @@ describe('writes that wait for a replica', () => {
       createdAt: now,
       fields: storedNoticeFields(id, now),
       content: { subject: 'S', text: 'body' },
-      entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000) }],
+      entries: [entryOf('notice.accepted', { deadline: iso(now + 600_000) })],
       at: iso(now),
       due: now,
       contentTtlMs: 60_000,
@@ -66,7 +67,7 @@ describe('writes that wait for a replica', () => {
       name: 'startEmailAttempt',
       onlyFrom: ['accepted'],
       set: { emailAttemptId: `att_${id}` },
-      entries: [{ type: 'email.requested', attemptId: `att_${id}`, idempotencyKey: `${id}-email`, provider: 'postmark' }],
+      entries: [entryOf('email.requested', { attemptId: `att_${id}`, idempotencyKey: `${id}-email`, provider: 'postmark' })],
       due: now + 5000,
     });
 
@@ -84,7 +85,7 @@ describe('writes that wait for a replica', () => {
     expect(await onReplica.hget(store.keys.notice(id), 'state')).toBe('email_sending');
     expect(await calls('wait')).toBe(waitsBefore + 2);
 
-    await store.transition(id, now + 20, iso(now + 20), { name: 'annotate', entries: [{ type: 'notice.reconciled' }] });
+    await store.transition(id, now + 20, iso(now + 20), { name: 'annotate', entries: [entryOf('notice.reconciled')] });
     expect(await calls('wait')).toBe(waitsBefore + 2);
     expect(await counters()).toEqual({});
   });
@@ -139,7 +140,7 @@ describe('writes that wait for a replica', () => {
       createdAt: now,
       fields: storedNoticeFields(id, now),
       content: { subject: 'S', text: 'body' },
-      entries: [{ type: 'notice.accepted', deadline: iso(now + 600_000) }],
+      entries: [entryOf('notice.accepted', { deadline: iso(now + 600_000) })],
       at: iso(now),
       due: now,
       contentTtlMs: 60_000,

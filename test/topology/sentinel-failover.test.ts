@@ -1,12 +1,11 @@
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { UNDECIDED_STATES } from '../../src/notice/states.js';
 import { NoticeStore } from '../../src/store/notices.js';
-import { connectRedis } from '../../src/store/redis.js';
+import { connectRedis, type RedisClient } from '../../src/store/redis.js';
 import { checkRun, settled, type NoticeOutcome } from '../chaos/invariants.js';
 import { NEVER_DELIVERED, type NoticePlan } from '../chaos/plan.js';
 import { deleteKeys, sleep, testEnv, testPrefix, waitFor } from '../helpers/env.js';
@@ -28,7 +27,7 @@ describe('a Sentinel failover with notices in flight', () => {
   let sandbox: Sandbox;
   let web: WebProcess;
   let workers: WorkerProcess[] = [];
-  let redis: Redis;
+  let redis: RedisClient;
   let store: NoticeStore;
   let env: Record<string, string>;
   let archiveDir: string;
