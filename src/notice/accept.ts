@@ -177,10 +177,18 @@ export async function accept(
 export type BatchItemResult = { ok: true; result: AcceptResult } | { ok: false; rejected: RejectedRequest } | { ok: false; failed: unknown };
 
 /**
+ * How many notices of a batch are in flight at once. Each group's reads, creations and job adds
+ * travel together before the next group starts: a whole batch at once keeps thousands of
+ * notices' objects alive across collections, and costs the web process more per notice than
+ * groups of this size (docs/BENCHMARKS.md, batch accept).
+ */
+export const BATCH_GROUP = 50;
+
+/**
  * Many notices accepted together, each exactly as `accept` would accept it alone (its reads,
  * checks, idempotency key and plan), their Redis work issued together so that it travels in a
- * few pipelines rather than one round trip per notice, and the new notices' jobs added in bulk.
- * Results are in the order of `requests`.
+ * few pipelines rather than one round trip per notice, and the new notices' jobs added in bulk,
+ * BATCH_GROUP notices at a time. Results are in the order of `requests`.
  */
 export async function acceptBatch(
   deps: AcceptDeps,
@@ -189,29 +197,34 @@ export async function acceptBatch(
   log: Pick<Logger, 'info' | 'warn'>,
 ): Promise<BatchItemResult[]> {
   const now = deps.clock.now();
-  const results = await Promise.all(
-    requests.map(async ({ request, idempotencyKey }): Promise<BatchItemResult> => {
-      try {
-        const [policy, emailSuppressed] = await Promise.all([
-          deps.policies.get(request.recipient.id, caller.tenant),
-          deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
-        ]);
-        const who = idempotencyKey === undefined ? caller : { ...caller, idempotencyKey };
-        return { ok: true, result: await acceptNotice(deps.store, request, policy, { now, ...who, emailSuppressed, settings: deps.settings }) };
-      } catch (error) {
-        if (error instanceof RejectedRequest) return { ok: false, rejected: error };
-        return { ok: false, failed: error };
-      }
-    }),
-  );
-  const created = results.flatMap((r) => (r.ok && r.result.kind === 'created' ? [r.result] : []));
-  try {
-    await deps.scheduler.accepted(created.map((r) => ({ noticeId: r.id, emailAt: now, deadline: r.deadline })));
-  } catch (error) {
-    // The notices are stored and due now: the reconciler drives those whose jobs are missing.
-    log.warn({ err: error, notices: created.length }, 'jobs of a batch not enqueued; the reconciler will pick the notices up');
+  const acceptOne = async ({ request, idempotencyKey }: (typeof requests)[number]): Promise<BatchItemResult> => {
+    try {
+      const [policy, emailSuppressed] = await Promise.all([
+        deps.policies.get(request.recipient.id, caller.tenant),
+        deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
+      ]);
+      const who = idempotencyKey === undefined ? caller : { ...caller, idempotencyKey };
+      return { ok: true, result: await acceptNotice(deps.store, request, policy, { now, ...who, emailSuppressed, settings: deps.settings }) };
+    } catch (error) {
+      if (error instanceof RejectedRequest) return { ok: false, rejected: error };
+      return { ok: false, failed: error };
+    }
+  };
+  const results: BatchItemResult[] = [];
+  let accepted = 0;
+  for (let from = 0; from < requests.length; from += BATCH_GROUP) {
+    const group = await Promise.all(requests.slice(from, from + BATCH_GROUP).map(acceptOne));
+    results.push(...group);
+    const created = group.flatMap((r) => (r.ok && r.result.kind === 'created' ? [r.result] : []));
+    accepted += created.length;
+    try {
+      await deps.scheduler.accepted(created.map((r) => ({ noticeId: r.id, emailAt: now, deadline: r.deadline })));
+    } catch (error) {
+      // The notices are stored and due now: the reconciler drives those whose jobs are missing.
+      log.warn({ err: error, notices: created.length }, 'jobs of a batch not enqueued; the reconciler will pick the notices up');
+    }
   }
-  if (created.length > 0) log.info({ accepted: created.length, of: requests.length }, 'notices accepted in a batch');
+  if (accepted > 0) log.info({ accepted, of: requests.length }, 'notices accepted in a batch');
   return results;
 }
 
