@@ -5,6 +5,7 @@
  */
 import pino from 'pino';
 import { openArchive } from '../src/archive/open.js';
+import { AddressLookup } from '../src/notice/address-lookup.js';
 import { indexUnretired, retireNoticesOnce } from '../src/retention/retire.js';
 import { DAY, systemClock } from '../src/clock.js';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
@@ -137,6 +138,7 @@ async function retirementMemory(ctx: BenchContext, herald: HeraldDeployment, not
       log: pino({ level: 'warn' }),
       retryMs: 0,
       statsRetentionMs: 31 * DAY,
+      addressLookup: new AddressLookup(herald.config.addressKeys),
     };
     await until(
       async () => {

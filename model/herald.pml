@@ -5,7 +5,7 @@
  * content). model/README.md maps every part to the code and says what the bounds cover.
  *
  * Each `inline` named like a key of TRANSITIONS (src/notice/transitions.ts) is one run of
- * src/store/lua/transition-8.lua (createNotice-9.lua for `accept`): it checks the state and the
+ * src/store/lua/transition-8.lua (createNotice-10.lua for `accept`): it checks the state and the
  * field guards, changes the state and appends the entry, as one atomic step.
  *
  * Atomic steps of the model (the reduction, argued in model/README.md): a step's reads (the

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
 /** One key of `HERALD_ENCRYPTION_KEY`: the ID stored with every ciphertext, and 32 bytes in base64. */
 export interface EncryptionKey {
@@ -49,6 +49,17 @@ export function parseEncryptionKeys(text: string): { keys: EncryptionKey[]; prob
       keys.push({ id, key: secret });
     });
   return { keys, problems };
+}
+
+/**
+ * Keys of their own for one use, derived from `keys` by HKDF-SHA256 with `info` naming the use:
+ * the same IDs, and 32 bytes that tell nothing of the keys they came from.
+ */
+export function deriveKeys(keys: readonly EncryptionKey[], info: string): EncryptionKey[] {
+  return keys.map((k) => ({
+    id: k.id,
+    key: Buffer.from(hkdfSync('sha256', Buffer.from(k.key, 'base64'), Buffer.alloc(0), info, 32)).toString('base64'),
+  }));
 }
 
 /** Seals and opens small payloads with AES-256-GCM; the associated data binds a ciphertext to its owner. */

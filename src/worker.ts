@@ -27,6 +27,8 @@ import type { Archive } from './archive/archive.js';
 import type { LogMirror } from './retention/mirror.js';
 import { backfillStatsOnce } from './store/stats.js';
 import { indexExistingNoticesOnce } from './store/notice-index.js';
+import { indexAddressesOnce } from './store/address-index.js';
+import { AddressLookup } from './notice/address-lookup.js';
 import { retentionSweepOnce } from './retention/sweep.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
@@ -139,7 +141,8 @@ export async function startWorker(
   // The `content-purge` queue (its persisted name) runs the retention sweep: purge, then retire.
   const purge = { redis, store, clock, log };
   // Looked at again once the mirror has had time to archive the notice's last entries.
-  const retire = { redis, store, archive, clock, log, retryMs: 2 * config.mirror.intervalMs, statsRetentionMs: config.statsRetentionMs };
+  const addressLookup = new AddressLookup(config.addressKeys);
+  const retire = { redis, store, archive, clock, log, retryMs: 2 * config.mirror.intervalMs, statsRetentionMs: config.statsRetentionMs, addressLookup };
   workers.push(sweep(QUEUE_NAMES.retentionSweep, () => retentionSweepOnce(purge, retire)));
   const feed = made.feed;
   if (feed) workers.push(sweep(QUEUE_NAMES.providerFeed, () => feed.sweep.sweepOnce()));
@@ -179,6 +182,11 @@ export async function startWorker(
     (added) => added && log.info({ added }, 'notices of earlier versions added to the notices list index'),
     (error: unknown) => log.warn({ err: error }, 'notices list index backfill failed; it runs again at the next start'),
   );
+  // Live notices created before the address lookup's index are added to it once; start-up does not wait.
+  const addressesIndexed = indexAddressesOnce(redis, store.keys, addressLookup, clock.now()).then(
+    (added) => added && log.info({ added }, 'live notices of earlier versions added to the address index'),
+    (error: unknown) => log.warn({ err: error }, 'address index backfill failed; it runs again at the next start'),
+  );
 
   // Jobs a queue paused under BullMQ 5 holds where BullMQ 6 does not count them: said once at start.
   const paused = pausedUnderBullmq5(redis, listQueues(queues)).then(
@@ -199,7 +207,7 @@ export async function startWorker(
     // BullMQ's close can wait forever once Redis went away during it, even after Redis is back
     // (bullmq #2430, #4656): every later step is bounded too, and the connections are cut below.
     await within(2_000, Promise.allSettled(workers.map((w) => w.close(true))));
-    await within(1_000, Promise.all([backfill, indexed, paused]));
+    await within(1_000, Promise.all([backfill, indexed, addressesIndexed, paused]));
     await within(2_000, closeQueues(queues));
     await Promise.all(
       [redis, stepRedis].map(async (connection) => {

@@ -3,19 +3,21 @@ import { parseArgs } from 'node:util';
 import { iso } from '../clock.js';
 import { composeCli } from '../compose.js';
 import { loadConfig } from '../config.js';
-import { NoticeQueryError, parseNoticeQuery, searchNotices } from '../notice/search.js';
+import { NoticeQueryError, parseNoticeQuery, searchDeps, searchNotices } from '../notice/search.js';
 import { parseTime, UsageError, type CliCommand, type CliIo } from './command.js';
 import { writeLines } from './output.js';
 
 export const noticesCommand: CliCommand = {
   name: 'notices',
   summary: 'lists notices newest first, with the filters of /admin/notices',
-  usage: `herald notices list [--state S] [--reason R] [--category C] [--recipient ID] [--from <time>]
-                    [--to <time>] [--view late|in_doubt] [--id ID] [--limit N] [--cursor C] [--json]
+  usage: `herald notices list [--state S] [--reason R] [--category C] [--recipient ID] [--email A]
+                    [--phone +E164] [--from <time>] [--to <time>] [--view late|in_doubt] [--id ID]
+                    [--limit N] [--cursor C] [--json]
     Notices newest first, one per line (ID, state, category, recipient, created, deadline,
     fallback reason), as /admin/notices lists them; --json: one JSON object per line. A notice
-    Redis let go of is found by --id or --recipient (the archive's recipient index). When more
-    may match, the command for the next page goes to stderr.
+    Redis let go of is found by --id, --recipient, --email or --phone (the archive's recipient
+    index; an address through its HMAC only). When more may match, the command for the next
+    page goes to stderr.
 `,
   run: noticesList,
 };
@@ -31,6 +33,8 @@ async function noticesList(args: string[], io: CliIo): Promise<number> {
       reason: text,
       category: text,
       recipient: text,
+      email: text,
+      phone: text,
       from: text,
       to: text,
       view: text,
@@ -49,6 +53,8 @@ async function noticesList(args: string[], io: CliIo): Promise<number> {
       reason: values.reason,
       category: values.category,
       recipientId: values.recipient,
+      email: values.email,
+      phone: values.phone,
       from: values.from === undefined ? undefined : iso(parseTime(values.from, now, '--from')),
       to: values.to === undefined ? undefined : iso(parseTime(values.to, now, '--to')),
       view: values.view,
@@ -57,20 +63,15 @@ async function noticesList(args: string[], io: CliIo): Promise<number> {
       cursor: values.cursor,
     });
   } catch (error) {
-    if (error instanceof NoticeQueryError) throw new UsageError(error.message.replace('recipientId:', '--recipient:'));
+    if (error instanceof NoticeQueryError)
+      throw new UsageError(error.message.replace('recipientId:', '--recipient:').replace(/\b(email|phone):/g, '--$1:'));
     throw error;
   }
   const parts = composeCli(config, { clock: { now: io.now } });
   try {
     if (!(await parts.reach())) throw new Error('Redis cannot be reached: the notices list reads live notices there');
     const page = await searchNotices(
-      {
-        index: parts.stores().noticeIndex,
-        archive: parts.archive,
-        now,
-        lateAfterMs: config.reconcileGraceMs,
-        auditRetentionMs: config.auditRetentionMs,
-      },
+      searchDeps(config, { index: parts.stores().noticeIndex, archive: parts.archive, now }),
       query.filters,
       { cursor: query.cursor, limit: query.limit },
     );

@@ -1,5 +1,5 @@
 /** Where the decision log goes and how long things are kept: the archive, its keys, content retention, the mirror. */
-import { parseEncryptionKeys, type EncryptionKey } from '../crypto.js';
+import { deriveKeys, parseEncryptionKeys, type EncryptionKey } from '../crypto.js';
 import { duration, flag, integer, readSection, text, url } from './schema.js';
 import type { Platform } from './platform.js';
 import type { Config } from './types.js';
@@ -20,6 +20,7 @@ type RetentionConfig = Pick<
   | 'archiveUrl'
   | 's3'
   | 'archiveKeys'
+  | 'addressKeys'
   | 'encryptionKeys'
   | 'contentTtlMs'
   | 'auditRetentionMs'
@@ -31,6 +32,9 @@ type RetentionConfig = Pick<
 
 const DAY_MS = 86_400_000;
 
+/** HKDF's `info` for the address lookup's keys when HERALD_ADDRESS_KEY is unset (src/notice/address-lookup.ts). */
+export const ADDRESS_KEY_INFO = 'herald address lookup v1';
+
 export const SCHEMA = {
   HERALD_ARCHIVE_URL: url(['file:', 's3:'], 'file://./data/archive', withoutCredentials),
   S3_ENDPOINT: url(['http:', 'https:'], undefined, withoutCredentials),
@@ -39,6 +43,7 @@ export const SCHEMA = {
   AWS_DEFAULT_REGION: text(undefined),
   HERALD_ARCHIVE_KEY: text(undefined),
   HERALD_ENCRYPTION_KEY: text(undefined),
+  HERALD_ADDRESS_KEY: text(undefined),
   HERALD_CONTENT_TTL: duration(7 * DAY_MS),
   HERALD_AUDIT_RETENTION: duration(400 * DAY_MS),
   HERALD_MIRROR_BATCH_SIZE: integer(1000, 1, 5000),
@@ -74,6 +79,10 @@ export function readRetention(env: Record<string, string>, platform: Platform, p
   const encryption = parseEncryptionKeys(read.HERALD_ENCRYPTION_KEY ?? '');
   if (read.HERALD_ENCRYPTION_KEY !== undefined) for (const problem of encryption.problems) problems.push(`HERALD_ENCRYPTION_KEY: ${problem}`);
 
+  const addressKeys = parseEncryptionKeys(read.HERALD_ADDRESS_KEY ?? '');
+  if (read.HERALD_ADDRESS_KEY !== undefined) for (const problem of addressKeys.problems) problems.push(`HERALD_ADDRESS_KEY: ${problem}`);
+  const sealing = archiveKeyText === undefined ? [DEV_ARCHIVE_KEY] : archiveKeys.keys;
+
   const s3Endpoint = read.S3_ENDPOINT;
   return {
     archiveUrl,
@@ -83,7 +92,8 @@ export function readRetention(env: Record<string, string>, platform: Platform, p
       // Custom endpoints (MinIO and most S3-compatible stores) need path-style URLs.
       forcePathStyle: read.S3_FORCE_PATH_STYLE ?? s3Endpoint !== undefined,
     },
-    archiveKeys: archiveKeyText === undefined ? [DEV_ARCHIVE_KEY] : archiveKeys.keys,
+    archiveKeys: sealing,
+    addressKeys: read.HERALD_ADDRESS_KEY === undefined ? deriveKeys(sealing, ADDRESS_KEY_INFO) : addressKeys.keys,
     encryptionKeys: read.HERALD_ENCRYPTION_KEY === undefined ? [] : encryption.keys,
     contentTtlMs: read.HERALD_CONTENT_TTL,
     auditRetentionMs: read.HERALD_AUDIT_RETENTION,

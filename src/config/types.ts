@@ -127,6 +127,11 @@ export interface Config {
   readonly encryptionKeys: readonly EncryptionKey[];
   /** Archive authentication keys (HERALD_ARCHIVE_KEY); the first signs, all verify. DEV_ARCHIVE_KEY when unset outside production. */
   readonly archiveKeys: readonly EncryptionKey[];
+  /**
+   * Keys of the address lookup's HMAC (HERALD_ADDRESS_KEY; derived from each archive key when
+   * unset, src/notice/address-lookup.ts); the first indexes, all are looked up.
+   */
+  readonly addressKeys: readonly EncryptionKey[];
   /** For an `s3://` archive; credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID, ...). */
   readonly s3: { readonly endpoint: string | undefined; readonly region: string; readonly forcePathStyle: boolean };
   readonly mirror: {

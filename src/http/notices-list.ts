@@ -6,6 +6,7 @@ import {
   NOTICE_VIEWS,
   NoticeQueryError,
   parseNoticeQuery,
+  searchDeps,
   searchNotices,
   type NoticeFilters,
   type NoticePage,
@@ -43,6 +44,8 @@ th{font-size:12px;color:#57606a} code{font-family:ui-monospace,monospace;font-si
 const FIELDS: { name: keyof NoticeFilters | 'recipientId'; label: string; hint?: string }[] = [
   { name: 'id', label: 'Notice ID', hint: 'ntc_…' },
   { name: 'recipientId', label: 'Recipient ID' },
+  { name: 'email', label: 'Email address', hint: 'player@example.com' },
+  { name: 'phone', label: 'Phone', hint: '+819012345678' },
   { name: 'tenant', label: 'Tenant', hint: 'every tenant' },
   { name: 'category', label: 'Category' },
   { name: 'from', label: 'Created from', hint: '2026-11-29T14:00Z' },
@@ -66,13 +69,7 @@ export function noticesListRoute(app: FastifyInstance, deps: AppDeps): void {
     let page: NoticePage;
     try {
       page = await searchNotices(
-        {
-          index,
-          archive: opened,
-          now: deps.clock.now(),
-          lateAfterMs: deps.config.reconcileGraceMs,
-          auditRetentionMs: deps.config.auditRetentionMs,
-        },
+        searchDeps(deps.config, { index, archive: opened, now: deps.clock.now() }),
         query.filters,
         { cursor: query.cursor, limit: query.limit },
       );

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import { accept, acceptBatch, acceptSettings, DEFAULT_TENANT, RejectedRequest, type AcceptDeps } from '../notice/accept.js';
 import { storeUnreachable } from '../store/redis.js';
-import { NoticeQueryError, parseNoticeQuery, searchNotices } from '../notice/search.js';
+import { NoticeQueryError, parseNoticeQuery, searchDeps, searchNotices } from '../notice/search.js';
 import { cancelNotice } from '../notice/cancel.js';
 import { readNotice } from '../notice/notice.js';
 import { noticeView } from '../notice/view.js';
@@ -181,7 +181,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       const page = await fromArchive(
         () =>
           searchNotices(
-            { index: deps.noticeIndex, archive: deps.archive, now: clock.now(), lateAfterMs: config.reconcileGraceMs, auditRetentionMs: config.auditRetentionMs },
+            searchDeps(config, { index: deps.noticeIndex, archive: deps.archive, now: clock.now() }),
             // A key lists its own tenant's notices only.
             { ...query.filters, tenant: request.tenant },
             { cursor: query.cursor, limit: query.limit },

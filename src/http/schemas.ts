@@ -221,6 +221,8 @@ export const NoticeListQuery = Type.Object(
     reason: Type.Optional(Type.String({ maxLength: 64 })),
     category: Type.Optional(Type.String({ maxLength: 64 })),
     recipientId: Type.Optional(Type.String({ maxLength: 128 })),
+    email: Type.Optional(Type.String({ maxLength: 254, description: "the recipient's email address (any case): found through its HMAC, for support" })),
+    phone: Type.Optional(Type.String({ maxLength: 16, description: "the recipient's phone, E.164: found through its HMAC, for support" })),
     id: Type.Optional(Type.String({ maxLength: 64 })),
     from: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601, inclusive' })),
     to: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601, exclusive' })),

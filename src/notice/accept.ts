@@ -4,6 +4,7 @@
  * backwards, store the notice with its first log entries in one script, and queue its email and
  * deadline jobs. No provider call is made here.
  */
+import { AddressLookup, addressMembers } from './address-lookup.js';
 import canonicalizeModule from 'canonicalize';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Logger } from 'pino';
@@ -48,6 +49,8 @@ export interface AcceptSettings {
   quietHours: boolean;
   /** HERALD_ENCRYPTION_KEY: content is sealed with the first key before it is stored; none: stored as is. */
   encryptionKeys: readonly EncryptionKey[];
+  /** The address lookup's HMAC: the notice's addresses are indexed under it, never in a form a dictionary reverses. */
+  addressLookup: AddressLookup;
 }
 
 /** The settings of acceptNotice in force under `config`. */
@@ -62,6 +65,7 @@ export function acceptSettings(config: Config): AcceptSettings {
     // Whether a fallback SMS may wait for quiet hours, which keeps its content longer.
     quietHours: Object.values(config.rules?.regions ?? {}).some((rule) => rule.quietHours !== undefined),
     encryptionKeys: config.encryptionKeys,
+    addressLookup: new AddressLookup(config.addressKeys),
   };
 }
 
@@ -392,6 +396,7 @@ export function prepareNotice(
     at: iso(now),
     due: now,
     contentTtlMs: contentKeepMs,
+    addressMembers: addressMembers(settings.addressLookup, id, { email, phone }),
   };
   return { input, deadline, plannedChecks: plan.checks };
 }

@@ -1,6 +1,9 @@
 import { iso } from '../clock.js';
 import type { Archive } from '../archive/archive.js';
-import { retiredNoticeIds } from '../archive/recipient-index.js';
+import { retiredNoticeIds, retiredNoticeIdsByAddress } from '../archive/recipient-index.js';
+import { normalizeEmail, normalizePhone, RejectedRequest } from './accept.js';
+import { AddressLookup, type AddressChannel } from './address-lookup.js';
+import type { Config } from '../config.js';
 import type { NoticeView } from './view.js';
 import { noticeCreatedAt, SHARD_COUNT, shardOfNoticeId } from './ids.js';
 import { FALLBACK_REASONS, STATES, UNDECIDED_STATES, type FallbackReason, type NoticeState } from './states.js';
@@ -10,8 +13,10 @@ import type { LexRange, NoticeIndex, NoticeSummary } from '../store/notice-index
  * The notices list (`/admin/notices`, `herald notices list`): newest first, filtered, paginated
  * by an opaque cursor, with bounded work per page. Live notices come from the shards' `notices`
  * indexes in Redis (src/store/notice-index.ts), merged newest first across the 16 shards; a
- * notice Redis let go of is found by its ID (its archive record) or by its recipient ID (the
- * archive's recipient index, src/archive/recipient-index.ts).
+ * notice Redis let go of is found by its ID (its archive record) or by its recipient ID or
+ * address (the archive's recipient index, src/archive/recipient-index.ts). A search by address
+ * (`email` / `phone`, for support) reads the shards' address indexes instead of walking every
+ * notice (src/store/address-index.ts): only the HMAC of the address is looked up.
  */
 
 export { FALLBACK_REASONS } from './states.js';
@@ -34,6 +39,10 @@ export interface NoticeFilters {
   reason?: FallbackReason;
   category?: string;
   recipientId?: string;
+  /** The recipient's email address, normalized. */
+  email?: string;
+  /** The recipient's phone, E.164. */
+  phone?: string;
   /** Creation time, inclusive (ms). */
   from?: number;
   /** Creation time, exclusive (ms). */
@@ -79,6 +88,21 @@ export interface SearchDeps {
   lateAfterMs: number;
   /** HERALD_AUDIT_RETENTION: how far back the archive's recipient index is read. */
   auditRetentionMs: number;
+  /** The address lookup's HMAC, for `email` and `phone`. */
+  addressLookup: AddressLookup;
+}
+
+/** The search's dependencies under `config`, for a page read `now`. */
+export function searchDeps(
+  config: Pick<Config, 'reconcileGraceMs' | 'auditRetentionMs' | 'addressKeys'>,
+  parts: { index: NoticeIndex; archive: () => Archive; now: number },
+): SearchDeps {
+  return {
+    ...parts,
+    lateAfterMs: config.reconcileGraceMs,
+    auditRetentionMs: config.auditRetentionMs,
+    addressLookup: new AddressLookup(config.addressKeys),
+  };
 }
 
 /** Bad filters: each problem names its field. */
@@ -92,7 +116,7 @@ export class NoticeQueryError extends Error {
 /**
  * Reads filters, cursor and page size from query parameters (the admin page) or flags (the
  * CLI, which maps its names onto these): `id`, `state`, `reason`, `category`, `recipientId`,
- * `from`, `to` (ISO 8601), `view`, `cursor`, `limit`. Empty values are no filter.
+ * `email`, `phone`, `from`, `to` (ISO 8601), `view`, `cursor`, `limit`. Empty values are no filter.
  */
 export function parseNoticeQuery(query: Record<string, unknown>): { filters: NoticeFilters; cursor: string | undefined; limit: number } {
   const problems: { field: string; message: string }[] = [];
@@ -124,12 +148,30 @@ export function parseNoticeQuery(query: Record<string, unknown>): { filters: Not
     problems.push({ field, message: 'an ISO 8601 time, e.g. 2026-11-29 or 2026-11-29T14:00:00Z' });
     return undefined;
   };
+  const address = (field: 'email' | 'phone'): string | undefined => {
+    const value = text(field);
+    if (value === undefined) return undefined;
+    if (field === 'email') {
+      if (/^[^@\s]+@[^@\s]+$/.test(value)) return normalizeEmail(value);
+      problems.push({ field, message: 'an email address' });
+      return undefined;
+    }
+    try {
+      return normalizePhone(value);
+    } catch (error) {
+      if (!(error instanceof RejectedRequest)) throw error;
+      problems.push({ field, message: 'a phone number in E.164 form, like +819012345678' });
+      return undefined;
+    }
+  };
   const filters: NoticeFilters = {
     id: text('id'),
     state: oneOf('state', STATES),
     reason: oneOf('reason', FALLBACK_REASONS),
     category: text('category'),
     recipientId: text('recipientId'),
+    email: address('email'),
+    phone: address('phone'),
     tenant: text('tenant'),
     from: time('from'),
     to: time('to'),
@@ -181,8 +223,10 @@ export async function searchNotices(
   const after = opts.cursor === undefined ? undefined : decodeCursor(opts.cursor);
   if (filters.id !== undefined) return byId(deps, filters, filters.id);
 
-  const sources: Source[] = Array.from({ length: SHARD_COUNT }, (_, shard) => liveSource(deps, shard, filters, after));
-  if (filters.recipientId !== undefined) sources.push(await retiredSource(deps, filters, after));
+  const sources: Source[] = liveSources(deps, filters, after);
+  if (filters.recipientId !== undefined || filters.email !== undefined || filters.phone !== undefined) {
+    sources.push(await retiredSource(deps, filters, after));
+  }
 
   const rows: NoticeRow[] = [];
   let examined = 0;
@@ -229,8 +273,33 @@ interface Source {
   read(ids: string[]): Promise<{ row: NoticeRow | null; matchable: (f: NoticeFilters) => boolean }[]>;
 }
 
-/** The live notices of one shard below the cursor and within [from, to), newest first. */
-function liveSource(deps: SearchDeps, shard: number, filters: NoticeFilters, after: string | undefined): Source {
+/**
+ * Where the live notices come from: every shard's `notices` index, or, with an address among
+ * the filters, every shard's address index under each hash the address may have (one per
+ * address key: the first indexes new notices, older keys still hold older ones).
+ */
+function liveSources(deps: SearchDeps, filters: NoticeFilters, after: string | undefined): Source[] {
+  const shards = Array.from({ length: SHARD_COUNT }, (_, shard) => shard);
+  const address = addressFilter(filters);
+  if (address === undefined) return shards.map((shard) => liveSource(deps, { shard }, filters, after));
+  const hashes = deps.addressLookup.hashesOf(address.channel, address.value);
+  return shards.flatMap((shard) => hashes.map((hash) => liveSource(deps, { shard, address: hash }, filters, after)));
+}
+
+/** The address a search reads the address indexes by: the email when given, else the phone. */
+function addressFilter(filters: NoticeFilters): { channel: AddressChannel; value: string } | undefined {
+  if (filters.email !== undefined) return { channel: 'email', value: filters.email };
+  if (filters.phone !== undefined) return { channel: 'phone', value: filters.phone };
+  return undefined;
+}
+
+/**
+ * The live notices of one shard below the cursor and within [from, to), newest first: from its
+ * `notices` index, or from its address index under one hash (members `<hash>:<noticeId>`, the
+ * same bounds behind the hash).
+ */
+function liveSource(deps: SearchDeps, index: { shard: number; address?: string }, filters: NoticeFilters, after: string | undefined): Source {
+  const { shard } = index;
   const prefix = shardPrefix(shard);
   let max = filters.to === undefined ? '+' : `(${prefix}${time36(filters.to)}`;
   if (after !== undefined) {
@@ -239,7 +308,13 @@ function liveSource(deps: SearchDeps, shard: number, filters: NoticeFilters, aft
     const bound = `${shard < afterShard ? '[' : '('}${prefix}${after.slice(6)}`;
     if (max === '+' || bound.slice(1) < max.slice(1)) max = bound;
   }
-  const min = filters.from === undefined ? '-' : `[${prefix}${time36(filters.from)}`;
+  let min = filters.from === undefined ? '-' : `[${prefix}${time36(filters.from)}`;
+  // Behind an address's hash: '-' and '+' become the ends of its range (';' follows ':').
+  const member = index.address === undefined ? '' : `${index.address}:`;
+  if (member !== '') {
+    max = max === '+' ? `(${index.address};` : `${max[0]}${member}${max.slice(1)}`;
+    min = min === '-' ? `[${member}` : `${min[0]}${member}${min.slice(1)}`;
+  }
   let buffer: string[] = [];
   const source: Source = {
     exhausted: false,
@@ -247,10 +322,11 @@ function liveSource(deps: SearchDeps, shard: number, filters: NoticeFilters, aft
     take: () => buffer.shift(),
     async refill() {
       if (buffer.length > 0 || source.exhausted) return;
-      const [ids = []] = await deps.index.newest([{ shard, max, min } satisfies LexRange], CHUNK);
-      buffer = ids;
-      if (ids.length < CHUNK) source.exhausted = true;
-      if (ids.length > 0) max = `(${ids.at(-1)}`;
+      const range: LexRange = { shard, max, min, ...(index.address === undefined ? {} : { address: true }) };
+      const [members = []] = await deps.index.newest([range], CHUNK);
+      buffer = members.map((m) => m.slice(member.length));
+      if (members.length < CHUNK) source.exhausted = true;
+      if (members.length > 0) max = `(${members.at(-1)}`;
     },
     async read(ids) {
       const summaries = await deps.index.summaries(ids);
@@ -262,11 +338,24 @@ function liveSource(deps: SearchDeps, shard: number, filters: NoticeFilters, aft
   return source;
 }
 
-/** The retired notices of the filtered recipient, from the archive's recipient index, newest first. */
+/**
+ * The retired notices of the filtered recipient ID or address, from the archive's recipient
+ * index, newest first: with several of them, the notices every one of them names.
+ */
 async function retiredSource(deps: SearchDeps, filters: NoticeFilters, after: string | undefined): Promise<Source> {
   const from = Math.max(filters.from ?? 0, deps.now - deps.auditRetentionMs);
   const to = filters.to ?? deps.now + 1;
-  const ids = (await retiredNoticeIds(deps.archive(), filters.recipientId!, from, to))
+  const archive = deps.archive();
+  const named: string[][] = [];
+  if (filters.recipientId !== undefined) named.push(await retiredNoticeIds(archive, filters.recipientId, from, to));
+  for (const [channel, value] of [['email', filters.email], ['phone', filters.phone]] as const) {
+    if (value === undefined) continue;
+    const byKey = await Promise.all(deps.addressLookup.hashesOf(channel, value).map((hash) => retiredNoticeIdsByAddress(archive, hash, from, to)));
+    named.push([...new Set(byKey.flat())]);
+  }
+  const [first = [], ...rest] = named;
+  const ids = first
+    .filter((id) => rest.every((other) => other.includes(id)))
     .filter((id) => after === undefined || orderKey(id) < orderKey(after))
     .sort((a, b) => (orderKey(a) < orderKey(b) ? 1 : -1));
   return {
@@ -317,6 +406,11 @@ function matches(f: NoticeFilters, n: NoticeSummary, deps: SearchDeps): boolean 
   if (f.reason !== undefined && n.fallbackReason !== f.reason) return false;
   if (f.category !== undefined && n.category !== f.category) return false;
   if (f.recipientId !== undefined && n.recipientId !== f.recipientId) return false;
+  // A retired notice's addresses are not in its record: its pointers under their HMACs chose it.
+  if (n.addresses !== 'by_pointer') {
+    if (f.email !== undefined && n.addresses.email !== f.email) return false;
+    if (f.phone !== undefined && n.addresses.phone !== f.phone) return false;
+  }
   if (f.tenant !== undefined && n.tenant !== f.tenant) return false;
   if (f.from !== undefined && n.createdAt < f.from) return false;
   if (f.to !== undefined && n.createdAt >= f.to) return false;
@@ -381,6 +475,7 @@ function summaryOfView(view: NoticeView): NoticeSummary {
     deadline: Date.parse(view.deadline),
     fallbackReason: view.fallback?.reason,
     fallbackDecidedAt: decidedAt ? Date.parse(decidedAt) : undefined,
+    addresses: 'by_pointer',
     providerTimeoutMs: 0,
     email: idle,
     sms: idle,

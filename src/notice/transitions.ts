@@ -31,7 +31,7 @@ export type ReplicatedWrite = 'accept' | 'email_send' | 'sms_send';
 export const NEEDS_CONTENT: readonly NoticeState[] = ['accepted', 'email_sending', 'sms_pending', 'sms_sending'];
 
 export const TRANSITIONS = {
-  /** `POST /v1/notices` stores the notice (createNotice-9.lua, not transition-8.lua). */
+  /** `POST /v1/notices` stores the notice (createNotice-10.lua, not transition-8.lua). */
   accept: { from: [], to: 'accepted', marks: 'notice.accepted', replicated: 'accept' },
 
   /** An email attempt starts; a retry of an unsettled attempt starts from email_sending. */

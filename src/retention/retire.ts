@@ -14,7 +14,8 @@ import { purgeContent } from './content-purge.js';
 import { LogMirrorStore } from '../store/log-mirror.js';
 import { compareIds } from '../archive/names.js';
 import { statsMember, type NoticeRecord, type RetiredStats } from '../archive/records.js';
-import { putRecipientPointer } from '../archive/recipient-index.js';
+import { putAddressPointers, putRecipientPointer } from '../archive/recipient-index.js';
+import { allAddressMembers, type AddressLookup } from '../notice/address-lookup.js';
 
 export interface RetireDeps {
   redis: RedisClient;
@@ -27,6 +28,8 @@ export interface RetireDeps {
   /** Stats counters of hours older than this, and such members of the `created` indexes, are dropped (HERALD_STATS_RETENTION). */
   statsRetentionMs: number;
   batchSize?: number;
+  /** The address lookup's HMAC: a retiring notice's addresses are indexed in the archive under it. */
+  addressLookup: AddressLookup;
 }
 
 export interface RetireReport {
@@ -76,8 +79,9 @@ export async function indexUnretired(redis: RedisClient, keys: Keys, now: number
  * 2. waits until the archive holds every entry of the notice (all below the shard's oldest
  *    unarchived entry);
  * 3. stores the notice's record in the archive: its last view, its entry IDs, its counts; and
- *    its pointer in the archive's recipient index (recipient-index.ts), for the notices list;
- * 4. lets Redis go of the hash and the events list (retireNotice-7.lua, which checks that no
+ *    its pointers in the archive's recipient index (recipient-index.ts), for the notices list:
+ *    by recipient ID and by the HMAC of each of its addresses;
+ * 4. lets Redis go of the hash and the events list (retireNotice-8.lua, which checks that no
  *    entry came meanwhile); its /v1/stats counters stay.
  *
  * The same sweep drops the stats counters of hours older than HERALD_STATS_RETENTION, the reach
@@ -129,6 +133,7 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
       try {
         await archive.putRecord(record);
         await putRecipientPointer(archive, notice.recipientId, noticeId);
+        await putAddressPointers(archive, addressHashes(deps.addressLookup, notice), noticeId);
       } catch (error) {
         if (!(error instanceof ArchiveUnavailableError)) throw error;
         // The log mirror warns of the outage; nothing leaves Redis until the archive is back.
@@ -136,13 +141,22 @@ export async function retireNoticesOnce(deps: RetireDeps): Promise<RetireReport>
         report.archiveUnreachable = true;
         return report;
       }
-      const outcome = await store.retire(noticeId, entryIds.length, statsMember(noticeId, record.stats));
+      const members = allAddressMembers(deps.addressLookup, noticeId, notice);
+      const outcome = await store.retire(noticeId, entryIds.length, statsMember(noticeId, record.stats), members);
       if (outcome === 'retired') report.retired += 1;
       else if (outcome === 'changed') await later(noticeId);
     }
   }
   if (report.retired > 0) log.debug(report, 'finished notices retired to the archive');
   return report;
+}
+
+/** The HMACs its addresses are indexed under in the archive (the key that indexes new notices). */
+function addressHashes(lookup: AddressLookup, notice: { email: string | undefined; phone: string | undefined }): string[] {
+  const hashes: string[] = [];
+  if (notice.email) hashes.push(lookup.hashOf('email', notice.email));
+  if (notice.phone) hashes.push(lookup.hashOf('phone', notice.phone));
+  return hashes;
 }
 
 /**

@@ -105,6 +105,14 @@ export class Keys {
   notices(shard: number): string {
     return `${this.shard(shard)}:notices`;
   }
+  /**
+   * Sorted set of the address lookup's index of the shard's live notices (src/store/address-index.ts):
+   * members `<HMAC of the address>:<notice ID>`, all scored 0, so that one address's notices are
+   * a lexicographic range, by creation; a notice's members leave with it as it retires.
+   */
+  addresses(shard: number): string {
+    return `${this.shard(shard)}:addresses`;
+  }
   /** Sorted set of the shard's finished notices, scored by when Redis may let go of them (src/retention/retire.ts). */
   retire(shard: number): string {
     return `${this.shard(shard)}:retire`;
@@ -124,6 +132,10 @@ export class Keys {
   /** When the notices indexes were filled with the notices of earlier versions (src/store/notice-index.ts). */
   get noticesIndexed(): string {
     return `${this.prefix}:notices-indexed`;
+  }
+  /** When the address index was filled with the live notices of earlier versions (src/store/address-index.ts). */
+  get addressesIndexed(): string {
+    return `${this.prefix}:addresses-indexed`;
   }
   /** The shard's metric counters (src/store/metrics.ts). */
   metrics(shard: number): string {

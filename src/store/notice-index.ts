@@ -6,8 +6,8 @@ import type { Keys } from './keys.js';
 /**
  * Reads of the shards' `notices` indexes (src/store/keys.ts): every notice Redis holds, scored
  * 0 so that ZRANGE BYLEX walks them by ID, and an ID sorts by creation time within its shard
- * (`ntc_<shard><10 base-36 digits of ms><random>`). createNotice-9.lua adds a notice,
- * retireNotice-7.lua removes it.
+ * (`ntc_<shard><10 base-36 digits of ms><random>`). createNotice-10.lua adds a notice,
+ * retireNotice-8.lua removes it.
  */
 
 /** What the notices list needs of a notice hash: one HMGET. */
@@ -22,6 +22,8 @@ export interface NoticeSummary {
   deadline: number;
   fallbackReason: string | undefined;
   fallbackDecidedAt: number | undefined;
+  /** Its addresses as stored (normalized); a retired notice's are not in its record, and its pointers stand for them. */
+  addresses: { email: string | undefined; phone: string | undefined } | 'by_pointer';
   providerTimeoutMs: number;
   email: AttemptSummary;
   sms: AttemptSummary;
@@ -49,13 +51,20 @@ const FIELDS = [
   'smsAttemptSettled',
   'smsAttemptStartedAt',
   'tenant',
+  'email',
+  'phone',
 ] as const;
 
-/** One shard's slice of a walk: IDs strictly inside (min, max) as ZRANGE BYLEX bounds (`(x`, `[x`, `-`, `+`). */
+/**
+ * One shard's slice of a walk: IDs strictly inside (min, max) as ZRANGE BYLEX bounds (`(x`, `[x`,
+ * `-`, `+`), of its `notices` index, or of its address index (`address`: members `<hmac>:<id>`,
+ * src/store/address-index.ts).
+ */
 export interface LexRange {
   shard: number;
   max: string;
   min: string;
+  address?: boolean;
 }
 
 export class NoticeIndex {
@@ -64,12 +73,12 @@ export class NoticeIndex {
     private readonly keys: Keys,
   ) {}
 
-  /** For each range, up to `count` notice IDs of its shard, highest (newest) first: one round trip. */
+  /** For each range, up to `count` members (notice IDs, or `<hmac>:<id>`) of its index, highest (newest) first: one round trip. */
   async newest(ranges: readonly LexRange[], count: number): Promise<string[][]> {
     if (ranges.length === 0) return [];
     const replies = await execAll(
       this.redis,
-      ranges.map((r) => ['zrevrangebylex', this.keys.notices(r.shard), r.max, r.min, 'LIMIT', 0, count]),
+      ranges.map((r) => ['zrevrangebylex', r.address ? this.keys.addresses(r.shard) : this.keys.notices(r.shard), r.max, r.min, 'LIMIT', 0, count]),
     );
     return replies.map(([error, ids]) => {
       if (error) throw error;
@@ -108,6 +117,7 @@ function parseSummary(id: string, values: (string | null)[]): NoticeSummary | nu
     deadline: Number(v.deadline),
     fallbackReason: v.fallbackReason,
     fallbackDecidedAt: num(v.fallbackDecidedAt),
+    addresses: { email: v.email, phone: v.phone },
     providerTimeoutMs: Number(v.providerTimeoutMs ?? 0),
     email: { inDoubt: v.emailAttemptInDoubt === '1', settled: v.emailAttemptSettled === '1', startedAt: num(v.emailAttemptStartedAt) },
     sms: { inDoubt: v.smsAttemptInDoubt === '1', settled: v.smsAttemptSettled === '1', startedAt: num(v.smsAttemptStartedAt) },
@@ -117,7 +127,7 @@ function parseSummary(id: string, values: (string | null)[]): NoticeSummary | nu
 /**
  * Puts in the `notices` indexes the notices that versions before them created: every notice
  * hash Redis holds (SCAN on each master), then drops any whose hash went meanwhile (a notice
- * that retires never comes back, and retireNotice-7.lua removes it from then on). Runs once;
+ * that retires never comes back, and retireNotice-8.lua removes it from then on). Runs once;
  * the `notices-indexed` marker holds when. Returns how many it added, or null when it had run.
  */
 export async function indexExistingNoticesOnce(redis: RedisClient, keys: Keys, now: number): Promise<number | null> {

@@ -175,6 +175,8 @@ export interface CreateNoticeInput {
   due: number;
   contentTtlMs: number;
   idempotency?: { shard: number; keyHash: string; bodyHash: string; ttlMs: number };
+  /** Its members of the shard's address index (src/store/address-index.ts): `<hmac>:<id>`. */
+  addressMembers?: string[];
 }
 
 /**
@@ -252,6 +254,7 @@ export class NoticeStore {
         k.metrics,
         k.stats,
         this.keys.notices(shardOfNoticeId(input.id)!),
+        this.keys.addresses(shardOfNoticeId(input.id)!),
         input.id,
         input.at,
         input.contentTtlMs,
@@ -260,6 +263,7 @@ export class NoticeStore {
         JSON.stringify(input.content),
         input.due,
         input.createdAt,
+        (input.addressMembers ?? []).join(' '),
         ...lists,
         counted.length / 2,
         ...counted,
@@ -460,10 +464,11 @@ export class NoticeStore {
   }
 
   /**
-   * Lets go of a finished notice whose record the archive holds (lua/retireNotice-7.lua):
+   * Lets go of a finished notice whose record the archive holds (lua/retireNotice-8.lua):
    * 'retired', 'changed' (it has entries the record lacks), or 'gone' (retired before).
+   * `addressMembers`: its members of the address index, which leave with it.
    */
-  async retire(id: string, entryCount: number, statsMember: string): Promise<'retired' | 'changed' | 'gone'> {
+  async retire(id: string, entryCount: number, statsMember: string, addressMembers: readonly string[] = []): Promise<'retired' | 'changed' | 'gone'> {
     const shard = shardOfNoticeId(id)!;
     const reply = await this.redis.retireNotice(
       this.keys.notice(id),
@@ -473,9 +478,11 @@ export class NoticeStore {
       this.keys.retire(shard),
       this.keys.metrics(shard),
       this.keys.notices(shard),
+      this.keys.addresses(shard),
       id,
       entryCount,
       statsMember,
+      addressMembers.join(' '),
     );
     return reply === 1 ? 'retired' : reply === 0 ? 'changed' : 'gone';
   }

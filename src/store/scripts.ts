@@ -12,10 +12,10 @@ export function loadScript(name: string): string {
 
 /** Every script Herald defines on a connection (the one registry), with its key count from its name. */
 export const SCRIPTS = [
-  'createNotice-9',
+  'createNotice-10',
   'transition-8',
   'putRecipientPolicy-1',
-  'retireNotice-7',
+  'retireNotice-8',
   'backfillStats-3',
   'addSuppression-1',
   'nextMirrorBatch-3',

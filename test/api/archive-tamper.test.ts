@@ -19,7 +19,7 @@ import { DAY, systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import { NoticeStore, type StoredEntry } from '../../src/store/notices.js';
-import { deleteKeys, plainRedis, testEnv, testPrefix } from '../helpers/env.js';
+import { deleteKeys, plainRedis, testAddressLookup, testEnv, testPrefix } from '../helpers/env.js';
 import { startWebUnderTest } from '../helpers/herald.js';
 import { freePort } from '../helpers/redis-server.js';
 import {
@@ -386,7 +386,7 @@ describe('notice records', () => {
       [a, b].map((noticeId) => ({ noticeId, at: now })),
     );
     const sweep = () =>
-      retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * DAY });
+      retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * DAY, addressLookup: testAddressLookup });
     expect(await sweep()).toEqual({ retired: 0, waiting: 2 }); // contents purged
     await mirrorFor({ redis, store, archive, consumer: 'w' }).mirrorOnce([shard]);
     expect(await sweep()).toEqual({ retired: 2, waiting: 0 });

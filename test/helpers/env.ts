@@ -1,3 +1,4 @@
+import { AddressLookup } from '../../src/notice/address-lookup.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -119,3 +120,6 @@ export function configProblems(env: Record<string, string>): string[] {
   }
   return [];
 }
+
+/** The address lookup of a test configuration (its key derived from the dev archive key). */
+export const testAddressLookup = new AddressLookup(testConfig('address-lookup').addressKeys);

@@ -7,7 +7,7 @@ import { indexExistingNoticesOnce, NoticeIndex } from '../../src/store/notice-in
 import { openArchive } from '../../src/archive/open.js';
 import { deletePointersOlderThan } from '../../src/archive/recipient-index.js';
 import { startWorker, type WorkerHandle } from '../../src/worker.js';
-import { sleep, testPrefix, waitFor } from '../helpers/env.js';
+import { sleep, testAddressLookup, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -146,6 +146,7 @@ describe('the notices list, on real Redis with a real worker', () => {
         now: Date.now(),
         lateAfterMs: stack.config.reconcileGraceMs,
         auditRetentionMs: stack.config.auditRetentionMs,
+        addressLookup: testAddressLookup,
       };
       // The oldest notice is the only match: each page looks at 2 notices, then hands on its cursor.
       let page = await searchNotices(deps, { reason: 'email_deadline_elapsed' }, { maxExamined: 2 });
@@ -229,7 +230,8 @@ describe('a notice Redis let go of', () => {
 
     const archive = openArchive(stack.config);
     try {
-      expect(await deletePointersOlderThan(archive, Date.now() + 60_000)).toBe(3);
+      // Each notice's recipient pointer and its email address's.
+      expect(await deletePointersOlderThan(archive, Date.now() + 60_000)).toBe(6);
     } finally {
       await archive.close();
     }
