@@ -9,6 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_RETRY, retryDelay } from '../../packages/client/src/transport.js';
+import { HeraldApiError } from '../../packages/client/src/errors.js';
 import { ROOT } from '../helpers/imports.js';
 
 const PACKAGE = join(ROOT, 'packages', 'client');
@@ -105,5 +107,28 @@ describe('the client package', () => {
     );
     expect(tsc.stdout + tsc.stderr).toBe('');
     expect(tsc.status).toBe(0);
+  });
+});
+
+describe("the client's wait before a retry", () => {
+  const error = (retryAfterSeconds?: number) => new HeraldApiError({ status: 503, code: 'unavailable', message: 'later', retryAfterSeconds });
+  const retry = { ...DEFAULT_RETRY, baseDelayMs: 200, maxDelayMs: 30_000 };
+
+  it('is what Retry-After asked for, plus at most a tenth more (a second at most)', () => {
+    expect(retryDelay(retry, 1, error(1), () => 0)).toBe(1000);
+    expect(retryDelay(retry, 1, error(1), () => 1)).toBe(1100);
+    expect(retryDelay(retry, 3, error(20), () => 1)).toBe(21_000);
+    expect(retryDelay(retry, 1, error(0), () => 1)).toBe(0);
+  });
+
+  it('is not waited for when Retry-After asks for more than maxDelayMs', () => {
+    expect(retryDelay(retry, 1, error(31), () => 0)).toBeUndefined();
+    expect(retryDelay({ ...retry, maxDelayMs: 3_600_000 }, 1, error(600), () => 0)).toBe(600_000);
+  });
+
+  it('otherwise doubles from baseDelayMs, with equal jitter, up to maxDelayMs', () => {
+    expect([1, 2, 3].map((attempt) => retryDelay(retry, attempt, error(), () => 0))).toEqual([100, 200, 400]);
+    expect([1, 2, 3].map((attempt) => retryDelay(retry, attempt, error(), () => 1))).toEqual([200, 400, 800]);
+    expect(retryDelay(retry, 20, error(), () => 1)).toBe(30_000);
   });
 });
