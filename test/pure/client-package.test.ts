@@ -11,7 +11,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_RETRY, retryDelay } from '../../packages/client/src/transport.js';
 import { HeraldApiError } from '../../packages/client/src/errors.js';
-import { ROOT } from '../helpers/imports.js';
+import { importsOf, packageOf, ROOT, runtimeClosure } from '../helpers/imports.js';
 
 const PACKAGE = join(ROOT, 'packages', 'client');
 const manifest = JSON.parse(readFileSync(join(PACKAGE, 'package.json'), 'utf8')) as Record<string, any>;
@@ -96,6 +96,18 @@ describe('the client package', () => {
     expect([...declarations].sort()).toEqual(files(dist, '.d.ts').sort());
   });
 
+  it('is loaded by herald send alone, when it runs: the other commands need it not (the production image installs no workspace)', () => {
+    const product = [...files(join(ROOT, 'src'), '.ts'), ...files(join(ROOT, 'queues'), '.ts')];
+    const naming = product.filter((file) => {
+      const found = importsOf(file, { types: true });
+      return [...found.packages, ...found.dynamic.map(packageOf)].includes('@herald/client');
+    });
+    expect(naming.map((file) => relative(ROOT, file))).toEqual([join('src', 'cli', 'send.ts')]);
+    expect(importsOf(join(ROOT, 'src', 'cli', 'send.ts')).packages).not.toContain('@herald/client');
+    for (const entry of ['src/cli.ts', 'src/server.ts', 'src/worker.ts'])
+      expect([...runtimeClosure(entry).packages], entry).not.toContain('@herald/client');
+  });
+
   it("keeps its hand-written types equal to the API's schemas (tsc on test/client-types)", () => {
     const tsc = spawnSync(
       process.execPath,
@@ -111,7 +123,8 @@ describe('the client package', () => {
 });
 
 describe("the client's wait before a retry", () => {
-  const error = (retryAfterSeconds?: number) => new HeraldApiError({ status: 503, code: 'unavailable', message: 'later', retryAfterSeconds });
+  const error = (retryAfterSeconds?: number) =>
+    new HeraldApiError({ status: 503, code: 'unavailable', message: 'later', retryAfterSeconds });
   const retry = { ...DEFAULT_RETRY, baseDelayMs: 200, maxDelayMs: 30_000 };
 
   it('is what Retry-After asked for, plus at most a tenth more (a second at most)', () => {
