@@ -12,6 +12,7 @@ import { writeLines } from './output.js';
 const DEFAULT_URL = 'http://127.0.0.1:3000';
 const DEFAULT_BATCH = 200;
 
+/** `herald send`, in the CLI's table. */
 export const sendCommand: CliCommand = {
   name: 'send',
   summary: 'sends notices to a running Herald through its API: an NDJSON file, or one test notice',

@@ -32,6 +32,7 @@ import type {
 /** The states a notice ends in. */
 export const TERMINAL_STATES: readonly NoticeState[] = ['email_delivered', 'sms_delivered', 'sms_failed', 'blocked', 'canceled', 'failed'];
 
+/** Where Herald is, the key to use, and how patient to be. */
 export interface HeraldClientOptions {
   /** Where Herald's web process listens, e.g. `https://herald.example` (no trailing path). */
   baseUrl: string;
@@ -65,6 +66,7 @@ export type WaitCondition = ({ state: NoticeState | readonly NoticeState[] } | {
   signal?: AbortSignal;
 };
 
+/** One method per route of Herald's API. */
 export interface HeraldClient {
   /** Creates a notice, under `idempotencyKey` or one generated for it, so that a retried create never makes a second notice. */
   createNotice(body: CreateNoticeBody, opts?: CallOptions & { idempotencyKey?: string }): Promise<CreateNoticeResult>;

@@ -9,6 +9,7 @@ type Cost = { currency: string; total: number; byChannel: { email: number; sms: 
 /** Where an observation came from: Herald's own status read, or the provider's webhook. */
 export type ObservationSource = 'poll' | 'webhook';
 
+/** The notice stored: its plan, expected cost and idempotency key. */
 export interface NoticeAcceptedEntry {
   type: 'notice.accepted';
   tenant?: string;
@@ -31,6 +32,7 @@ export interface NoticeAcceptedEntry {
   metadata?: Record<string, string>;
 }
 
+/** A channel checked against the recipient policy, suppressions and rules. */
 export interface PolicyCheckedEntry {
   type: 'policy.checked';
   channel: Channel;
@@ -43,6 +45,7 @@ export interface PolicyCheckedEntry {
   complianceDeadline?: string;
 }
 
+/** A send attempt about to leave Herald. */
 export interface RequestedEntry {
   type: 'email.requested' | 'sms.requested';
   attemptId: string;
@@ -52,6 +55,7 @@ export interface RequestedEntry {
   retryOf?: string;
 }
 
+/** The provider took a send; its message ID. */
 export interface ProviderAcceptedEntry {
   type: 'email.accepted' | 'sms.accepted';
   attemptId: string;
@@ -61,6 +65,7 @@ export interface ProviderAcceptedEntry {
   late?: true;
 }
 
+/** An email attempt in doubt that the provider's event feed shows never arrived: it is sent once more. */
 export interface EmailNotArrivedEntry {
   type: 'email.not_arrived';
   attemptId: string;
@@ -69,6 +74,7 @@ export interface EmailNotArrivedEntry {
   feedAbsenceMs: number;
 }
 
+/** An email status read (poll) or pushed (webhook). */
 export interface EmailObservedEntry {
   type: 'email.observed';
   attemptId: string | undefined;
@@ -87,6 +93,7 @@ export interface EmailObservedEntry {
   event?: string;
 }
 
+/** An SMS status read (poll) or pushed (webhook). */
 export interface SmsObservedEntry {
   type: 'sms.observed';
   attemptId: string | undefined;
@@ -101,6 +108,7 @@ export interface SmsObservedEntry {
   event?: string;
 }
 
+/** A provider call that gave no usable answer. */
 export interface ProviderErrorEntry {
   type: 'provider.error';
   channel: Channel;
@@ -115,6 +123,7 @@ export interface ProviderErrorEntry {
   retryAfterClampedFromMs?: number;
 }
 
+/** The fallback to SMS, decided once, and why. */
 export interface FallbackDecidedEntry {
   type: 'fallback.decided';
   deadline: string;
@@ -127,6 +136,7 @@ export interface FallbackDecidedEntry {
   complianceDeadline?: string;
 }
 
+/** A fallback decided that SMS may not carry. */
 export interface FallbackBlockedEntry {
   type: 'fallback.blocked';
   deadline: string;
@@ -138,11 +148,13 @@ export interface FallbackBlockedEntry {
   fallbackReason: FallbackReason;
 }
 
+/** An SMS not yet sent, canceled by a late email delivery. */
 export interface SmsCanceledEntry {
   type: 'sms.canceled';
   reason: 'email_delivered_late';
 }
 
+/** Herald stopped following an SMS without a final status. */
 export interface SmsUnconfirmedEntry {
   type: 'sms.unconfirmed';
   attemptId: string | undefined;
@@ -152,6 +164,7 @@ export interface SmsUnconfirmedEntry {
   searchedUntil?: string;
 }
 
+/** An address suppressed because of this notice (a hard bounce, an opt-out). */
 export interface SuppressionAddedEntry {
   type: 'suppression.added';
   channel: Channel;
@@ -159,11 +172,13 @@ export interface SuppressionAddedEntry {
   reason: string;
 }
 
+/** The notice canceled through the API. */
 export interface NoticeCanceledEntry {
   type: 'notice.canceled';
   by: 'api';
 }
 
+/** Herald cannot go on: the content is gone or unreadable. */
 export interface NoticeFailedEntry {
   type: 'notice.failed';
   reason: 'content_unavailable';
@@ -173,6 +188,7 @@ export interface NoticeFailedEntry {
   attemptInDoubt?: true;
 }
 
+/** The reconciler drove an overdue notice forward. */
 export interface NoticeReconciledEntry {
   type: 'notice.reconciled';
   state: NoticeState;
@@ -180,11 +196,13 @@ export interface NoticeReconciledEntry {
   entriesWritten: number;
 }
 
+/** The notice's content deleted. */
 export interface ContentPurgedEntry {
   type: 'content.purged';
   purgedAt: string;
 }
 
+/** The notice ended: its final state, checks and cost. */
 export interface NoticeCompletedEntry {
   type: 'notice.completed';
   state: NoticeState;

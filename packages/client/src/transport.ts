@@ -50,6 +50,7 @@ export interface Answer<T> {
   headers: Headers;
 }
 
+/** Three requests at most, backoff from 250 ms, no wait over 30 s. */
 export const DEFAULT_RETRY: Required<RetryOptions> = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 30_000 };
 
 /** Sends `spec`, retrying 429 and 503 always and no answer (refused, reset, timed out) when the call is idempotent. */
