@@ -301,7 +301,7 @@ export function createHeraldClient(options: HeraldClientOptions): HeraldClient {
     },
 
     suppressions: {
-      // Adding the same suppression again changes nothing: safe to send twice.
+      // Sent twice, the same suppression is left (its createdAt a moment later): safe to repeat.
       add: async (suppression, opts = {}) =>
         (await call<Suppression>({ method: 'POST', path: '/v1/suppressions', body: suppression, idempotent: true, signal: opts.signal }))
           .value,
