@@ -15,6 +15,7 @@ import { keysCommand } from './cli/keys.js';
 import { noticesCommand } from './cli/notices.js';
 import { policyCommand } from './cli/policy.js';
 import { retentionCommand } from './cli/retention.js';
+import { sendCommand } from './cli/send.js';
 import { packageVersion } from './cli/version.js';
 
 export type { CliCommand, CliIo } from './cli/command.js';
@@ -28,6 +29,7 @@ export const COMMANDS: readonly CliCommand[] = [
   noticesCommand,
   policyCommand,
   keysCommand,
+  sendCommand,
 ];
 
 /** `herald --help`: what the commands are for, one line each. */

@@ -11,8 +11,8 @@ import { SCHEMA as REDIS } from './redis.js';
 import { SCHEMA as WEB } from './web.js';
 import type { Env } from './schema.js';
 
-/** Read outside the configuration: by `npm start` (the sandbox), and by callers of the typed client. */
-const READ_ELSEWHERE = ['HERALD_SANDBOX_PORT', 'HERALD_SANDBOX_WEBHOOKS', 'HERALD_KEY'];
+/** Read outside the configuration: by `npm start` (the sandbox), and by callers of the typed client and `herald send`. */
+const READ_ELSEWHERE = ['HERALD_SANDBOX_PORT', 'HERALD_SANDBOX_WEBHOOKS', 'HERALD_KEY', 'HERALD_URL'];
 
 /** Set by the project's own tests and bench for their harness, never by a deployment. */
 const HARNESS = /^HERALD_(TEST|BENCH)_/;

@@ -165,7 +165,7 @@ describe('herald --help, --version and usage errors', () => {
 
   it('lists every command with its summary (herald --help, herald help), on stdout, exit 0', async () => {
     const { env } = setUp();
-    expect(COMMANDS.map((c) => c.name)).toEqual(['audit', 'export', 'doctor', 'retention', 'notices', 'policy', 'keys']);
+    expect(COMMANDS.map((c) => c.name)).toEqual(['audit', 'export', 'doctor', 'retention', 'notices', 'policy', 'keys', 'send']);
     for (const args of [['--help'], ['help']]) {
       const { code, stdout, stderr } = await runCliProcess(args, env);
       expect(code).toBe(0);
@@ -190,6 +190,7 @@ describe('herald --help, --version and usage errors', () => {
       expect.stringMatching(/^herald notices list \[--state S\]/),
       expect.stringMatching(/^herald policy replay --rules <file> --from <time>/),
       'herald keys create --tenant T --scopes send,read,manage [--name N]',
+      'herald send --file <notices.ndjson> [--batch-size N] [--quiet]',
     ]);
     // After its action too, and as herald help <command>.
     expect((await runHerald(['retention', 'apply', '--help'], broken)).stdout).toBe(COMMANDS[3]!.usage);
