@@ -6,23 +6,27 @@
 #   worker:  node dist/src/worker.js
 #   CLI:     node dist/src/cli.js …
 # It holds no emulator: the sandbox workspace (packages/sandbox) is neither installed nor copied,
-# so its processes reach live providers, or the emulators by URL.
+# so its processes reach live providers, or the emulators by URL. The client workspace's build
+# (packages/client, no dependencies) is, for `herald send`.
 #
 # The `sandbox` target is the emulators' image (compose's `sandbox` service):
 #   node packages/sandbox/dist/main.js   (PORT 4010, HOST 0.0.0.0)
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-# The workspace's manifest comes first, so that `npm ci` installs its dependencies and links it.
+# The workspaces' manifests come first, so that `npm ci` installs their dependencies and links them.
 COPY package.json package-lock.json ./
 COPY packages/sandbox/package.json ./packages/sandbox/
+COPY packages/client/package.json ./packages/client/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY packages/sandbox/tsconfig.json ./packages/sandbox/
 COPY packages/sandbox/src ./packages/sandbox/src
+COPY packages/client/tsconfig.json ./packages/client/
+COPY packages/client/src ./packages/client/src
 COPY src ./src
 COPY queues ./queues
-# Builds the sandbox workspace, then Herald (dist/, which holds nothing of the sandbox).
+# Builds the sandbox and client workspaces, then Herald (dist/, which holds nothing of the sandbox).
 RUN npm run build
 
 FROM node:20-bookworm-slim AS sandbox
@@ -47,6 +51,9 @@ COPY package.json package-lock.json ./
 # a dependency only it has is not installed.
 RUN npm ci --omit=dev --workspaces=false --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The typed client (no dependencies of its own), for `herald send`: where npm would install it.
+COPY --from=build /app/packages/client/package.json ./node_modules/@herald/client/package.json
+COPY --from=build /app/packages/client/dist ./node_modules/@herald/client/dist
 # The default file archive (HERALD_ARCHIVE_URL=file://./data/archive) must be writable by `node`.
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node

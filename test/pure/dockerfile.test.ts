@@ -60,22 +60,27 @@ describe('the Dockerfile', () => {
   describe('build stage', () => {
     const build = stage('build');
 
-    it("installs every workspace (the sandbox's manifest is in place before npm ci) and builds them", () => {
+    it("installs every workspace (the workspaces' manifests are in place before npm ci) and builds them", () => {
       const instructions = build.instructions;
-      const manifest = instructions.indexOf('COPY packages/sandbox/package.json ./packages/sandbox/');
-      expect(manifest).toBeGreaterThan(-1);
-      expect(manifest).toBeLessThan(instructions.indexOf('RUN npm ci --no-audit --no-fund'));
+      for (const workspace of ['sandbox', 'client']) {
+        const manifest = instructions.indexOf(`COPY packages/${workspace}/package.json ./packages/${workspace}/`);
+        expect(manifest, workspace).toBeGreaterThan(-1);
+        expect(manifest, workspace).toBeLessThan(instructions.indexOf('RUN npm ci --no-audit --no-fund'));
+      }
       expect(instructions.at(-1)).toBe('RUN npm run build');
     });
 
-    it('builds only what the images run: src/, queues/ and the sandbox, not the benchmark or the tests', () => {
+    it('builds only what the images run: src/, queues/, the sandbox and the client, not the benchmark or the tests', () => {
       expect(contextCopies(build)).toEqual([
         'package.json',
         'package-lock.json',
         'packages/sandbox/package.json',
+        'packages/client/package.json',
         'tsconfig.json',
         'packages/sandbox/tsconfig.json',
         'packages/sandbox/src',
+        'packages/client/tsconfig.json',
+        'packages/client/src',
         'src',
         'queues',
       ]);
@@ -84,6 +89,7 @@ describe('the Dockerfile', () => {
       expect(include).toEqual(['src/**/*.ts', 'queues/**/*.ts']);
       const script = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts.build!;
       expect(script.indexOf('npm run build --workspace=@herald/sandbox')).toBe(0);
+      expect(script).toContain('npm run build --workspace=@herald/client');
       expect(script).toMatch(/&& tsc -p tsconfig\.json/);
       expect((JSON.parse(read('tsconfig.bench.json')) as { include: string[] }).include).toContain('bench/**/*.ts');
     });
@@ -92,11 +98,15 @@ describe('the Dockerfile', () => {
   describe("Herald's image", () => {
     const herald = stage('herald');
 
-    it("installs Herald's production dependencies without the workspaces, and copies its compiled JavaScript alone", () => {
+    it("installs Herald's production dependencies without the workspaces, and copies its compiled JavaScript and the client's build alone", () => {
       expect(runs(herald)).toMatch(/^RUN npm ci --omit=dev --workspaces=false /m);
       expect(contextCopies(herald)).toEqual(['package.json', 'package-lock.json']);
-      expect(stageCopies(herald)).toEqual([{ from: 'build', source: '/app/dist', target: './dist' }]);
-      expect(herald.instructions.join('\n')).not.toMatch(/packages|sandbox/);
+      expect(stageCopies(herald)).toEqual([
+        { from: 'build', source: '/app/dist', target: './dist' },
+        { from: 'build', source: '/app/packages/client/package.json', target: './node_modules/@herald/client/package.json' },
+        { from: 'build', source: '/app/packages/client/dist', target: './node_modules/@herald/client/dist' },
+      ]);
+      expect(herald.instructions.join('\n')).not.toMatch(/sandbox/);
       expect(herald.instructions.at(-1)).toBe('CMD ["node", "dist/src/server.js"]');
     });
 

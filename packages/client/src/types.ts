@@ -106,6 +106,10 @@ export interface NoticeFilters {
   reason?: FallbackReason;
   category?: string;
   recipientId?: string;
+  /** The recipient's email address, any case: for support, found through its HMAC alone. */
+  email?: string;
+  /** The recipient's phone, E.164: for support, found through its HMAC alone. */
+  phone?: string;
   id?: string;
   /** Created at or after (inclusive). */
   from?: Date | string;
