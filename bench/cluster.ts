@@ -36,7 +36,20 @@ class BenchRedis {
   constructor(readonly port: number) {}
 
   async start(cluster: boolean): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--logfile', ''];
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      this.dir,
+      '--logfile',
+      '',
+    ];
     if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf');
     this.child = spawn('redis-server', args, { stdio: 'ignore' });
     await until(async () => (await this.ask((r) => r.ping()).catch(() => '')) === 'PONG', 15_000, `redis-server on ${this.port}`, 50);
@@ -178,11 +191,18 @@ async function onTopology(
     }
     let env: Record<string, string>;
     if (topology === 'cluster') {
-      await run('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'], {
-        timeout: 60_000,
-      });
+      await run(
+        'redis-cli',
+        ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+        {
+          timeout: 60_000,
+        },
+      );
       await until(
-        async () => (await Promise.all(servers.map((s) => s.ask((r) => r.cluster('INFO'))))).every((info) => String(info).includes('cluster_state:ok')),
+        async () =>
+          (await Promise.all(servers.map((s) => s.ask((r) => r.cluster('INFO'))))).every((info) =>
+            String(info).includes('cluster_state:ok'),
+          ),
         30_000,
         'the cluster to be ok',
         100,
@@ -206,7 +226,7 @@ async function onTopology(
     const deployment = herald;
     const finished = async () => (await deployment.live()) === 0 && (await deployment.drained());
     const probing = async (ms: number) => {
-      for (const end = Date.now() + ms; Date.now() < end; ) {
+      for (const end = Date.now() + ms; Date.now() < end;) {
         await finished();
         await sleep(250);
       }
@@ -225,7 +245,9 @@ async function onTopology(
     }
 
     const usFrom = await Promise.all(servers.map((s) => s.commandUs()));
-    const slowlogs = PROFILE ? await Promise.all(servers.map((s) => s.connect().then(async (r) => ({ r, saved: await startSlowlog(r) })))) : [];
+    const slowlogs = PROFILE
+      ? await Promise.all(servers.map((s) => s.connect().then(async (r) => ({ r, saved: await startSlowlog(r) }))))
+      : [];
     const from = await cpu();
     const startedAt = Date.now();
     await createNotices(herald.url, notices, (i) => {
@@ -239,12 +261,18 @@ async function onTopology(
     const to = await cpu();
     const seconds = (Date.now() - startedAt) / 1000;
     const perNotice = to.map((ms, i) => Math.max(0, ms - from[i]! - idlePerSecond[i]! * seconds) / notices);
-    ctx.log(`cluster scale, ${topology}: Redis CPU ms per notice ${perNotice.map((x) => x.toFixed(3)).join(', ')} over ${seconds.toFixed(1)} s`);
+    ctx.log(
+      `cluster scale, ${topology}: Redis CPU ms per notice ${perNotice.map((x) => x.toFixed(3)).join(', ')} over ${seconds.toFixed(1)} s`,
+    );
     const usTo = await Promise.all(servers.map((s) => s.commandUs()));
     usTo.forEach((after, i) => {
-      const spent = [...after].map(([command, us]) => [command, (us - (usFrom[i]!.get(command) ?? 0)) / notices] as const).filter(([, us]) => us > 0);
+      const spent = [...after]
+        .map(([command, us]) => [command, (us - (usFrom[i]!.get(command) ?? 0)) / notices] as const)
+        .filter(([, us]) => us > 0);
       const busiest = spent.sort(([, a], [, b]) => b - a).slice(0, 8);
-      ctx.log(`cluster scale, ${topology}, server ${i}: commandstats µs per notice ${busiest.map(([c, us]) => `${c} ${us.toFixed(1)}`).join(', ')}`);
+      ctx.log(
+        `cluster scale, ${topology}, server ${i}: commandstats µs per notice ${busiest.map(([c, us]) => `${c} ${us.toFixed(1)}`).join(', ')}`,
+      );
     });
     if (PROFILE) {
       const names = await scriptNames(ctx.redisUrl);
@@ -271,7 +299,12 @@ async function onTopology(
  * queue per master of the cluster (on one node, the same three queues), the jobs spread evenly
  * over them, the idle CPU of each server subtracted as for the notices.
  */
-async function rawJobs(ctx: BenchContext, servers: BenchRedis[], client: Redis | Cluster, topology: 'single' | 'cluster'): Promise<number[]> {
+async function rawJobs(
+  ctx: BenchContext,
+  servers: BenchRedis[],
+  client: Redis | Cluster,
+  topology: 'single' | 'cluster',
+): Promise<number[]> {
   const prefixes = EVEN_SPLIT.slice(0, -1).map((from, i) => {
     let k = 0;
     while (!(slotOf(`{r${k}}`) >= from && slotOf(`{r${k}}`) < EVEN_SPLIT[i + 1]!)) k += 1;
@@ -285,10 +318,17 @@ async function rawJobs(ctx: BenchContext, servers: BenchRedis[], client: Redis |
     ...(topology === 'cluster' ? { REDIS_CLUSTER_NODES: servers.map((s) => `127.0.0.1:${s.port}`).join(',') } : {}),
   }).start();
   try {
-    await until(async () => (await Promise.all(queues.map((q) => q.getWorkersCount()))).every((n) => n >= 1), 30_000, 'the raw worker', 100);
+    await until(
+      async () => (await Promise.all(queues.map((q) => q.getWorkersCount()))).every((n) => n >= 1),
+      30_000,
+      'the raw worker',
+      100,
+    );
     const cpu = () => Promise.all(servers.map((s) => s.cpuMs()));
     const drained = async () =>
-      (await Promise.all(queues.map((q) => q.getJobCounts('wait', 'active', 'delayed')))).every((c) => Object.values(c).every((n) => n === 0));
+      (await Promise.all(queues.map((q) => q.getJobCounts('wait', 'active', 'delayed')))).every((c) =>
+        Object.values(c).every((n) => n === 0),
+      );
     await sleep(1000);
     const idleFrom = await cpu();
     const idleAt = Date.now();

@@ -91,7 +91,9 @@ export async function heraldPending(
     const deadlineOf = (i: number) => windowStart - leadInMs + Math.floor((i * (windowMs + leadInMs)) / total);
     ctx.log(`pending: creating ${total} notices`);
     const creating = Date.now();
-    await createNotices(herald.url, total, (i) => noticeBody({ email: 'never@example.com', phone: '+12025550100', deadline: deadlineOf(i) }));
+    await createNotices(herald.url, total, (i) =>
+      noticeBody({ email: 'never@example.com', phone: '+12025550100', deadline: deadlineOf(i) }),
+    );
     ctx.log(`pending: created in ${((Date.now() - creating) / 1000).toFixed(1)} s`);
     await until(async () => ctx.sandbox.accepted.emails >= notices, 60_000, 'every email of the pending notices to be sent', 100);
     const hotAfter = await usedMemory(ctx.redis);
@@ -100,13 +102,20 @@ export async function heraldPending(
     // Then once the log mirror has caught up (every entry handed out) and trimmed what it archived:
     // only the entries of the last HERALD_LOG_KEEP_HOT (planned checks keep adding some) remain.
     const logs = await scanKeys(ctx.redis, `${herald.prefix}:*:log`);
-    await until(async () => (await Promise.all(logs.map((key) => mirrorLag(ctx, key)))).every((lag) => lag === 0), 120_000, 'the log mirror to catch up', 250);
+    await until(
+      async () => (await Promise.all(logs.map((key) => mirrorLag(ctx, key)))).every((lag) => lag === 0),
+      120_000,
+      'the log mirror to catch up',
+      250,
+    );
     await sleep(2500);
     globalThis.gc?.();
     const after = await usedMemory(ctx.redis);
     const own = await keysMemory(ctx.redis, herald.prefix);
     if (Date.now() > windowStart - leadInMs) ctx.log('pending: the memory reading came after the first deadline; raise the lead');
-    ctx.log(`pending: ${total} pending, ${Math.round((after - before) / total)} B each once their log is archived; waiting for the deadlines`);
+    ctx.log(
+      `pending: ${total} pending, ${Math.round((after - before) / total)} B each once their log is archived; waiting for the deadlines`,
+    );
 
     await until(
       async () => (await herald.live()) === 0,
@@ -128,7 +137,15 @@ export async function heraldPending(
         }
       }
     }
-    const run = pendingRun(notices, workers, (after - before) * (notices / total), perItemOf(own, notices / total), lateness, windowMs, lastDecided - windowStart);
+    const run = pendingRun(
+      notices,
+      workers,
+      (after - before) * (notices / total),
+      perItemOf(own, notices / total),
+      lateness,
+      windowMs,
+      lastDecided - windowStart,
+    );
     const hot = pendingRun(notices, workers, (hotAfter - before) * (notices / total), perItemOf(hotOwn, notices / total), [], windowMs, 0);
     return { ...run, hot: { bytesPerItem: hot.bytesPerItem, keyBytesPerItem: hot.keyBytesPerItem, keyBytesByKind: hot.keyBytesByKind } };
   } finally {
@@ -150,12 +167,21 @@ function pairs(flat: unknown[]): [string, unknown][] {
 }
 
 /** The memory readings of `total` items, scaled to `share` of them (the measured ones of a run with a lead-in). */
-function perItemOf(own: { bytes: number; byKind: Record<string, number> }, share: number): { bytes: number; byKind: Record<string, number> } {
+function perItemOf(
+  own: { bytes: number; byKind: Record<string, number> },
+  share: number,
+): { bytes: number; byKind: Record<string, number> } {
   return { bytes: own.bytes * share, byKind: Object.fromEntries(Object.entries(own.byKind).map(([kind, bytes]) => [kind, bytes * share])) };
 }
 
 /** As heraldPending: `jobs` delayed jobs over `windowMs`, and at the same rate over `leadInMs` before it. */
-export async function rawPending(ctx: BenchContext, jobs: number, workers: number, windowMs = BURST_WINDOW_MS, leadInMs = 0): Promise<PendingRun> {
+export async function rawPending(
+  ctx: BenchContext,
+  jobs: number,
+  workers: number,
+  windowMs = BURST_WINDOW_MS,
+  leadInMs = 0,
+): Promise<PendingRun> {
   const raw = new RawDeployment(ctx, rawPrefix(ctx));
   try {
     await raw.startWorkers(workers);
@@ -191,7 +217,15 @@ export async function rawPending(ctx: BenchContext, jobs: number, workers: numbe
         }
       }
     }
-    return pendingRun(jobs, workers, (after - before) * (jobs / total), perItemOf(own, jobs / total), lateness, windowMs, lastStarted - windowStart);
+    return pendingRun(
+      jobs,
+      workers,
+      (after - before) * (jobs / total),
+      perItemOf(own, jobs / total),
+      lateness,
+      windowMs,
+      lastStarted - windowStart,
+    );
   } finally {
     await raw.close();
   }

@@ -80,7 +80,13 @@ try {
   ctx.log(`prefix ${runPrefix}, Redis ${redisUrl}, scale ${scale}`);
   const accept = runs('accept') ? await measureAccept(ctx, { connections: 50, roundSeconds: 6, rounds: 3 }) : undefined;
   const batch = runs('batch')
-    ? await measureBatch(ctx, { batchSize: BATCH_SIZE, singleConnections: 50, batchConnections: BATCH_CONNECTIONS, roundSeconds: 6, rounds: 3 })
+    ? await measureBatch(ctx, {
+        batchSize: BATCH_SIZE,
+        singleConnections: 50,
+        batchConnections: BATCH_CONNECTIONS,
+        roundSeconds: 6,
+        rounds: 3,
+      })
     : undefined;
 
   const lifecycle = runs('lifecycle')
@@ -146,7 +152,8 @@ try {
         raw: await rawPending(ctx, steadyItems, PENDING_WORKERS, STEADY_WINDOW_MS, STEADY_LEAD_IN_MS),
       }
     : undefined;
-  if (pending) ctx.log(`pending: the burst cleared at ${pending.herald.clearingPerSecond.toFixed(0)}/s; steady load ${steadyRate.toFixed(0)}/s`);
+  if (pending)
+    ctx.log(`pending: the burst cleared at ${pending.herald.clearingPerSecond.toFixed(0)}/s; steady load ${steadyRate.toFixed(0)}/s`);
 
   const scaleOut = runs('cluster') ? await clusterScale(ctx, n(2_000)) : undefined;
 
@@ -592,7 +599,10 @@ try {
   // Only a full run is a record: a scaled or partial one would pass smaller figures off as it.
   const full = only.length === PARTS.length && scale === 1 && PENDING === DEFAULT_PENDING && PENDING_WORKERS === 1;
   if (full) {
-    writeLastRun(`${ROOT}${RESULTS_FILE}`, `${report.join('\n\n')}\n\nCommit ${results.commit ?? 'unknown'}; the whole run is in \`bench/results.json\`.`);
+    writeLastRun(
+      `${ROOT}${RESULTS_FILE}`,
+      `${report.join('\n\n')}\n\nCommit ${results.commit ?? 'unknown'}; the whole run is in \`bench/results.json\`.`,
+    );
     console.log(`wrote the last-run section of ${RESULTS_FILE}`);
   } else console.log(`not a full run (BENCH_ONLY, BENCH_SCALE, BENCH_PENDING or BENCH_PENDING_WORKERS set): ${RESULTS_FILE} left as it is`);
 } finally {

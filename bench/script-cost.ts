@@ -132,17 +132,40 @@ try {
   const ids = newIds(CALLS);
   rows.push(await measure('createNotice', ids, createOne));
   rows.push(
-    await measure('empty script (the transition\'s keys and arguments)', ids, (id) => {
+    await measure("empty script (the transition's keys and arguments)", ids, (id) => {
       const k = store.keys.noticeKeysFor(id);
       return (redis as unknown as { emptyScript(...args: (string | number)[]): Promise<unknown> }).emptyScript(
-        k.notice, k.events, k.log, k.due, k.metrics, k.stats, k.content, k.contentExpiry, id, now(), iso(now()), 'email_sent', '', '{}', '{}', '', '[]', '[]', '', '[]',
+        k.notice,
+        k.events,
+        k.log,
+        k.due,
+        k.metrics,
+        k.stats,
+        k.content,
+        k.contentExpiry,
+        id,
+        now(),
+        iso(now()),
+        'email_sent',
+        '',
+        '{}',
+        '{}',
+        '',
+        '[]',
+        '[]',
+        '',
+        '[]',
       );
     }),
   );
   rows.push(await measure('transition: annotate, nothing to write', ids, (id) => step(id, { name: 'annotate', entries: [] })));
   rows.push(
     await measure('transition: refused (state guard)', ids, (id) =>
-      step(id, { name: 'recordEmailAccepted', set: { emailStatus: 'x' }, entries: [{ type: 'email.accepted', attemptId: 'a', providerMessageId: 'm' } as LogEntry] }),
+      step(id, {
+        name: 'recordEmailAccepted',
+        set: { emailStatus: 'x' },
+        entries: [{ type: 'email.accepted', attemptId: 'a', providerMessageId: 'm' } as LogEntry],
+      }),
     ),
   );
   rows.push(
@@ -172,7 +195,13 @@ try {
       step(id, {
         name: 'observeEmail',
         onlyFrom: ['email_sent'],
-        set: { emailStatus: 'pending', emailProviderStatus: 'Sent', emailLastObservedAt: now(), emailChecksDone: 1, emailNextCheckAt: created + 3500 },
+        set: {
+          emailStatus: 'pending',
+          emailProviderStatus: 'Sent',
+          emailLastObservedAt: now(),
+          emailChecksDone: 1,
+          emailNextCheckAt: created + 3500,
+        },
         entries: [observed(i)],
         due: created + 3500,
       }),
@@ -197,8 +226,16 @@ try {
   const fallbackIds = newIds(Math.min(CALLS, 1500));
   for (const id of fallbackIds) {
     await createOne(id);
-    await step(id, { name: 'startEmailAttempt', set: { emailAttemptId: 'att_f' }, entries: [{ type: 'email.requested', attemptId: 'att_f', idempotencyKey: `${id}-email`, provider: 'postmark' } as LogEntry] });
-    await step(id, { name: 'recordEmailAccepted', set: { emailProviderMessageId: `m-${id}` }, entries: [{ type: 'email.accepted', attemptId: 'att_f', providerMessageId: `m-${id}` } as LogEntry] });
+    await step(id, {
+      name: 'startEmailAttempt',
+      set: { emailAttemptId: 'att_f' },
+      entries: [{ type: 'email.requested', attemptId: 'att_f', idempotencyKey: `${id}-email`, provider: 'postmark' } as LogEntry],
+    });
+    await step(id, {
+      name: 'recordEmailAccepted',
+      set: { emailProviderMessageId: `m-${id}` },
+      entries: [{ type: 'email.accepted', attemptId: 'att_f', providerMessageId: `m-${id}` } as LogEntry],
+    });
   }
   // Their deadline (8 s after the run began) must have passed, or the transition would be refused.
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, created + 8000 - Date.now())));
@@ -207,12 +244,36 @@ try {
       step(id, {
         name: 'decideFallback',
         reached: 'deadline',
-        set: { emailStatus: 'pending', emailProviderStatus: 'Sent', emailLastObservedAt: now(), emailChecksDone: 5, fallbackReason: 'email_deadline_elapsed', fallbackDecidedAt: now(), smsIdempotencyKey: `${id}-sms` },
+        set: {
+          emailStatus: 'pending',
+          emailProviderStatus: 'Sent',
+          emailLastObservedAt: now(),
+          emailChecksDone: 5,
+          fallbackReason: 'email_deadline_elapsed',
+          fallbackDecidedAt: now(),
+          smsIdempotencyKey: `${id}-sms`,
+        },
         unset: ['emailNextCheckAt'],
         entries: [
           { ...observed(i), nextCheckAt: null } as LogEntry,
-          { type: 'policy.checked', channel: 'sms', outcome: 'allowed', policyVersion: 0, rulesVersion: null, region: null, recipientId: 'bench-player', hasPhone: true } as LogEntry,
-          { type: 'fallback.decided', reason: 'email_deadline_elapsed', deadline: iso(created + 8000), decidedAt: iso(now()), lastEmailStatus: 'pending', smsIdempotencyKey: `${id}-sms` } as LogEntry,
+          {
+            type: 'policy.checked',
+            channel: 'sms',
+            outcome: 'allowed',
+            policyVersion: 0,
+            rulesVersion: null,
+            region: null,
+            recipientId: 'bench-player',
+            hasPhone: true,
+          } as LogEntry,
+          {
+            type: 'fallback.decided',
+            reason: 'email_deadline_elapsed',
+            deadline: iso(created + 8000),
+            decidedAt: iso(now()),
+            lastEmailStatus: 'pending',
+            smsIdempotencyKey: `${id}-sms`,
+          } as LogEntry,
         ],
         due: now(),
       }),
@@ -233,21 +294,35 @@ try {
       if (batch) batches.push(batch);
     }),
   );
-  rows.push(await measure(`mirror: acknowledge a batch of ${batchSize}`, batches.map((_, i) => String(i)), (i) => mirror.ack(batches[Number(i)]!, 'd'.repeat(64))));
   rows.push(
-    await measure('mirror: next batch, none new', Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])), async (shard) => {
-      // Read what is left first, so that every call after it finds nothing new.
-      const left = await mirror.next(Number(shard), 'bench', 100_000, 60_000, now());
-      if (left) await mirror.ack(left, 'd'.repeat(64));
-    }).then(() =>
-      measure('mirror: next batch, none new', Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])), (shard) =>
-        mirror.next(Number(shard), 'bench', batchSize, 60_000, now()),
+    await measure(
+      `mirror: acknowledge a batch of ${batchSize}`,
+      batches.map((_, i) => String(i)),
+      (i) => mirror.ack(batches[Number(i)]!, 'd'.repeat(64)),
+    ),
+  );
+  rows.push(
+    await measure(
+      'mirror: next batch, none new',
+      Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])),
+      async (shard) => {
+        // Read what is left first, so that every call after it finds nothing new.
+        const left = await mirror.next(Number(shard), 'bench', 100_000, 60_000, now());
+        if (left) await mirror.ack(left, 'd'.repeat(64));
+      },
+    ).then(() =>
+      measure(
+        'mirror: next batch, none new',
+        Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])),
+        (shard) => mirror.next(Number(shard), 'bench', batchSize, 60_000, now()),
       ),
     ),
   );
   rows.push(
-    await measure('mirror: trim a shard', Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])), (shard) =>
-      mirror.trim(Number(shard), now() - 600_000, 60_000),
+    await measure(
+      'mirror: trim a shard',
+      Array.from({ length: 2000 }, (_, i) => String(shards[i % 16])),
+      (shard) => mirror.trim(Number(shard), now() - 600_000, 60_000),
     ),
   );
   rows.push(...(await bullmqCosts(ids)));
@@ -274,12 +349,21 @@ async function bullmqCosts(ids: string[]) {
   const keep = { removeOnComplete: { count: 1000 }, removeOnFail: { count: 5000 } };
   try {
     rows.push(await measure('BullMQ: add a job', ids, (id) => queue.add('email-send', { noticeId: id }, { jobId: `${id}-email-send` })));
-    rows.push(await measure('BullMQ: add a delayed job', ids, (id) => queue.add('deadline', { noticeId: id }, { jobId: `${id}-deadline`, delay: 3_600_000 })));
+    rows.push(
+      await measure('BullMQ: add a delayed job', ids, (id) =>
+        queue.add('deadline', { noticeId: id }, { jobId: `${id}-deadline`, delay: 3_600_000 }),
+      ),
+    );
     rows.push(await measure('BullMQ: remove a delayed job', ids, (id) => queue.remove(`${id}-deadline`)));
     const drain = async (name: string, processor: (job: Job, token?: string) => Promise<void>, jobs: number) => {
       await queue.pause();
       await queue.addBulk(ids.slice(0, jobs).map((id) => ({ name: 'step', data: { noticeId: id }, opts: { jobId: `${id}-${name}` } })));
-      const worker = new Worker('cost', processor, { connection: new Redis(redisUrl, { maxRetriesPerRequest: null }), prefix: queuePrefix, concurrency: 20, ...keep });
+      const worker = new Worker('cost', processor, {
+        connection: new Redis(redisUrl, { maxRetriesPerRequest: null }),
+        prefix: queuePrefix,
+        concurrency: 20,
+        ...keep,
+      });
       await worker.waitUntilReady();
       const cpu0 = await redisCpuMs(redis);
       const finished = new Promise<void>((resolve) => {
@@ -356,7 +440,15 @@ function printFloor(rows: { name: string; cpuUsPerCall: number }[]) {
     },
     fallback: {
       jobs: add + run + (addDelayed + run + 3 * back) + (addDelayed + run) + (addDelayed + run),
-      herald: cost('createNotice') + start + answer + 4 * observe + cost("transition: decideFallback with the deadline's read") + start + answer + complete,
+      herald:
+        cost('createNotice') +
+        start +
+        answer +
+        4 * observe +
+        cost("transition: decideFallback with the deadline's read") +
+        start +
+        answer +
+        complete,
       mirror: 15 * perEntry,
     },
   };

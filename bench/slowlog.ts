@@ -36,7 +36,8 @@ export async function scriptNames(redisUrl: string): Promise<Map<string, string>
   const queue = new Queue('slowlog-names', { connection: { url: redisUrl, maxRetriesPerRequest: null } as never, prefix: 'slowlog-names' });
   try {
     type WithScripts = { scriptsSet: Record<string, { sha: string }> };
-    for (const [name, script] of Object.entries((defineScripts(connection) as unknown as WithScripts).scriptsSet)) names.set(script.sha, name);
+    for (const [name, script] of Object.entries((defineScripts(connection) as unknown as WithScripts).scriptsSet))
+      names.set(script.sha, name);
     const client = (await queue.backend.client) as unknown as WithScripts;
     for (const [name, script] of Object.entries(client.scriptsSet)) if (!names.has(script.sha)) names.set(script.sha, name);
   } finally {
@@ -101,7 +102,10 @@ export async function finishSlowlog(
     if (command === 'evalsha' || command === 'eval') {
       const script = command === 'evalsha' ? byName.get(String(argv[1])) : undefined;
       name = script ?? `${command} ${String(argv[1]).slice(0, 8)}`;
-      const queue = argv.slice(3).map((arg) => QUEUE_OF_KEY.exec(String(arg))?.[1]).find(Boolean);
+      const queue = argv
+        .slice(3)
+        .map((arg) => QUEUE_OF_KEY.exec(String(arg))?.[1])
+        .find(Boolean);
       if (queue) name += ` ${queue}`;
     }
     if (opts.byTag) name += ` ${tagOf(command === 'evalsha' || command === 'eval' ? argv.slice(3) : argv.slice(1))}`;

@@ -1,4 +1,13 @@
-import { DelayedError, Queue, WaitingError, type ConnectionOptions, type DefaultJobOptions, type Job, type JobState, type JobType } from 'bullmq';
+import {
+  DelayedError,
+  Queue,
+  WaitingError,
+  type ConnectionOptions,
+  type DefaultJobOptions,
+  type Job,
+  type JobState,
+  type JobType,
+} from 'bullmq';
 import type { Logger } from 'pino';
 import type { Clock } from '../src/clock.js';
 import { shardOfNoticeId } from '../src/notice/ids.js';
@@ -128,7 +137,11 @@ export class PartitionedQueue {
   }
 
   /** Adds a notice's job to its notice's partition: the notice the data names, or else its job ID (jobIds). */
-  add(name: string, data: NoticeJob, opts: NonNullable<Parameters<Queue<NoticeJob>['add']>[2]> & { jobId: string }): Promise<Job<NoticeJob>> {
+  add(
+    name: string,
+    data: NoticeJob,
+    opts: NonNullable<Parameters<Queue<NoticeJob>['add']>[2]> & { jobId: string },
+  ): Promise<Job<NoticeJob>> {
     const noticeId = data.noticeId ?? noticeIdOfJob(opts.jobId);
     if (noticeId === undefined) throw new Error(`job ${opts.jobId} names no notice`);
     return this.of(noticeId).add(name, data, opts);
@@ -233,7 +246,8 @@ export function listQueues(queues: HeraldQueues): ListedQueue[] {
           : { label: `p${i}.${q.name}`, queue, description: `partition ${i} of ${count} (${queue.opts.prefix})` },
       ),
     );
-    if (q.earlier) listed.push({ label: q.name, queue: q.earlier, description: 'unpartitioned queue of before: workers run what it still holds' });
+    if (q.earlier)
+      listed.push({ label: q.name, queue: q.earlier, description: 'unpartitioned queue of before: workers run what it still holds' });
   }
   for (const key of ['reconcile', 'logMirror', 'retentionSweep', 'providerFeed', 'eventDispatch', 'eventDelivery'] as const) {
     listed.push({ label: queues[key].name, queue: queues[key], description: '' });

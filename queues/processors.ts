@@ -44,7 +44,10 @@ export function sweepProcessor(pass: () => Promise<unknown>): Processor {
  * The processor of the `event-delivery` queue: one attempt per run; an attempt that failed moves
  * the job back to delayed until its retry, with its count in the job's data.
  */
-export function eventDeliveryProcessor(deliver: (job: EventDeliveryJob) => Promise<DeliveryStep>, clock: Clock): Processor<EventDeliveryJob> {
+export function eventDeliveryProcessor(
+  deliver: (job: EventDeliveryJob) => Promise<DeliveryStep>,
+  clock: Clock,
+): Processor<EventDeliveryJob> {
   return async (job, token) => {
     const step = await deliver(job.data);
     if (step.kind === 'done') return step.outcome;

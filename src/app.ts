@@ -11,7 +11,16 @@ import { ApiKeyVerifier, DEFAULT_TENANT, forbidden, type Caller } from './http/a
 import type { Scope } from './store/api-keys.js';
 import { scopeOf } from './http/scopes.js';
 import { AuthFailures, sendTooManyFailures } from './http/auth-failures.js';
-import { clientErrorHandler, ERROR_CATALOGUE, errorBody, errorHandler, frameworkErrors, HttpError, quotedPath, urlGuard } from './http/errors.js';
+import {
+  clientErrorHandler,
+  ERROR_CATALOGUE,
+  errorBody,
+  errorHandler,
+  frameworkErrors,
+  HttpError,
+  quotedPath,
+  urlGuard,
+} from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { noticeRoutes } from './http/notices.js';
 import { recipientRoutes } from './http/recipients.js';
@@ -31,7 +40,6 @@ declare module 'fastify' {
     /** What the key may do. */
     scopes: readonly Scope[];
   }
-
 }
 
 /**
@@ -107,7 +115,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
             .map(([code, { status }]) => `${code} (${status})`)
             .join(', ')}.`,
       },
-      servers: [{ url: deps.config.publicUrl ?? `http://${deps.config.host === '0.0.0.0' ? '127.0.0.1' : deps.config.host}:${deps.config.port}`, description: 'This Herald' }],
+      servers: [
+        {
+          url: deps.config.publicUrl ?? `http://${deps.config.host === '0.0.0.0' ? '127.0.0.1' : deps.config.host}:${deps.config.port}`,
+          description: 'This Herald',
+        },
+      ],
       components: {
         securitySchemes: {
           apiKey: {
@@ -122,7 +135,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         { name: 'notices', description: 'Accept, read, audit and cancel notices.' },
         { name: 'recipients', description: 'Versioned recipient consent and region.' },
         { name: 'suppressions', description: 'Addresses no notice may be sent to, per channel.' },
-        { name: 'events', description: 'Endpoints that receive the notices\' outcomes as signed POSTs (Standard Webhooks).' },
+        { name: 'events', description: "Endpoints that receive the notices' outcomes as signed POSTs (Standard Webhooks)." },
         { name: 'operations', description: 'Health and readiness.' },
       ],
     },

@@ -136,10 +136,7 @@ export interface WebParts {
  * lazy archive — or, when the worker runs in the same process (`npm start`), the worker's
  * archive, which its owner closes.
  */
-export function composeWeb(
-  config: Config,
-  opts: { clock: Clock; logger: Logger; connectionName?: string; archive?: Archive },
-): WebParts {
+export function composeWeb(config: Config, opts: { clock: Clock; logger: Logger; connectionName?: string; archive?: Archive }): WebParts {
   const name = opts.connectionName ?? 'herald-web';
   const redis = openRedis(config, 'web', name, opts.logger);
   const queueRedis = openRedis(config, 'web-queues', `${name}-queues`, opts.logger);
@@ -267,7 +264,11 @@ export function composeWorker(
           endpoints: stores.eventEndpoints,
           clock,
           logger: log,
-          settings: { retryForMs: config.events.retryForMs, retryBaseMs: config.events.retryBaseMs, allowPrivateUrls: config.events.allowPrivateUrls },
+          settings: {
+            retryForMs: config.events.retryForMs,
+            retryBaseMs: config.events.retryBaseMs,
+            allowPrivateUrls: config.events.allowPrivateUrls,
+          },
         },
         job,
       ),
@@ -308,7 +309,16 @@ export function openProviderFeed(config: Config, sandboxUrl: string | undefined,
     sweep,
     close: async () => {
       sweep.close();
-      if (!(await within(1_000, redis.quit().then(() => true, () => false)))) redis.disconnect();
+      if (
+        !(await within(
+          1_000,
+          redis.quit().then(
+            () => true,
+            () => false,
+          ),
+        ))
+      )
+        redis.disconnect();
     },
   };
 }

@@ -85,7 +85,10 @@ export function describeConfig(config: Config): Record<string, unknown> {
 /** Says, once at start-up, which HERALD_* variables of `env` Herald does not read (a misspelt name passes unnoticed otherwise). */
 export function warnUnknownVariables(env: Env, log: { warn(details: object, message: string): void }): void {
   for (const { name, meant } of unknownHeraldVariables(env)) {
-    log.warn({ variable: name, meant }, meant ? `${name} is not a variable Herald reads: did you mean ${meant}?` : `${name} is not a variable Herald reads`);
+    log.warn(
+      { variable: name, meant },
+      meant ? `${name} is not a variable Herald reads: did you mean ${meant}?` : `${name} is not a variable Herald reads`,
+    );
   }
 }
 

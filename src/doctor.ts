@@ -89,7 +89,12 @@ export function checkCarelessDefaults(config: Config): Finding[] {
     });
   }
   for (const { variable, why } of idleWebhookSecrets(config)) {
-    findings.push({ verdict: 'warn', area: 'webhooks', what: `${variable} is set, but its route is off: ${why}`, fix: `unset ${variable}, or choose its provider` });
+    findings.push({
+      verdict: 'warn',
+      area: 'webhooks',
+      what: `${variable} is set, but its route is off: ${why}`,
+      fix: `unset ${variable}, or choose its provider`,
+    });
   }
   return findings;
 }
@@ -103,7 +108,12 @@ async function checkRedis(config: Config, now: () => number): Promise<Finding[]>
       await waitReady(redis, REDIS_WAIT_MS);
     } catch {
       return [
-        { verdict: 'fail', area: 'redis', what: `no answer at ${where} within ${REDIS_WAIT_MS / 1000} s`, fix: 'start Redis, or point REDIS_URL at it' },
+        {
+          verdict: 'fail',
+          area: 'redis',
+          what: `no answer at ${where} within ${REDIS_WAIT_MS / 1000} s`,
+          fix: 'start Redis, or point REDIS_URL at it',
+        },
       ];
     }
     const info = parseInfo(await redis.info());
@@ -120,7 +130,12 @@ async function checkRedis(config: Config, now: () => number): Promise<Finding[]>
     findings.push(
       policy === 'noeviction'
         ? { verdict: 'ok', area: 'redis', what: 'maxmemory-policy noeviction' }
-        : { verdict: 'fail', area: 'redis', what: `maxmemory-policy ${policy}: Redis may evict notices and their log`, fix: 'CONFIG SET maxmemory-policy noeviction (and in redis.conf)' },
+        : {
+            verdict: 'fail',
+            area: 'redis',
+            what: `maxmemory-policy ${policy}: Redis may evict notices and their log`,
+            fix: 'CONFIG SET maxmemory-policy noeviction (and in redis.conf)',
+          },
     );
     const aof = info.aof_enabled === '1';
     findings.push(
@@ -217,7 +232,9 @@ async function checkArchive(config: Config): Promise<Finding> {
 async function checkProviders(config: Config): Promise<Finding[]> {
   const urls = { email: emailUrl(config), sms: smsUrl(config) };
   if (urls.email === undefined || urls.sms === undefined) {
-    return [{ verdict: 'ok', area: 'providers', what: 'sandbox: the worker runs its own emulators; nothing reaches a real inbox or phone' }];
+    return [
+      { verdict: 'ok', area: 'providers', what: 'sandbox: the worker runs its own emulators; nothing reaches a real inbox or phone' },
+    ];
   }
   const deps = { sandboxUrl: undefined };
   const email = createEmailProvider(config, deps);
@@ -251,7 +268,9 @@ async function checkEventQueues(config: Config): Promise<Finding[]> {
   try {
     feeds = feedSources(config, { sandboxUrl: undefined });
   } catch (error) {
-    return [{ verdict: 'fail', area: 'events queue', what: (error as Error).message, fix: 'set the events queue URL or AWS_ENDPOINT_URL_SQS' }];
+    return [
+      { verdict: 'fail', area: 'events queue', what: (error as Error).message, fix: 'set the events queue URL or AWS_ENDPOINT_URL_SQS' },
+    ];
   }
   if (!feeds) return [];
   try {
@@ -283,10 +302,16 @@ async function checkEventQueues(config: Config): Promise<Finding[]> {
 /** The report as lines: one per finding, with its fix. */
 export function formatFindings(findings: readonly Finding[]): string[] {
   const label: Record<Verdict, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' };
-  const lines = findings.map((f) => `${label[f.verdict]}  ${f.area.padEnd(13)} ${f.what}${f.fix ? `\n      ${''.padEnd(13)} fix: ${f.fix}` : ''}`);
+  const lines = findings.map(
+    (f) => `${label[f.verdict]}  ${f.area.padEnd(13)} ${f.what}${f.fix ? `\n      ${''.padEnd(13)} fix: ${f.fix}` : ''}`,
+  );
   const failed = findings.filter((f) => f.verdict === 'fail').length;
   const warned = findings.filter((f) => f.verdict === 'warn').length;
-  lines.push(failed === 0 ? `Herald can run here${warned ? ` (${warned} warning${warned > 1 ? 's' : ''})` : ''}.` : `${failed} problem${failed > 1 ? 's' : ''} to fix.`);
+  lines.push(
+    failed === 0
+      ? `Herald can run here${warned ? ` (${warned} warning${warned > 1 ? 's' : ''})` : ''}.`
+      : `${failed} problem${failed > 1 ? 's' : ''} to fix.`,
+  );
   return lines;
 }
 

@@ -98,7 +98,9 @@ function scrubDeep(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.map((v) => scrubDeep(v, depth + 1));
   // Class instances (a request, a socket) are left to their serializers.
   if (Object.getPrototypeOf(value) !== Object.prototype) return value;
-  return Object.fromEntries(Object.entries(withoutCommandArguments(value as Record<string, unknown>)).map(([k, v]) => [k, scrubDeep(v, depth + 1)]));
+  return Object.fromEntries(
+    Object.entries(withoutCommandArguments(value as Record<string, unknown>)).map(([k, v]) => [k, scrubDeep(v, depth + 1)]),
+  );
 }
 
 export function loggerOptions(name: string, level = process.env.LOG_LEVEL ?? 'info'): LoggerOptions {

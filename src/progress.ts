@@ -33,7 +33,10 @@ export function progress(stream: Writable & { isTTY?: boolean }, opts: { quiet?:
         return;
       }
       const filled = share === undefined ? 0 : Math.round(share * BAR_WIDTH);
-      const bar = share === undefined ? '' : `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${String(Math.round(share * 100)).padStart(3)}% `;
+      const bar =
+        share === undefined
+          ? ''
+          : `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${String(Math.round(share * 100)).padStart(3)}% `;
       stream.write(`\r\x1b[2K${bar}${detail}`);
     },
     done() {

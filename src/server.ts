@@ -19,7 +19,8 @@ export interface WebHandle {
 /** Starts the web process: the HTTP API on config.host:config.port (on `archive`, when a worker in the same process opened one). */
 export async function startWeb(config: Config, opts: { clock?: Clock; archive?: Archive } = {}): Promise<WebHandle> {
   // Without a key every request would be refused; only `npm start` invents one, and prints it.
-  if (config.apiKeys.length === 0) throw new ConfigError(['HERALD_API_KEYS must list at least one API key (`npm start` makes a dev key and prints it)']);
+  if (config.apiKeys.length === 0)
+    throw new ConfigError(['HERALD_API_KEYS must list at least one API key (`npm start` makes a dev key and prints it)']);
   const clock = opts.clock ?? systemClock;
   const logger = createLogger('herald-web');
   const parts = composeWeb(config, { clock, logger, archive: opts.archive });

@@ -135,14 +135,24 @@ export async function startWorker(
         }),
     );
   });
-  const sweep = (queue: string, pass: () => Promise<unknown>) => new Worker(queue, sweepProcessor(pass), { connection: redis, prefix, concurrency: 1 });
+  const sweep = (queue: string, pass: () => Promise<unknown>) =>
+    new Worker(queue, sweepProcessor(pass), { connection: redis, prefix, concurrency: 1 });
   workers.push(sweep(QUEUE_NAMES.reconcile, () => reconcileOnce(reconciler)));
   workers.push(sweep(QUEUE_NAMES.logMirror, () => mirror.mirrorOnce()));
   // The `content-purge` queue (its persisted name) runs the retention sweep: purge, then retire.
   const purge = { redis, store, clock, log };
   // Looked at again once the mirror has had time to archive the notice's last entries.
   const addressLookup = new AddressLookup(config.addressKeys);
-  const retire = { redis, store, archive, clock, log, retryMs: 2 * config.mirror.intervalMs, statsRetentionMs: config.statsRetentionMs, addressLookup };
+  const retire = {
+    redis,
+    store,
+    archive,
+    clock,
+    log,
+    retryMs: 2 * config.mirror.intervalMs,
+    statsRetentionMs: config.statsRetentionMs,
+    addressLookup,
+  };
   workers.push(sweep(QUEUE_NAMES.retentionSweep, () => retentionSweepOnce(purge, retire)));
   const feed = made.feed;
   if (feed) workers.push(sweep(QUEUE_NAMES.providerFeed, () => feed.sweep.sweepOnce()));
@@ -167,10 +177,15 @@ export async function startWorker(
   }
   await queues.reconcile.upsertJobScheduler('reconcile-sweep', { every: config.reconcileIntervalMs }, { name: 'reconcile' });
   await queues.logMirror.upsertJobScheduler('log-mirror-sweep', { every: config.mirror.intervalMs }, { name: 'log-mirror' });
-  await queues.retentionSweep.upsertJobScheduler('content-purge-sweep', { every: config.contentPurgeIntervalMs }, { name: 'content-purge' });
+  await queues.retentionSweep.upsertJobScheduler(
+    'content-purge-sweep',
+    { every: config.contentPurgeIntervalMs },
+    { name: 'content-purge' },
+  );
   await queues.eventDispatch.upsertJobScheduler('event-dispatch-sweep', { every: EVENT_DISPATCH_EVERY_MS }, { name: 'event-dispatch' });
   // Only while a feed provider is chosen: a worker of another configuration takes the schedule away.
-  if (made.feed) await queues.providerFeed.upsertJobScheduler('provider-feed-sweep', { every: FEED_SWEEP_EVERY_MS }, { name: 'provider-feed' });
+  if (made.feed)
+    await queues.providerFeed.upsertJobScheduler('provider-feed-sweep', { every: FEED_SWEEP_EVERY_MS }, { name: 'provider-feed' });
   else await queues.providerFeed.removeJobScheduler('provider-feed-sweep');
   // Notices created by versions before the stats counters are counted once; start-up does not wait.
   const backfill = backfillStatsOnce(redis, store.keys, clock.now()).then(
@@ -211,7 +226,16 @@ export async function startWorker(
     await within(2_000, closeQueues(queues));
     await Promise.all(
       [redis, stepRedis].map(async (connection) => {
-        if (!(await within(1_000, connection.quit().then(() => true, () => false)))) connection.disconnect();
+        if (
+          !(await within(
+            1_000,
+            connection.quit().then(
+              () => true,
+              () => false,
+            ),
+          ))
+        )
+          connection.disconnect();
       }),
     );
     await archive.close().catch((error: unknown) => log.warn({ err: error }, 'closing the archive failed'));
@@ -232,7 +256,10 @@ export async function startWorker(
  */
 export function shareLimit(limit: { max: number; duration: number }, parts: number): { max: number; duration: number }[] {
   if (limit.max >= parts) {
-    return Array.from({ length: parts }, (_, i) => ({ max: Math.floor(limit.max / parts) + (i < limit.max % parts ? 1 : 0), duration: limit.duration }));
+    return Array.from({ length: parts }, (_, i) => ({
+      max: Math.floor(limit.max / parts) + (i < limit.max % parts ? 1 : 0),
+      duration: limit.duration,
+    }));
   }
   return Array.from({ length: parts }, () => ({ max: 1, duration: Math.ceil((limit.duration * parts) / limit.max) }));
 }

@@ -80,14 +80,23 @@ export async function retiredNoticeIdsByAddress(archive: Archive, addressHash: s
       const key = addressPointerKey(archive.heraldPrefix, addressHash, id);
       const object = await io(archive, () => archive.storage.get(key));
       const seal = parseSeal(object?.seal);
-      const holds = object !== null && seal?.version === SEAL_VERSION && archive.keys.checkStored('record', key, sha256Hex(object.body), seal) === undefined;
+      const holds =
+        object !== null &&
+        seal?.version === SEAL_VERSION &&
+        archive.keys.checkStored('record', key, sha256Hex(object.body), seal) === undefined;
       return holds ? id : undefined;
     }),
   );
   return sealed.filter((id): id is string => id !== undefined);
 }
 
-async function listPointers(archive: Archive, dir: (typeof INDEX_DIRS)[number], hash: string, fromMs: number, toMs: number): Promise<string[]> {
+async function listPointers(
+  archive: Archive,
+  dir: (typeof INDEX_DIRS)[number],
+  hash: string,
+  fromMs: number,
+  toMs: number,
+): Promise<string[]> {
   const ids: string[] = [];
   for (const m of monthsBetween(fromMs, toMs)) {
     const prefix = `${archive.heraldPrefix}/${dir}/${m}/${hash}/`;

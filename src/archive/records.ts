@@ -30,7 +30,6 @@ export interface RetiredStats {
 const RECORDS_DIR = 'notices';
 const RECORD_NAME = /^(ntc_[0-9a-z]+)\.json\.gz$/;
 
-
 /** The records of one shard live under this key prefix. */
 export function recordsDir(heraldPrefix: string, shard: number): string {
   return `${heraldPrefix}/${RECORDS_DIR}/${shardName(shard)}/`;
@@ -55,7 +54,6 @@ export function encodeRecord(record: NoticeRecord): { body: Buffer; sha256: stri
   const body = gzipStable(JSON.stringify(record));
   return { body, sha256: sha256Hex(body) };
 }
-
 
 /** Why a decoded record is not the record of `noticeId`, or undefined when it is. */
 export function checkRecord(value: unknown, noticeId: string): string | undefined {

@@ -43,7 +43,10 @@ async function keys(args: string[], io: CliIo): Promise<number> {
     if (action === 'create' && positionals.length === 1) {
       const tenant = values.tenant ?? '';
       if (!TENANT_NAME.test(tenant)) throw new UsageError('--tenant must be lower-case letters, digits and "-", 32 at most');
-      const scopes = (values.scopes ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+      const scopes = (values.scopes ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       if (scopes.length === 0 || scopes.some((s) => !(SCOPES as readonly string[]).includes(s))) {
         throw new UsageError(`--scopes must list some of ${SCOPES.join(', ')}`);
       }
@@ -73,8 +76,24 @@ async function keys(args: string[], io: CliIo): Promise<number> {
         io.stdout,
         all.map((k) =>
           values.json
-            ? JSON.stringify({ id: k.id, tenant: k.tenant, scopes: k.scopes, name: k.name, createdAt: when(k.createdAt), lastUsedAt: k.lastUsedAt === undefined ? null : iso(k.lastUsedAt), revokedAt: k.revokedAt === undefined ? null : iso(k.revokedAt) })
-            : [k.id, k.tenant, k.scopes.join(','), JSON.stringify(k.name), `created ${when(k.createdAt)}`, `last used ${when(k.lastUsedAt)}`, k.revokedAt === undefined ? 'active' : `revoked ${when(k.revokedAt)}`].join('  '),
+            ? JSON.stringify({
+                id: k.id,
+                tenant: k.tenant,
+                scopes: k.scopes,
+                name: k.name,
+                createdAt: when(k.createdAt),
+                lastUsedAt: k.lastUsedAt === undefined ? null : iso(k.lastUsedAt),
+                revokedAt: k.revokedAt === undefined ? null : iso(k.revokedAt),
+              })
+            : [
+                k.id,
+                k.tenant,
+                k.scopes.join(','),
+                JSON.stringify(k.name),
+                `created ${when(k.createdAt)}`,
+                `last used ${when(k.lastUsedAt)}`,
+                k.revokedAt === undefined ? 'active' : `revoked ${when(k.revokedAt)}`,
+              ].join('  '),
         ),
       );
       return 0;

@@ -77,7 +77,8 @@ export function readRetention(env: Record<string, string>, platform: Platform, p
     problems.push('HERALD_ARCHIVE_KEY holds the published dev key: make a key of your own (openssl rand -base64 32)');
   }
   const encryption = parseEncryptionKeys(read.HERALD_ENCRYPTION_KEY ?? '');
-  if (read.HERALD_ENCRYPTION_KEY !== undefined) for (const problem of encryption.problems) problems.push(`HERALD_ENCRYPTION_KEY: ${problem}`);
+  if (read.HERALD_ENCRYPTION_KEY !== undefined)
+    for (const problem of encryption.problems) problems.push(`HERALD_ENCRYPTION_KEY: ${problem}`);
 
   const addressKeys = parseEncryptionKeys(read.HERALD_ADDRESS_KEY ?? '');
   if (read.HERALD_ADDRESS_KEY !== undefined) for (const problem of addressKeys.problems) problems.push(`HERALD_ADDRESS_KEY: ${problem}`);

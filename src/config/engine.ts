@@ -78,7 +78,9 @@ function parsePrices(raw: string | undefined, problems: string[]): Prices {
     if (!/^[A-Z]{3}$/.test(prices.currency) || numbers.some((n) => typeof n !== 'number' || !(n >= 0))) throw new Error();
     return prices;
   } catch {
-    problems.push('HERALD_PRICES must be JSON like {"currency":"USD","email":{"send":0.0015,"status":0},"sms":{"segment":0.0083,"status":0}}');
+    problems.push(
+      'HERALD_PRICES must be JSON like {"currency":"USD","email":{"send":0.0015,"status":0},"sms":{"segment":0.0083,"status":0}}',
+    );
     return DEFAULT_PRICES;
   }
 }

@@ -18,8 +18,8 @@ const READ_ELSEWHERE = ['HERALD_SANDBOX_PORT', 'HERALD_SANDBOX_WEBHOOKS', 'HERAL
 const HARNESS = /^HERALD_(TEST|BENCH)_/;
 
 export const KNOWN_HERALD_VARIABLES: ReadonlySet<string> = new Set(
-  [...[ARCHIVE, ENGINE, EVENTS, PLATFORM, PROVIDERS, REDIS, WEB].flatMap((schema) => Object.keys(schema)), ...READ_ELSEWHERE].filter((name) =>
-    name.startsWith('HERALD_'),
+  [...[ARCHIVE, ENGINE, EVENTS, PLATFORM, PROVIDERS, REDIS, WEB].flatMap((schema) => Object.keys(schema)), ...READ_ELSEWHERE].filter(
+    (name) => name.startsWith('HERALD_'),
   ),
 );
 

@@ -31,10 +31,13 @@ export function readPlatform(env: Record<string, string>, problems: string[]): P
   const providers = providersRaw === 'live' ? 'live' : 'sandbox';
   const production = nodeEnv === 'production';
   if (production) {
-    for (const name of DECIDED_IN_PRODUCTION) if (env[name] === undefined) problems.push(`${name} must be set explicitly when NODE_ENV=production`);
+    for (const name of DECIDED_IN_PRODUCTION)
+      if (env[name] === undefined) problems.push(`${name} must be set explicitly when NODE_ENV=production`);
     // The emulators answer "delivered": in production they would log deliveries that never happened.
     if (providers !== 'live') {
-      problems.push(`HERALD_PROVIDERS must be "live" when NODE_ENV=production (it is "${providersRaw}": the sandbox emulators send nothing)`);
+      problems.push(
+        `HERALD_PROVIDERS must be "live" when NODE_ENV=production (it is "${providersRaw}": the sandbox emulators send nothing)`,
+      );
     }
   }
   const prefix = read.HERALD_PREFIX;

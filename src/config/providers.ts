@@ -123,7 +123,9 @@ export function readProviders(env: Record<string, string>, platform: Platform, p
   const providerUrl = (name: Name, liveDefault: string | undefined): string | undefined => {
     const value = (read[name] as string | undefined) ?? (sandbox ? undefined : liveDefault);
     if (production && !insecureAllowed && value?.startsWith('http:')) {
-      problems.push(`${name} must be an https:// URL when NODE_ENV=production (set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1 for a proxy on the same host)`);
+      problems.push(
+        `${name} must be an https:// URL when NODE_ENV=production (set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1 for a proxy on the same host)`,
+      );
     }
     return value;
   };
@@ -148,7 +150,8 @@ export function readProviders(env: Record<string, string>, platform: Platform, p
     from: liveRequired('MAILGUN_FROM', 'herald@sandbox.example', mailgunChosen),
     apiUrl: providerUrl('MAILGUN_API_URL', 'https://api.mailgun.net'),
   };
-  if (mailgun.domain !== '' && !/^[A-Za-z0-9.-]+$/.test(mailgun.domain)) problems.push(`MAILGUN_DOMAIN="${mailgun.domain}" must be a domain name, like mg.example.com`);
+  if (mailgun.domain !== '' && !/^[A-Za-z0-9.-]+$/.test(mailgun.domain))
+    problems.push(`MAILGUN_DOMAIN="${mailgun.domain}" must be a domain name, like mg.example.com`);
 
   const twilioChosen = smsProvider === 'twilio';
   const accountSid = liveRequired('TWILIO_ACCOUNT_SID', 'AC00000000000000000000000000000000', twilioChosen);
@@ -228,7 +231,9 @@ export function readProviders(env: Record<string, string>, platform: Platform, p
   // Where providers reach Herald: their webhooks carry delivery news, so production wants TLS as for provider URLs.
   const publicUrl = read.HERALD_PUBLIC_URL?.replace(/\/+$/, '');
   if (production && !insecureAllowed && publicUrl?.startsWith('http:')) {
-    problems.push('HERALD_PUBLIC_URL must be an https:// URL when NODE_ENV=production (set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1 behind a proxy on the same host)');
+    problems.push(
+      'HERALD_PUBLIC_URL must be an https:// URL when NODE_ENV=production (set HERALD_ALLOW_INSECURE_PROVIDER_URLS=1 behind a proxy on the same host)',
+    );
   }
   const webhooks = {
     postmarkAuth: read.HERALD_POSTMARK_WEBHOOK_AUTH,
@@ -238,12 +243,18 @@ export function readProviders(env: Record<string, string>, platform: Platform, p
   };
   // Postmark sends the credentials as basic auth from the webhook URL's user info.
   if (webhooks.postmarkAuth !== undefined && !/^[^:\s]+:\S+$/.test(webhooks.postmarkAuth)) {
-    problems.push('HERALD_POSTMARK_WEBHOOK_AUTH must be user:password (a user without ":", a password, no spaces: the credentials put in the Postmark webhook URL)');
+    problems.push(
+      'HERALD_POSTMARK_WEBHOOK_AUTH must be user:password (a user without ":", a password, no spaces: the credentials put in the Postmark webhook URL)',
+    );
   } else if (webhooks.postmarkAuth !== undefined && webhooks.postmarkAuth.split(':')[1]!.length < MIN_WEBHOOK_SECRET_LENGTH) {
-    problems.push(`HERALD_POSTMARK_WEBHOOK_AUTH's password must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters: it is all that proves a Postmark webhook`);
+    problems.push(
+      `HERALD_POSTMARK_WEBHOOK_AUTH's password must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters: it is all that proves a Postmark webhook`,
+    );
   }
   if (webhooks.mailgunSigningKey !== undefined && webhooks.mailgunSigningKey.length < MIN_WEBHOOK_SECRET_LENGTH) {
-    problems.push(`MAILGUN_WEBHOOK_SIGNING_KEY must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters (the HTTP webhook signing key Mailgun shows)`);
+    problems.push(
+      `MAILGUN_WEBHOOK_SIGNING_KEY must be at least ${MIN_WEBHOOK_SECRET_LENGTH} characters (the HTTP webhook signing key Mailgun shows)`,
+    );
   }
   if (webhooks.sendgridPublicKey !== undefined) {
     const problem = sendgridPublicKeyProblem(webhooks.sendgridPublicKey);
@@ -266,8 +277,18 @@ export function readProviders(env: Record<string, string>, platform: Platform, p
     awsSms,
     infrai,
     statusChecksPerSecond: {
-      email: rate(read.HERALD_EMAIL_STATUS_PER_SECOND, read.HERALD_POSTMARK_STATUS_PER_SECOND, postmarkChosen, STATUS_READS_PER_SECOND[emailProvider].perSecond),
-      sms: rate(read.HERALD_SMS_STATUS_PER_SECOND, read.HERALD_TWILIO_STATUS_PER_SECOND, twilioChosen, STATUS_READS_PER_SECOND[smsProvider].perSecond),
+      email: rate(
+        read.HERALD_EMAIL_STATUS_PER_SECOND,
+        read.HERALD_POSTMARK_STATUS_PER_SECOND,
+        postmarkChosen,
+        STATUS_READS_PER_SECOND[emailProvider].perSecond,
+      ),
+      sms: rate(
+        read.HERALD_SMS_STATUS_PER_SECOND,
+        read.HERALD_TWILIO_STATUS_PER_SECOND,
+        twilioChosen,
+        STATUS_READS_PER_SECOND[smsProvider].perSecond,
+      ),
     },
   };
 }

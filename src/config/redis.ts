@@ -14,12 +14,18 @@ export const SCHEMA = {
   HERALD_QUEUE_PARTITIONS: integer(1, 1, SHARD_COUNT),
 };
 
-export function readRedis(env: Record<string, string>, problems: string[]): { redisUrl: string; redis: RedisTarget; queuePartitions: number } {
+export function readRedis(
+  env: Record<string, string>,
+  problems: string[],
+): { redisUrl: string; redis: RedisTarget; queuePartitions: number } {
   const read = readSection(env, SCHEMA, problems);
   const redisUrl = read.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const hostPorts = (name: string, raw: string | undefined): HostPort[] | undefined => {
     if (raw === undefined) return undefined;
-    const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
+    const entries = raw
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean);
     const parsed = entries.map((entry) => /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(entry));
     if (entries.length === 0 || parsed.some((m) => !m || Number(m[2]) < 1 || Number(m[2]) > 65_535)) {
       problems.push(`${name}="${raw}" must list servers as host:port,host:port`);
@@ -31,9 +37,12 @@ export function readRedis(env: Record<string, string>, problems: string[]): { re
   const sentinelMaster = read.REDIS_SENTINEL_MASTER;
   const clusterNodes = hostPorts('REDIS_CLUSTER_NODES', read.REDIS_CLUSTER_NODES);
   if (sentinels && !sentinelMaster) problems.push('REDIS_SENTINEL_MASTER must name the master when REDIS_SENTINELS is set');
-  if (sentinelMaster && read.REDIS_SENTINELS === undefined) problems.push('REDIS_SENTINELS must list the sentinels when REDIS_SENTINEL_MASTER is set');
+  if (sentinelMaster && read.REDIS_SENTINELS === undefined)
+    problems.push('REDIS_SENTINELS must list the sentinels when REDIS_SENTINEL_MASTER is set');
   if ((read.REDIS_SENTINELS ?? sentinelMaster) !== undefined && read.REDIS_CLUSTER_NODES !== undefined) {
-    problems.push('REDIS_CLUSTER_NODES and REDIS_SENTINELS are both set: Herald talks to a Cluster or to a Sentinel-watched master, not both');
+    problems.push(
+      'REDIS_CLUSTER_NODES and REDIS_SENTINELS are both set: Herald talks to a Cluster or to a Sentinel-watched master, not both',
+    );
   }
   return {
     redisUrl,

@@ -72,7 +72,11 @@ export function flag(): Spec<boolean | undefined> {
 }
 
 /** A URL with one of `protocols` (`http:`, `s3:` …); `describe` shows it in a message without its credentials. */
-export function url(protocols: readonly string[], fallback: string | undefined, describe: (raw: string) => string): Spec<string | undefined> {
+export function url(
+  protocols: readonly string[],
+  fallback: string | undefined,
+  describe: (raw: string) => string,
+): Spec<string | undefined> {
   return makeValidator<string | undefined>((raw) => {
     try {
       if (protocols.includes(new URL(raw).protocol)) return raw;

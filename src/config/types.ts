@@ -229,4 +229,3 @@ export interface Prices {
   readonly email: { readonly send: number; readonly status: number };
   readonly sms: { readonly segment: number; readonly status: number };
 }
-

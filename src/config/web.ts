@@ -48,13 +48,17 @@ export function readWeb(env: Record<string, string>, platform: Platform, problem
     .map((k) => k.trim())
     .filter(Boolean);
   if (apiKeys.length === 0 && !platform.sandbox) problems.push('HERALD_API_KEYS must list at least one API key when HERALD_PROVIDERS=live');
-  if (apiKeys.some((k) => k.length < MIN_TOKEN_LENGTH)) problems.push(`HERALD_API_KEYS: every key must be at least ${MIN_TOKEN_LENGTH} characters`);
+  if (apiKeys.some((k) => k.length < MIN_TOKEN_LENGTH))
+    problems.push(`HERALD_API_KEYS: every key must be at least ${MIN_TOKEN_LENGTH} characters`);
 
   const adminToken = read.HERALD_ADMIN_TOKEN;
-  if (adminToken !== undefined && adminToken.length < MIN_TOKEN_LENGTH) problems.push(`HERALD_ADMIN_TOKEN must be at least ${MIN_TOKEN_LENGTH} characters`);
-  if (adminToken !== undefined && apiKeys.includes(adminToken)) problems.push('HERALD_ADMIN_TOKEN must differ from every key in HERALD_API_KEYS');
+  if (adminToken !== undefined && adminToken.length < MIN_TOKEN_LENGTH)
+    problems.push(`HERALD_ADMIN_TOKEN must be at least ${MIN_TOKEN_LENGTH} characters`);
+  if (adminToken !== undefined && apiKeys.includes(adminToken))
+    problems.push('HERALD_ADMIN_TOKEN must differ from every key in HERALD_API_KEYS');
   const metricsToken = read.HERALD_METRICS_TOKEN;
-  if (metricsToken !== undefined && metricsToken.length < MIN_TOKEN_LENGTH) problems.push(`HERALD_METRICS_TOKEN must be at least ${MIN_TOKEN_LENGTH} characters`);
+  if (metricsToken !== undefined && metricsToken.length < MIN_TOKEN_LENGTH)
+    problems.push(`HERALD_METRICS_TOKEN must be at least ${MIN_TOKEN_LENGTH} characters`);
   const metricsPort = read.HERALD_METRICS_PORT;
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === read.PORT) {
     problems.push(`HERALD_METRICS_PORT=${metricsPort} must differ from PORT: it is a listener of its own`);

@@ -47,7 +47,16 @@ export async function deliverEvent(deps: DeliveryDeps, job: EventDeliveryJob): P
   const record = (outcome: DeliveryOutcome, status: number | null, error: string | null, settled: boolean) =>
     deps.endpoints.recordAttempt(
       job.endpointId,
-      { eventId: job.eventId, type: job.type as CallerEventType, noticeId: job.noticeId, outcome, status, attempts, error, at: deps.clock.now() },
+      {
+        eventId: job.eventId,
+        type: job.type as CallerEventType,
+        noticeId: job.noticeId,
+        outcome,
+        status,
+        attempts,
+        error,
+        at: deps.clock.now(),
+      },
       settled,
     );
   if (!endpoint || endpoint.disabledAt !== undefined) {
@@ -72,7 +81,10 @@ export async function deliverEvent(deps: DeliveryDeps, job: EventDeliveryJob): P
   if (at - job.at > deps.settings.retryForMs) {
     await deps.endpoints.disable(endpoint.id, 'failing', now);
     await record('given_up', answer.status, answer.error, true);
-    deps.logger.warn({ endpointId: endpoint.id, eventId: job.eventId, attempts }, 'event endpoint still failing when its retries ran out: disabled');
+    deps.logger.warn(
+      { endpointId: endpoint.id, eventId: job.eventId, attempts },
+      'event endpoint still failing when its retries ran out: disabled',
+    );
     return { kind: 'done', outcome: 'given_up' };
   }
   await record('failed', answer.status, answer.error, false);
@@ -103,22 +115,32 @@ async function post(
   };
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve) => {
-    const req = send(target, { method: 'POST', headers, lookup: guardedLookup(allowPrivate), timeout: DELIVERY_TIMEOUT_MS }, (res: IncomingMessage) => {
-      let read = 0;
-      let snippet = '';
-      res.on('data', (chunk: Buffer) => {
-        if (snippet.length < 200) snippet += chunk.toString('utf8').slice(0, 200 - snippet.length);
-        read += chunk.length;
-        if (read > ANSWER_READ_BYTES) res.destroy();
-      });
-      const done = () => {
-        const status = res.statusCode ?? null;
-        resolve({ status, error: status !== null && status >= 200 && status < 300 ? null : `HTTP ${status}${snippet ? `: ${snippet.replace(/\s+/g, ' ').trim()}` : ''}` });
-      };
-      res.on('end', done);
-      res.on('close', done);
-      res.on('error', done);
-    });
+    const req = send(
+      target,
+      { method: 'POST', headers, lookup: guardedLookup(allowPrivate), timeout: DELIVERY_TIMEOUT_MS },
+      (res: IncomingMessage) => {
+        let read = 0;
+        let snippet = '';
+        res.on('data', (chunk: Buffer) => {
+          if (snippet.length < 200) snippet += chunk.toString('utf8').slice(0, 200 - snippet.length);
+          read += chunk.length;
+          if (read > ANSWER_READ_BYTES) res.destroy();
+        });
+        const done = () => {
+          const status = res.statusCode ?? null;
+          resolve({
+            status,
+            error:
+              status !== null && status >= 200 && status < 300
+                ? null
+                : `HTTP ${status}${snippet ? `: ${snippet.replace(/\s+/g, ' ').trim()}` : ''}`,
+          });
+        };
+        res.on('end', done);
+        res.on('close', done);
+        res.on('error', done);
+      },
+    );
     // No answer within the bound: the same as a failure, retried.
     req.setTimeout(DELIVERY_TIMEOUT_MS, () => req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`)));
     req.on('error', (error) => resolve({ status: null, error: error.message.slice(0, 200) }));

@@ -77,7 +77,11 @@ export class EventDispatch {
     const now = this.deps.clock.now();
     if (now - this.forgotAt > FORGET_IDLE_EVERY_MS) {
       this.forgotAt = now;
-      await Promise.all(this.deps.shards.map((shard) => this.deps.log.forgetIdleConsumers(shard, Math.max(FORGET_IDLE_EVERY_MS, 2 * this.deps.reclaimAfterMs))));
+      await Promise.all(
+        this.deps.shards.map((shard) =>
+          this.deps.log.forgetIdleConsumers(shard, Math.max(FORGET_IDLE_EVERY_MS, 2 * this.deps.reclaimAfterMs)),
+        ),
+      );
     }
     return result;
   }
@@ -107,7 +111,10 @@ async function dispatchShard(deps: DispatchDeps, shard: number): Promise<number>
     const jobs = await deliveriesOf(deps, entries, endpoints);
     await deps.queue.addDeliveries(jobs);
     await deps.endpoints.markUndelivered(jobs.map(({ data }) => ({ endpointId: data.endpointId, eventId: data.eventId, at: data.at })));
-    await deps.log.ack(shard, entries.map((e) => e.id));
+    await deps.log.ack(
+      shard,
+      entries.map((e) => e.id),
+    );
     queued += jobs.length;
     if (entries.length < deps.batchSize || deps.clock.now() - started > deps.budgetMs) break;
   }

@@ -74,7 +74,8 @@ export async function checkEndpointUrl(raw: string, rules: EndpointUrlRules, res
     throw new EndpointUrlError('url is not a URL');
   }
   const protocols = rules.httpsOnly ? ['https:'] : ['https:', 'http:'];
-  if (!protocols.includes(url.protocol)) throw new EndpointUrlError(rules.httpsOnly ? 'url must be https:// in production' : 'url must be http:// or https://');
+  if (!protocols.includes(url.protocol))
+    throw new EndpointUrlError(rules.httpsOnly ? 'url must be https:// in production' : 'url must be http:// or https://');
   if (url.username || url.password) throw new EndpointUrlError('url must not carry credentials: the deliveries are signed instead');
   if (url.hash) throw new EndpointUrlError('url must not have a #fragment');
   const host = url.hostname.replace(/^\[|\]$/g, '');
@@ -95,13 +96,19 @@ export async function checkEndpointUrl(raw: string, rules: EndpointUrlRules, res
  * to at connection time, so that a delivery reaches only what the endpoint's rules allow.
  */
 export function guardedLookup(allowPrivate: boolean): typeof dnsLookup {
-  return ((hostname: string, options: object, callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+  return ((
+    hostname: string,
+    options: object,
+    callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
     dnsLookup(hostname, { ...options, all: true }, (error, found) => {
       if (error) return callback(error, '', 0);
       const addresses = found as LookupAddress[];
       const allowed = allowPrivate ? addresses : addresses.filter((a) => !isPrivateAddress(a.address));
       if (allowed.length === 0) {
-        const refused = Object.assign(new Error(`${hostname} resolves to a private address only; event endpoints may not reach it`), { code: 'EPRIVATEADDRESS' });
+        const refused = Object.assign(new Error(`${hostname} resolves to a private address only; event endpoints may not reach it`), {
+          code: 'EPRIVATEADDRESS',
+        });
         return callback(refused, '', 0);
       }
       if ((options as { all?: boolean }).all) return callback(null, allowed);

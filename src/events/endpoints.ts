@@ -1,7 +1,13 @@
 /** The event endpoints callers manage through the API: create (its secret shown once), list, delete, read its deliveries. */
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { CALLER_EVENT_TYPES, type CallerEventType, type DeliveryRecord, type EventEndpoint, type EventEndpointStore } from '../store/event-endpoints.js';
+import {
+  CALLER_EVENT_TYPES,
+  type CallerEventType,
+  type DeliveryRecord,
+  type EventEndpoint,
+  type EventEndpointStore,
+} from '../store/event-endpoints.js';
 import { checkEndpointUrl, EndpointUrlError, type EndpointUrlRules } from './endpoint-url.js';
 
 /** The most endpoints one tenant may have. */

@@ -61,7 +61,9 @@ export function callerEvent(
     deadline,
     decidedAt,
     completedAt: entry.type === 'notice.completed' ? entry.at : null,
-    checks: (fields.checks as CallerEvent['data']['checks'] | undefined) ?? (notice ? { email: notice.emailChannel.checksDone, sms: notice.smsChannel.checksDone } : null),
+    checks:
+      (fields.checks as CallerEvent['data']['checks'] | undefined) ??
+      (notice ? { email: notice.emailChannel.checksDone, sms: notice.smsChannel.checksDone } : null),
     estimatedCost: (fields.cost as CallerEvent['data']['estimatedCost'] | undefined) ?? null,
     metadata,
   };

@@ -11,7 +11,6 @@ export const ADMIN_COOKIE = 'herald_admin';
 /** A session ID as Herald issues it: 32 random bytes, base64url. Anything else is not one. */
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
-
 /** Compares in constant time (over digests, so lengths leak nothing either). */
 export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));

@@ -44,4 +44,3 @@ export interface AppDeps {
   /** The steps a webhook's observation runs through: the engine's, with no provider to call. */
   webhookSteps: StepContext;
 }
-

@@ -54,13 +54,24 @@ export async function eventEndpointRoutes(app: FastifyInstance, deps: AppDeps): 
     },
   );
 
-  app.get('/v1/event-endpoints', { schema: { ...secured, summary: 'The event endpoints', response: { 200: EventEndpointList, ...errors } } }, async (request) => ({
-    endpoints: (await deps.eventEndpoints.list(tenantOf(request))).map(endpointView),
-  }));
+  app.get(
+    '/v1/event-endpoints',
+    { schema: { ...secured, summary: 'The event endpoints', response: { 200: EventEndpointList, ...errors } } },
+    async (request) => ({
+      endpoints: (await deps.eventEndpoints.list(tenantOf(request))).map(endpointView),
+    }),
+  );
 
   app.delete<{ Params: EventEndpointParams }>(
     '/v1/event-endpoints/:id',
-    { schema: { ...secured, summary: 'Delete an event endpoint: no more events go to it', params: EventEndpointParams, response: { 204: { type: 'null' }, ...errors } } },
+    {
+      schema: {
+        ...secured,
+        summary: 'Delete an event endpoint: no more events go to it',
+        params: EventEndpointParams,
+        response: { 204: { type: 'null' }, ...errors },
+      },
+    },
     async (request, reply) => {
       const endpoint = await found(request);
       await deps.eventEndpoints.delete(endpoint.id);

@@ -183,15 +183,25 @@ export function metricSeries(currency: string, providers: { email: string; sms: 
       'counter',
       (s) => Object.entries(s.events.outcomes).map(([outcome, value]) => ({ value, labels: { outcome } })),
     ),
-    def('herald_events_undelivered', 'Events queued for an endpoint and not yet delivered.', 'gauge', (s) => [{ value: s.events.undelivered }]),
-    def('herald_event_oldest_undelivered_seconds', 'Age of the oldest event not yet delivered to its endpoint (0: none waits).', 'gauge', (s) => [
-      { value: s.events.oldestUndeliveredSeconds },
+    def('herald_events_undelivered', 'Events queued for an endpoint and not yet delivered.', 'gauge', (s) => [
+      { value: s.events.undelivered },
     ]),
-    def('herald_event_endpoints', 'Event endpoints, by state (enabled, failing: enabled with failing deliveries, disabled).', 'gauge', (s) => [
-      { value: s.events.endpoints.enabled, labels: { state: 'enabled' } },
-      { value: s.events.endpoints.failing, labels: { state: 'failing' } },
-      { value: s.events.endpoints.disabled, labels: { state: 'disabled' } },
-    ]),
+    def(
+      'herald_event_oldest_undelivered_seconds',
+      'Age of the oldest event not yet delivered to its endpoint (0: none waits).',
+      'gauge',
+      (s) => [{ value: s.events.oldestUndeliveredSeconds }],
+    ),
+    def(
+      'herald_event_endpoints',
+      'Event endpoints, by state (enabled, failing: enabled with failing deliveries, disabled).',
+      'gauge',
+      (s) => [
+        { value: s.events.endpoints.enabled, labels: { state: 'enabled' } },
+        { value: s.events.endpoints.failing, labels: { state: 'failing' } },
+        { value: s.events.endpoints.disabled, labels: { state: 'disabled' } },
+      ],
+    ),
     def('herald_notices_retired_total', 'Finished notices Redis let go of, their records in the archive.', 'counter', (s) => [
       { value: s.counters.get('retired') ?? 0 },
     ]),
@@ -230,7 +240,9 @@ export function metricSeries(currency: string, providers: { email: string; sms: 
 export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failures: AuthFailures): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'herald_web_' });
-  const metrics = metricSeries(deps.config.prices.currency, { email: deps.config.emailProvider, sms: deps.config.smsProvider }).map(mirrored);
+  const metrics = metricSeries(deps.config.prices.currency, { email: deps.config.emailProvider, sms: deps.config.smsProvider }).map(
+    mirrored,
+  );
   for (const metric of metrics) registry.registerMetric(metric as never);
   // Everything read from Redis comes from one snapshot, shared by the scrapes of the cache window.
   const snapshot = sharedMetricsSnapshot(deps);
@@ -303,7 +315,16 @@ async function readEventFigures(deps: AppDeps, now: number): Promise<Snapshot['e
     attention: endpoints
       .flatMap((e): Snapshot['events']['attention'] =>
         e.disabledAt !== undefined
-          ? [{ id: e.id, tenant: e.tenant, url: e.url, state: 'disabled' as const, reason: String(e.disabledReason ?? 'failing'), since: e.disabledAt }]
+          ? [
+              {
+                id: e.id,
+                tenant: e.tenant,
+                url: e.url,
+                state: 'disabled' as const,
+                reason: String(e.disabledReason ?? 'failing'),
+                since: e.disabledAt,
+              },
+            ]
           : e.failingSince !== undefined
             ? [{ id: e.id, tenant: e.tenant, url: e.url, state: 'failing' as const, reason: 'deliveries failing', since: e.failingSince }]
             : [],

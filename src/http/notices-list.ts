@@ -17,7 +17,8 @@ import { adminNav, NAV_CSS } from './admin-nav.js';
 import { markup, sendPage, styleBlock, type Html } from './html.js';
 
 /** The notices list's one style block (hashed into its CSP). Under 720px each row becomes a card of labelled values. */
-export const NOTICES_CSS = `
+export const NOTICES_CSS =
+  `
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1f2328;background:#fff}
 main{padding:16px 24px}
 h1{font-size:20px;margin:0 0 12px}
@@ -68,11 +69,10 @@ export function noticesListRoute(app: FastifyInstance, deps: AppDeps): void {
     }
     let page: NoticePage;
     try {
-      page = await searchNotices(
-        searchDeps(deps.config, { index, archive: opened, now: deps.clock.now() }),
-        query.filters,
-        { cursor: query.cursor, limit: query.limit },
-      );
+      page = await searchNotices(searchDeps(deps.config, { index, archive: opened, now: deps.clock.now() }), query.filters, {
+        cursor: query.cursor,
+        limit: query.limit,
+      });
     } catch (error) {
       if (error instanceof ArchiveUnavailableError || error instanceof ArchiveIntegrityError) {
         request.log.warn({ err: error }, 'notices list: archive read failed');

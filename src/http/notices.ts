@@ -105,9 +105,11 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
     async (request) => {
       const items = request.body.notices;
       if (items.length > config.batch.max) {
-        throw new HttpError('validation_failed', `A batch holds at most ${config.batch.max} notices (HERALD_BATCH_MAX); this one has ${items.length}.`, [
-          { path: 'body.notices', message: `must have at most ${config.batch.max} items` },
-        ]);
+        throw new HttpError(
+          'validation_failed',
+          `A batch holds at most ${config.batch.max} notices (HERALD_BATCH_MAX); this one has ${items.length}.`,
+          [{ path: 'body.notices', message: `must have at most ${config.batch.max} items` }],
+        );
       }
       const validate = request.compileValidationSchema(BatchNoticeItem, 'body');
       const results: Record<string, unknown>[] = new Array(items.length);
@@ -131,17 +133,33 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
         const index = valid[i]!.index;
         if ('rejected' in outcome) {
           const message = outcome.rejected.message;
-          results[index] = { index, status: 400, error: errorBody('validation_failed', message, [{ path: `body.notices.${index}.${outcome.rejected.field}`, message }]).error };
+          results[index] = {
+            index,
+            status: 400,
+            error: errorBody('validation_failed', message, [{ path: `body.notices.${index}.${outcome.rejected.field}`, message }]).error,
+          };
         } else if ('failed' in outcome) {
           if (!storeUnreachable(deps.redis, outcome.failed)) throw outcome.failed;
           results[index] = { index, status: 503, error: errorBody('unavailable').error };
         } else if (outcome.result.kind === 'conflict') {
-          results[index] = { index, status: 409, id: outcome.result.id, error: errorBody('idempotency_key_reused', undefined, { noticeId: outcome.result.id }).error };
+          results[index] = {
+            index,
+            status: 409,
+            id: outcome.result.id,
+            error: errorBody('idempotency_key_reused', undefined, { noticeId: outcome.result.id }).error,
+          };
         } else if (outcome.result.kind === 'replayed') {
           replayed.push({ index, id: outcome.result.id });
         } else {
           const r = outcome.result;
-          results[index] = { index, status: 202, id: r.id, state: 'accepted', deadline: iso(r.deadline), plannedChecks: r.plannedChecks.map(iso) };
+          results[index] = {
+            index,
+            status: 202,
+            id: r.id,
+            state: 'accepted',
+            deadline: iso(r.deadline),
+            plannedChecks: r.plannedChecks.map(iso),
+          };
         }
       });
       if (replayed.length > 0) {
@@ -175,7 +193,8 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       try {
         query = parseNoticeQuery(request.query);
       } catch (error) {
-        if (error instanceof NoticeQueryError) throw new HttpError('validation_failed', `The filters are not valid: ${error.message}.`, error.problems);
+        if (error instanceof NoticeQueryError)
+          throw new HttpError('validation_failed', `The filters are not valid: ${error.message}.`, error.problems);
         throw error;
       }
       const page = await fromArchive(

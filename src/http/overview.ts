@@ -308,12 +308,24 @@ export async function overviewRoutes(app: FastifyInstance, deps: AppDeps): Promi
     const now = deps.clock.now();
     const { from, to } = overviewWindow(now);
     // Every tenant's notices together, or one tenant's (?tenant=).
-    const tenants = typeof request.query.tenant === 'string' && request.query.tenant !== '' ? [request.query.tenant] : await knownTenants(deps);
+    const tenants =
+      typeof request.query.tenant === 'string' && request.query.tenant !== '' ? [request.query.tenant] : await knownTenants(deps);
     const [current, hours, window] = await Promise.all([
       snapshot(),
       hourlyStats(deps.redis, deps.store.keys, deps.config.prices, from, to, tenants),
       noticeStats(deps.redis, deps.store.keys, deps.config.prices, from, to, tenants),
     ]);
-    return sendPage(reply, renderOverview({ snapshot: current, hours, window, currency: deps.config.prices.currency, providers: { email: deps.config.emailProvider, sms: deps.config.smsProvider }, now }), OVERVIEW_CSS);
+    return sendPage(
+      reply,
+      renderOverview({
+        snapshot: current,
+        hours,
+        window,
+        currency: deps.config.prices.currency,
+        providers: { email: deps.config.emailProvider, sms: deps.config.smsProvider },
+        now,
+      }),
+      OVERVIEW_CSS,
+    );
   });
 }

@@ -96,7 +96,7 @@ export const AcceptedResponse = Type.Object({
 /** A notice's state, as the API and the log spell it. */
 export const NoticeStateSchema = Type.Union(
   STATES.map((state) => Type.Literal(state)),
-  { description: 'The notice state machine\'s state' },
+  { description: "The notice state machine's state" },
 );
 /** Why the fallback to SMS was decided. */
 export const FallbackReasonSchema = Type.Union(FALLBACK_REASONS.map((reason) => Type.Literal(reason)));
@@ -142,11 +142,19 @@ export const RecipientPolicyResponse = Type.Object({
   updatedAt: Type.Optional(Type.String({ format: 'date-time' })),
 });
 
-const CallerEventTypeSchema = Type.Union([Type.Literal('notice.completed'), Type.Literal('fallback.decided'), Type.Literal('notice.failed')]);
+const CallerEventTypeSchema = Type.Union([
+  Type.Literal('notice.completed'),
+  Type.Literal('fallback.decided'),
+  Type.Literal('notice.failed'),
+]);
 
 export const CreateEventEndpointBody = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'https:// in production; no loopback, link-local or private address unless HERALD_ALLOW_PRIVATE_EVENT_URLS=1' }),
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'https:// in production; no loopback, link-local or private address unless HERALD_ALLOW_PRIVATE_EVENT_URLS=1',
+    }),
     events: Type.Array(CallerEventTypeSchema, { minItems: 1, maxItems: 3, uniqueItems: true }),
   },
   { additionalProperties: false },
@@ -179,7 +187,13 @@ export const DeliveryList = Type.Object({
       eventId: Type.String(),
       type: CallerEventTypeSchema,
       noticeId: Type.String(),
-      outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('gone'), Type.Literal('given_up'), Type.Literal('dropped')]),
+      outcome: Type.Union([
+        Type.Literal('delivered'),
+        Type.Literal('failed'),
+        Type.Literal('gone'),
+        Type.Literal('given_up'),
+        Type.Literal('dropped'),
+      ]),
       status: Type.Union([Type.Integer(), Type.Null()]),
       attempts: Type.Integer(),
       error: Type.Union([Type.String(), Type.Null()]),
@@ -190,12 +204,20 @@ export const DeliveryList = Type.Object({
 
 /** One notice of a batch: the body of `POST /v1/notices`, and the Idempotency-Key it would have carried. */
 export const BatchNoticeItem = Type.Object(
-  { ...CreateNoticeBody.properties, idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' })) },
+  {
+    ...CreateNoticeBody.properties,
+    idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' })),
+  },
   { additionalProperties: false },
 );
 
 export const BatchNoticesBody = Type.Object(
-  { notices: Type.Array(Type.Unknown(), { minItems: 1, description: 'At most HERALD_BATCH_MAX (default 1000) notices, each as POST /v1/notices takes it, with an optional idempotencyKey.' }) },
+  {
+    notices: Type.Array(Type.Unknown(), {
+      minItems: 1,
+      description: 'At most HERALD_BATCH_MAX (default 1000) notices, each as POST /v1/notices takes it, with an optional idempotencyKey.',
+    }),
+  },
   { additionalProperties: false },
 );
 export type BatchNoticesBody = Static<typeof BatchNoticesBody>;
@@ -204,7 +226,9 @@ export const BatchNoticesResponse = Type.Object({
   results: Type.Array(
     Type.Object({
       index: Type.Integer({ minimum: 0 }),
-      status: Type.Integer({ description: '202 accepted, 200 an idempotent replay, else the error status the notice would have had alone' }),
+      status: Type.Integer({
+        description: '202 accepted, 200 an idempotent replay, else the error status the notice would have had alone',
+      }),
       id: Type.Optional(Type.String()),
       state: Type.Optional(Type.String()),
       deadline: Type.Optional(Time),
@@ -221,7 +245,9 @@ export const NoticeListQuery = Type.Object(
     reason: Type.Optional(Type.String({ maxLength: 64 })),
     category: Type.Optional(Type.String({ maxLength: 64 })),
     recipientId: Type.Optional(Type.String({ maxLength: 128 })),
-    email: Type.Optional(Type.String({ maxLength: 254, description: "the recipient's email address (any case): found through its HMAC, for support" })),
+    email: Type.Optional(
+      Type.String({ maxLength: 254, description: "the recipient's email address (any case): found through its HMAC, for support" }),
+    ),
     phone: Type.Optional(Type.String({ maxLength: 16, description: "the recipient's phone, E.164: found through its HMAC, for support" })),
     id: Type.Optional(Type.String({ maxLength: 64 })),
     from: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601, inclusive' })),

@@ -80,7 +80,13 @@ async function receive(deps: ReceiveDeps, receiver: WebhookReceiver, request: Fa
   return reply.code(200).send({ received: events.length });
 }
 
-async function refuse(deps: ReceiveDeps, receiver: WebhookReceiver, request: FastifyRequest, reply: FastifyReply, why: string): Promise<unknown> {
+async function refuse(
+  deps: ReceiveDeps,
+  receiver: WebhookReceiver,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  why: string,
+): Promise<unknown> {
   request.log.warn({ provider: receiver.provider }, `webhook refused: ${why}`);
   const blocked = await deps.failures.fail(request.ip);
   if (blocked !== undefined) return sendTooManyFailures(reply, blocked);

@@ -178,7 +178,8 @@ export async function accept(
  * What became of one notice of a batch: its result, why it was refused (RejectedRequest), or the
  * error that kept it from being stored (Redis unreachable, say: the caller may send it again).
  */
-export type BatchItemResult = { ok: true; result: AcceptResult } | { ok: false; rejected: RejectedRequest } | { ok: false; failed: unknown };
+export type BatchItemResult =
+  { ok: true; result: AcceptResult } | { ok: false; rejected: RejectedRequest } | { ok: false; failed: unknown };
 
 /**
  * How many notices of a batch are in flight at once. Each group's reads, creations and job adds
@@ -208,7 +209,10 @@ export async function acceptBatch(
         deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
       ]);
       const who = idempotencyKey === undefined ? caller : { ...caller, idempotencyKey };
-      return { ok: true, result: await acceptNotice(deps.store, request, policy, { now, ...who, emailSuppressed, settings: deps.settings }) };
+      return {
+        ok: true,
+        result: await acceptNotice(deps.store, request, policy, { now, ...who, emailSuppressed, settings: deps.settings }),
+      };
     } catch (error) {
       if (error instanceof RejectedRequest) return { ok: false, rejected: error };
       return { ok: false, failed: error };

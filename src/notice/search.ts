@@ -298,7 +298,12 @@ function addressFilter(filters: NoticeFilters): { channel: AddressChannel; value
  * `notices` index, or from its address index under one hash (members `<hash>:<noticeId>`, the
  * same bounds behind the hash).
  */
-function liveSource(deps: SearchDeps, index: { shard: number; address?: string }, filters: NoticeFilters, after: string | undefined): Source {
+function liveSource(
+  deps: SearchDeps,
+  index: { shard: number; address?: string },
+  filters: NoticeFilters,
+  after: string | undefined,
+): Source {
   const { shard } = index;
   const prefix = shardPrefix(shard);
   let max = filters.to === undefined ? '+' : `(${prefix}${time36(filters.to)}`;
@@ -348,9 +353,14 @@ async function retiredSource(deps: SearchDeps, filters: NoticeFilters, after: st
   const archive = deps.archive();
   const named: string[][] = [];
   if (filters.recipientId !== undefined) named.push(await retiredNoticeIds(archive, filters.recipientId, from, to));
-  for (const [channel, value] of [['email', filters.email], ['phone', filters.phone]] as const) {
+  for (const [channel, value] of [
+    ['email', filters.email],
+    ['phone', filters.phone],
+  ] as const) {
     if (value === undefined) continue;
-    const byKey = await Promise.all(deps.addressLookup.hashesOf(channel, value).map((hash) => retiredNoticeIdsByAddress(archive, hash, from, to)));
+    const byKey = await Promise.all(
+      deps.addressLookup.hashesOf(channel, value).map((hash) => retiredNoticeIdsByAddress(archive, hash, from, to)),
+    );
     named.push([...new Set(byKey.flat())]);
   }
   const [first = [], ...rest] = named;

@@ -52,7 +52,14 @@ export function statsWindow(from: number, to: number): { from: number; to: numbe
  * kept by the scripts that change notices (includes/countStats.lua): one HMGET of (hours ×
  * counters) fields per shard and day of the window, whatever the number of notices.
  */
-export async function noticeStats(redis: RedisClient, keys: Keys, prices: Prices, from: number, to: number, tenants: readonly string[] = ['default']): Promise<NoticeStats> {
+export async function noticeStats(
+  redis: RedisClient,
+  keys: Keys,
+  prices: Prices,
+  from: number,
+  to: number,
+  tenants: readonly string[] = ['default'],
+): Promise<NoticeStats> {
   const window = statsWindow(from, to);
   const totals = new Map<string, number>();
   for (const counters of (await readHourlyCounters(redis, keys, window, tenants)).values())
@@ -64,7 +71,14 @@ export async function noticeStats(redis: RedisClient, keys: Keys, prices: Prices
  * The same figures as `noticeStats`, one per UTC hour overlapping [from, to), oldest first: the
  * history the overview charts. Summed, they are `noticeStats` of the whole window.
  */
-export async function hourlyStats(redis: RedisClient, keys: Keys, prices: Prices, from: number, to: number, tenants: readonly string[] = ['default']): Promise<NoticeStats[]> {
+export async function hourlyStats(
+  redis: RedisClient,
+  keys: Keys,
+  prices: Prices,
+  from: number,
+  to: number,
+  tenants: readonly string[] = ['default'],
+): Promise<NoticeStats[]> {
   const window = statsWindow(from, to);
   const hourly = await readHourlyCounters(redis, keys, window, tenants);
   const stats: NoticeStats[] = [];

@@ -74,7 +74,8 @@ export async function collectDecisions(entries: AsyncIterable<StoredEntry> | Ite
       rulesVersion: typeof check.rulesVersion === 'string' ? check.rulesVersion : null,
       outcome: String(check.outcome),
       smsSuppressed: check.outcome === 'suppressed',
-      sendNotBefore: decision.type === 'fallback.decided' && typeof decision.sendNotBefore === 'string' ? Date.parse(decision.sendNotBefore) : undefined,
+      sendNotBefore:
+        decision.type === 'fallback.decided' && typeof decision.sendNotBefore === 'string' ? Date.parse(decision.sendNotBefore) : undefined,
       timingRule: decision.type === 'fallback.decided' && typeof decision.timingRule === 'string' ? decision.timingRule : undefined,
     });
   }

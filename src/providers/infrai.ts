@@ -177,7 +177,12 @@ export function createInfraiEmailProvider(opts: InfraiProviderOptions): EmailPro
       return infraiEmailRecordObservation(record.state ?? '');
     },
 
-    async findByIdempotencyKey(idempotencyKey: string, to: string, _window?: SearchWindow, message?: EmailMessage): Promise<SendResult | null> {
+    async findByIdempotencyKey(
+      idempotencyKey: string,
+      to: string,
+      _window?: SearchWindow,
+      message?: EmailMessage,
+    ): Promise<SendResult | null> {
       if (!message || message.idempotencyKey !== idempotencyKey || message.to !== to) {
         throw new ProviderError('infrai: no search by key; a send in doubt is found only by replaying it, and the message is not at hand', {
           kind: 'server_error',

@@ -24,4 +24,3 @@ export const STATUS_READS_PER_SECOND: Record<EmailProviderName | SmsProviderName
   'aws-sms': { perSecond: 5000, why: 'feed provider: the check reads the stored event, no AWS call' },
   infrai: { perSecond: 100, why: 'no published number; 429 with Retry-After' },
 };
-

@@ -62,7 +62,11 @@ export async function indexUnretired(redis: RedisClient, keys: Keys, now: number
         if (state !== undefined && (await isSettled(store, { id, state }))) finished.push(id);
       }
       if (finished.length === 0) continue;
-      if (!opts.dryRun) await retirement.add(shard, finished.map((id) => ({ noticeId: id, at: now })));
+      if (!opts.dryRun)
+        await retirement.add(
+          shard,
+          finished.map((id) => ({ noticeId: id, at: now })),
+        );
       indexed += finished.length;
     }
   }

@@ -30,19 +30,32 @@ export async function indexAddressesOnce(redis: RedisClient, keys: Keys, lookup:
       cursor = next;
       const ids = found.map((key) => key.slice(key.lastIndexOf(':') + 1)).filter((id) => shardOfNoticeId(id) !== undefined);
       if (ids.length === 0) continue;
-      const addresses = await execAll(redis, ids.map((id) => ['hmget', keys.notice(id), 'email', 'phone']));
+      const addresses = await execAll(
+        redis,
+        ids.map((id) => ['hmget', keys.notice(id), 'email', 'phone']),
+      );
       const members = ids.map((id, i) => {
         const [email, phone] = (addresses[i]?.[1] ?? []) as (string | null)[];
         return addressMembers(lookup, id, { email: email ?? undefined, phone: phone ?? undefined });
       });
       const adds = await execAll(
         redis,
-        ids.flatMap((id, i) => (members[i]!.length === 0 ? [] : [['zadd', keys.addresses(shardOfNoticeId(id)!), 'NX', ...members[i]!.flatMap((m) => [0, m])]])),
+        ids.flatMap((id, i) =>
+          members[i]!.length === 0 ? [] : [['zadd', keys.addresses(shardOfNoticeId(id)!), 'NX', ...members[i]!.flatMap((m) => [0, m])]],
+        ),
       );
       added += adds.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
-      const exists = await execAll(redis, ids.map((id) => ['exists', keys.notice(id)]));
-      const gone = ids.flatMap((id, i) => (Number(exists[i]?.[1] ?? 0) === 0 && members[i]!.length > 0 ? [[id, members[i]!] as const] : []));
-      await execAll(redis, gone.map(([id, dropped]) => ['zrem', keys.addresses(shardOfNoticeId(id)!), ...dropped]));
+      const exists = await execAll(
+        redis,
+        ids.map((id) => ['exists', keys.notice(id)]),
+      );
+      const gone = ids.flatMap((id, i) =>
+        Number(exists[i]?.[1] ?? 0) === 0 && members[i]!.length > 0 ? [[id, members[i]!] as const] : [],
+      );
+      await execAll(
+        redis,
+        gone.map(([id, dropped]) => ['zrem', keys.addresses(shardOfNoticeId(id)!), ...dropped]),
+      );
     } while (cursor !== '0');
   }
   await redis.set(keys.addressesIndexed, new Date(now).toISOString());

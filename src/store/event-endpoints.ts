@@ -157,7 +157,8 @@ export class EventEndpointStore {
   async outcomes(): Promise<Record<string, number>> {
     const hash = await this.redis.hgetall(this.keys.eventMetrics);
     const counts: Record<string, number> = {};
-    for (const [field, value] of Object.entries(hash)) if (field.startsWith('outcome|')) counts[field.slice('outcome|'.length)] = Number(value);
+    for (const [field, value] of Object.entries(hash))
+      if (field.startsWith('outcome|')) counts[field.slice('outcome|'.length)] = Number(value);
     return counts;
   }
 }

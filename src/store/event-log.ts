@@ -45,7 +45,10 @@ export class EventLogStore {
     try {
       const own = await this.read(key, consumer, most, '0');
       if (own.length > 0) return own;
-      const [, claimed] = (await this.redis.xautoclaim(key, EVENTS_GROUP, consumer, reclaimAfterMs, '0-0', 'COUNT', most)) as [string, [string, string[]][]];
+      const [, claimed] = (await this.redis.xautoclaim(key, EVENTS_GROUP, consumer, reclaimAfterMs, '0-0', 'COUNT', most)) as [
+        string,
+        [string, string[]][],
+      ];
       const reclaimed = claimed.filter((row) => Array.isArray(row[1])).map(([id, fields]) => decodeEntry(id, fields));
       if (reclaimed.length > 0) return reclaimed;
       return await this.read(key, consumer, most, '>');
@@ -58,8 +61,7 @@ export class EventLogStore {
 
   private async read(key: string, consumer: string, most: number, from: '0' | '>'): Promise<StoredEntry[]> {
     const reply = (await this.redis.xreadgroup('GROUP', EVENTS_GROUP, consumer, 'COUNT', most, 'STREAMS', key, from)) as
-      | [string, [string, string[] | null][]][]
-      | null;
+      [string, [string, string[] | null][]][] | null;
     const rows = reply?.[0]?.[1] ?? [];
     // An entry trimmed while pending comes back without fields: nothing to turn into an event.
     return rows.filter((row): row is [string, string[]] => Array.isArray(row[1])).map(([id, fields]) => decodeEntry(id, fields));

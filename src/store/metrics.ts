@@ -100,7 +100,8 @@ function countsOf(entries: readonly LogEntry[], newState?: NoticeState): Map<str
         add(`blocked|${entry.reason}`);
         break;
       case 'notice.completed': {
-        for (const [channel, amount] of Object.entries(entry.cost?.byChannel ?? {})) add(`spend|${channel}`, Math.round(amount * SPEND_SCALE));
+        for (const [channel, amount] of Object.entries(entry.cost?.byChannel ?? {}))
+          add(`spend|${channel}`, Math.round(amount * SPEND_SCALE));
         if (entry.checks) {
           const total = entry.checks.email + entry.checks.sms;
           add(`checks_le|${CHECKS_BUCKETS.find((le) => total <= le) ?? '+Inf'}`);

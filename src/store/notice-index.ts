@@ -78,7 +78,15 @@ export class NoticeIndex {
     if (ranges.length === 0) return [];
     const replies = await execAll(
       this.redis,
-      ranges.map((r) => ['zrevrangebylex', r.address ? this.keys.addresses(r.shard) : this.keys.notices(r.shard), r.max, r.min, 'LIMIT', 0, count]),
+      ranges.map((r) => [
+        'zrevrangebylex',
+        r.address ? this.keys.addresses(r.shard) : this.keys.notices(r.shard),
+        r.max,
+        r.min,
+        'LIMIT',
+        0,
+        count,
+      ]),
     );
     return replies.map(([error, ids]) => {
       if (error) throw error;
@@ -141,11 +149,20 @@ export async function indexExistingNoticesOnce(redis: RedisClient, keys: Keys, n
       cursor = next;
       const ids = found.map((key) => key.slice(key.lastIndexOf(':') + 1)).filter((id) => shardOfNoticeId(id) !== undefined);
       if (ids.length === 0) continue;
-      const adds = await execAll(redis, ids.map((id) => ['zadd', keys.notices(shardOfNoticeId(id)!), 'NX', 0, id]));
+      const adds = await execAll(
+        redis,
+        ids.map((id) => ['zadd', keys.notices(shardOfNoticeId(id)!), 'NX', 0, id]),
+      );
       added += adds.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
-      const exists = await execAll(redis, ids.map((id) => ['exists', keys.notice(id)]));
+      const exists = await execAll(
+        redis,
+        ids.map((id) => ['exists', keys.notice(id)]),
+      );
       const gone = ids.filter((_, i) => Number(exists[i]?.[1] ?? 0) === 0);
-      await execAll(redis, gone.map((id) => ['zrem', keys.notices(shardOfNoticeId(id)!), id]));
+      await execAll(
+        redis,
+        gone.map((id) => ['zrem', keys.notices(shardOfNoticeId(id)!), id]),
+      );
     } while (cursor !== '0');
   }
   await redis.set(keys.noticesIndexed, new Date(now).toISOString());

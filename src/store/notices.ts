@@ -468,7 +468,12 @@ export class NoticeStore {
    * 'retired', 'changed' (it has entries the record lacks), or 'gone' (retired before).
    * `addressMembers`: its members of the address index, which leave with it.
    */
-  async retire(id: string, entryCount: number, statsMember: string, addressMembers: readonly string[] = []): Promise<'retired' | 'changed' | 'gone'> {
+  async retire(
+    id: string,
+    entryCount: number,
+    statsMember: string,
+    addressMembers: readonly string[] = [],
+  ): Promise<'retired' | 'changed' | 'gone'> {
     const shard = shardOfNoticeId(id)!;
     const reply = await this.redis.retireNotice(
       this.keys.notice(id),
@@ -499,7 +504,10 @@ export class NoticeStore {
 
   /** The state of each notice (undefined for one Redis no longer holds), in one round trip. */
   async statesOf(ids: readonly string[]): Promise<(NoticeState | undefined)[]> {
-    const replies = await execAll(this.redis, ids.map((id) => ['hget', this.keys.notice(id), 'state']));
+    const replies = await execAll(
+      this.redis,
+      ids.map((id) => ['hget', this.keys.notice(id), 'state']),
+    );
     return ids.map((_, i) => {
       const state = replies[i]?.[1];
       return typeof state === 'string' ? (state as NoticeState) : undefined;
@@ -536,7 +544,10 @@ export class NoticeStore {
 
   /** One count per shard, in one round trip, summed. */
   private async sumOverShards(count: (shard: number) => Command): Promise<number> {
-    const replies = await execAll(this.redis, Array.from({ length: SHARD_COUNT }, (_, shard) => count(shard)));
+    const replies = await execAll(
+      this.redis,
+      Array.from({ length: SHARD_COUNT }, (_, shard) => count(shard)),
+    );
     return replies.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
   }
 }

@@ -42,7 +42,9 @@ export interface HeraldScripts {
 }
 
 /** A pipeline of a connection with Herald's scripts: each script is a command of it too. */
-export type ScriptPipeline = ReturnType<RedisClient['pipeline']> & { [name in keyof HeraldScripts]: (...args: (string | number)[]) => unknown };
+export type ScriptPipeline = ReturnType<RedisClient['pipeline']> & {
+  [name in keyof HeraldScripts]: (...args: (string | number)[]) => unknown;
+};
 
 /** Defines Herald's scripts as commands on an ioredis connection (EVALSHA with EVAL fallback). */
 export function defineScripts(redis: RedisClient): RedisClient & HeraldScripts {

@@ -14,7 +14,8 @@ export function webhookReceivers(config: Config, opts: TwilioReceiverOptions = {
   const receivers: WebhookReceiver[] = [];
   const { postmarkAuth, twilioAuthToken, sendgridPublicKey, mailgunSigningKey } = config.webhooks;
   if (config.emailProvider === 'postmark' && postmarkAuth) receivers.push(postmarkReceiver(postmarkAuth));
-  if (config.smsProvider === 'twilio' && config.publicUrl && twilioAuthToken) receivers.push(twilioReceiver(twilioAuthToken, config.publicUrl, opts));
+  if (config.smsProvider === 'twilio' && config.publicUrl && twilioAuthToken)
+    receivers.push(twilioReceiver(twilioAuthToken, config.publicUrl, opts));
   if (config.emailProvider === 'sendgrid' && sendgridPublicKey) receivers.push(sendgridReceiver(sendgridPublicKey));
   if (config.emailProvider === 'mailgun' && mailgunSigningKey) receivers.push(mailgunReceiver(mailgunSigningKey));
   return receivers;

@@ -49,7 +49,10 @@ export function mailgunReceiver(signingKey: string, opts: MailgunReceiverOptions
     verify: (request) => verifyMailgunRequest(signingKey, request, now()),
     once: (request) => {
       const signature = (parsed(request) as { signature: { timestamp: string | number; token: string } }).signature;
-      return { identity: `${signature.timestamp}\n${signature.token}`, forMs: MAILGUN_SIGNATURE_MAX_AGE_MS + MAILGUN_SIGNATURE_MAX_AHEAD_MS };
+      return {
+        identity: `${signature.timestamp}\n${signature.token}`,
+        forMs: MAILGUN_SIGNATURE_MAX_AGE_MS + MAILGUN_SIGNATURE_MAX_AHEAD_MS,
+      };
     },
     events: (request) => mailgunEvents(request),
   };

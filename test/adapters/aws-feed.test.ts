@@ -15,7 +15,14 @@ import { checkFeedQueues, FeedSweep, POISON_RECEIVES } from '../../src/providers
 import { readSesMessage, readSmsMessage } from '../../src/providers/feed-events.js';
 import { createSesProvider } from '../../src/providers/ses.js';
 import { ProviderError, type EmailProvider, type SmsProvider } from '../../src/providers/types.js';
-import { SANDBOX_ACCOUNT_ID, SANDBOX_MAX_RECEIVE_COUNT, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS, startSandbox, type Sandbox } from '@herald/sandbox';
+import {
+  SANDBOX_ACCOUNT_ID,
+  SANDBOX_MAX_RECEIVE_COUNT,
+  SANDBOX_QUEUE_NAMES,
+  SANDBOX_TOPIC_ARNS,
+  startSandbox,
+  type Sandbox,
+} from '@herald/sandbox';
 import { KEEP_AFTER_FINAL_READ_MS, ProviderFeedStore } from '../../src/store/provider-feed.js';
 import { SuppressionStore } from '../../src/store/suppressions.js';
 import { shardOfKey } from '../../src/notice/ids.js';
@@ -48,7 +55,13 @@ beforeAll(async () => {
   store = new ProviderFeedStore(redis, prefix, 60_000);
   suppressions = new SuppressionStore(redis, prefix);
   const common = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
-  email = createSesProvider({ ...common, from: 'herald@sandbox.example', configurationSet: 'herald', feed: store, feedAbsenceMs: ABSENCE_MS });
+  email = createSesProvider({
+    ...common,
+    from: 'herald@sandbox.example',
+    configurationSet: 'herald',
+    feed: store,
+    feedAbsenceMs: ABSENCE_MS,
+  });
   sms = createAwsSmsProvider({ ...common, originationIdentity: '+15005550006', configurationSet: 'herald', feed: store });
   sweep = new FeedSweep({
     sources: [
@@ -188,16 +201,29 @@ describe('SES v2 adapter, through the real SDK, against the emulator and its eve
     const client = new SQSClient({ region: 'us-east-1', credentials, endpoint: sandbox.url, maxAttempts: 1 });
     const QueueUrl = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
     const forged = (topicArn: string | undefined, record: Record<string, unknown>) => {
-      const body = topicArn === undefined ? record : { Type: 'Notification', MessageId: `f${++n}`, TopicArn: topicArn, Message: JSON.stringify(record) };
+      const body =
+        topicArn === undefined
+          ? record
+          : { Type: 'Notification', MessageId: `f${++n}`, TopicArn: topicArn, Message: JSON.stringify(record) };
       return client.send(new SendMessageCommand({ QueueUrl, MessageBody: JSON.stringify(body) }));
     };
     const victim = `victim-${++n}@example.com`;
-    const mail = (messageId: string, to: string) => ({ messageId, destination: [to], timestamp: new Date().toISOString(), tags: { herald_key: [`k${n}`] } });
+    const mail = (messageId: string, to: string) => ({
+      messageId,
+      destination: [to],
+      timestamp: new Date().toISOString(),
+      tags: { herald_key: [`k${n}`] },
+    });
     const bounce = (to: string) => ({ bounceType: 'Permanent', bounceSubType: 'General', bouncedRecipients: [{ emailAddress: to }] });
     const ids = [`forged-${++n}`, `raw-${++n}`, `long-${++n}`];
-    const counted = async (outcome: string) => Number((await redis.hget(store.keys.metrics(shardOfKey('ses')), `feed|ses|${outcome}`)) ?? 0);
+    const counted = async (outcome: string) =>
+      Number((await redis.hget(store.keys.metrics(shardOfKey('ses')), `feed|ses|${outcome}`)) ?? 0);
     const before = { foreign: await counted('foreign_topic'), raw: await counted('not_sns'), refused: await counted('refused') };
-    await forged('arn:aws:sns:us-east-1:999999999999:not-herald', { eventType: 'Bounce', mail: mail(ids[0]!, victim), bounce: bounce(victim) });
+    await forged('arn:aws:sns:us-east-1:999999999999:not-herald', {
+      eventType: 'Bounce',
+      mail: mail(ids[0]!, victim),
+      bounce: bounce(victim),
+    });
     await forged(undefined, { eventType: 'Bounce', mail: mail(ids[1]!, victim), bounce: bounce(victim) });
     const long = `${'x'.repeat(50_000)}@example.com`;
     await forged(SANDBOX_TOPIC_ARNS.ses, { eventType: 'Bounce', mail: mail(ids[2]!, 'a@example.com'), bounce: bounce(long) });
@@ -291,7 +317,9 @@ describe('AWS End User Messaging SMS adapter, through the real SDK, against the 
     await sleep(1100);
     await sweep.sweepOnce();
     expect(await sms.status(sent.providerMessageId)).toEqual({ providerStatus: 'TEXT_DELIVERED', status: 'delivered', engagement: [] });
-    expect(await sms.findSince(number('00'), 0, 'x', { to: number('00'), body: 'x', idempotencyKey: 'n1-sms' })).toEqual([{ providerMessageId: sent.providerMessageId }]);
+    expect(await sms.findSince(number('00'), 0, 'x', { to: number('00'), body: 'x', idempotencyKey: 'n1-sms' })).toEqual([
+      { providerMessageId: sent.providerMessageId },
+    ]);
   });
 
   it('maps failures, keeps carrier acceptance pending, survives duplicates and reordering', async () => {
@@ -314,7 +342,9 @@ describe('AWS End User Messaging SMS adapter, through the real SDK, against the 
     const flaky = number('04');
     expect(await failure(sms.send({ to: flaky, body: 'x' }))).toMatchObject({ kind: 'server_error', httpStatus: 500 });
     expect(await failure(sms.send({ to: flaky, body: 'x' }))).toMatchObject({ kind: 'rate_limited' });
-    expect((await failure(sms.findSince(flaky, 0, 'x', { to: flaky, body: 'x', idempotencyKey: 'never-sent' }))).message).toMatch(/stays in doubt/);
+    expect((await failure(sms.findSince(flaky, 0, 'x', { to: flaky, body: 'x', idempotencyKey: 'never-sent' }))).message).toMatch(
+      /stays in doubt/,
+    );
     expect(await sms.verify()).toMatch(/ACCOUNT_TIER=SANDBOX/);
   });
 });
@@ -360,7 +390,9 @@ describe('the SQS emulator, through the real SDK', () => {
     // The same attributes again: the same queue; others: refused, as SQS does.
     await client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '0', RedrivePolicy: redrive } }));
     await expect(client.send(new CreateQueueCommand({ QueueName: name }))).rejects.toMatchObject({ name: 'QueueNameExists' });
-    const attributes = await client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['RedrivePolicy', 'VisibilityTimeout'] }));
+    const attributes = await client.send(
+      new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['RedrivePolicy', 'VisibilityTimeout'] }),
+    );
     expect(JSON.parse(attributes.Attributes!.RedrivePolicy!)).toEqual(JSON.parse(redrive));
     expect(attributes.Attributes!.VisibilityTimeout).toBe('0');
     const without = await client.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['RedrivePolicy'] }));
@@ -399,10 +431,14 @@ describe('the SQS emulator, through the real SDK', () => {
     const urls = {
       bare: await queue(bare, {}),
       guarded: await queue(guarded, {
-        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: `arn:aws:sqs:us-east-1:${SANDBOX_ACCOUNT_ID}:${guarded}-dlq`, maxReceiveCount }),
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: `arn:aws:sqs:us-east-1:${SANDBOX_ACCOUNT_ID}:${guarded}-dlq`,
+          maxReceiveCount,
+        }),
       }),
     };
-    for (const QueueUrl of Object.values(urls)) await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'truncated {"Type": "Noti' }));
+    for (const QueueUrl of Object.values(urls))
+      await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'truncated {"Type": "Noti' }));
     const counted = async (provider: string, outcome: string) =>
       Number((await redis.hget(store.keys.metrics(shardOfKey(provider)), `feed|${provider}|${outcome}`)) ?? 0);
     const poisonSweep = new FeedSweep({
@@ -447,9 +483,9 @@ describe('herald doctor and the events queues', () => {
   it('reads each queue without receiving, and says when one does not exist', async () => {
     const sqs = { region: 'us-east-1', credentials, endpoint: sandbox.url, timeoutMs: 2000 };
     const sesQueue = `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/${SANDBOX_QUEUE_NAMES.ses}`;
-    expect(await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }], sqs)).toEqual([
-      { provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number), redrivePolicy: true },
-    ]);
+    expect(
+      await checkFeedQueues([{ provider: 'ses', queueUrl: sesQueue, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }], sqs),
+    ).toEqual([{ provider: 'ses', queueUrl: sesQueue, waiting: expect.any(Number), redrivePolicy: true }]);
     const missing = checkFeedQueues(
       [{ provider: 'ses', queueUrl: `${sandbox.url}/${SANDBOX_ACCOUNT_ID}/nope`, topicArn: SANDBOX_TOPIC_ARNS.ses, read: readSesMessage }],
       sqs,

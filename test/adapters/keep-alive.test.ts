@@ -121,18 +121,21 @@ describe('provider connections', () => {
   });
 
   describe('when the server closes an idle connection', () => {
-    it.each([sendCase('postmark'), sendCase('twilio')])('%s: the next send opens a new connection and is made once', async (_name, adapterOf, sent, send) => {
-      const through = await relay();
-      const adapter = adapterOf()(through.url);
-      const before = sent();
-      await send(adapter);
-      through.closeAll();
-      await settle();
-      await send(adapter);
-      expect(through.connections).toBe(2);
-      expect(sent() - before).toBe(2);
-      adapter.close?.();
-    });
+    it.each([sendCase('postmark'), sendCase('twilio')])(
+      '%s: the next send opens a new connection and is made once',
+      async (_name, adapterOf, sent, send) => {
+        const through = await relay();
+        const adapter = adapterOf()(through.url);
+        const before = sent();
+        await send(adapter);
+        through.closeAll();
+        await settle();
+        await send(adapter);
+        expect(through.connections).toBe(2);
+        expect(sent() - before).toBe(2);
+        adapter.close?.();
+      },
+    );
   });
 
   describe('when a kept connection is cut as a send is written on it', () => {

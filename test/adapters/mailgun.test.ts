@@ -359,7 +359,12 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
   });
 
   describe('configuration', () => {
-    const live = { HERALD_PROVIDERS: 'live', HERALD_API_KEYS: 'k'.repeat(20), HERALD_ARCHIVE_KEY: TEST_ARCHIVE_KEY, HERALD_EMAIL_PROVIDER: 'mailgun' };
+    const live = {
+      HERALD_PROVIDERS: 'live',
+      HERALD_API_KEYS: 'k'.repeat(20),
+      HERALD_ARCHIVE_KEY: TEST_ARCHIVE_KEY,
+      HERALD_EMAIL_PROVIDER: 'mailgun',
+    };
 
     it('requires the Mailgun variables only when Mailgun is the chosen provider and providers are live', () => {
       const problems = configProblems(live);

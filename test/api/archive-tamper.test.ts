@@ -386,7 +386,16 @@ describe('notice records', () => {
       [a, b].map((noticeId) => ({ noticeId, at: now })),
     );
     const sweep = () =>
-      retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * DAY, addressLookup: testAddressLookup });
+      retireNoticesOnce({
+        redis,
+        store,
+        archive,
+        clock: systemClock,
+        log: silent,
+        retryMs: 0,
+        statsRetentionMs: 31 * DAY,
+        addressLookup: testAddressLookup,
+      });
     expect(await sweep()).toEqual({ retired: 0, waiting: 2 }); // contents purged
     await mirrorFor({ redis, store, archive, consumer: 'w' }).mirrorOnce([shard]);
     expect(await sweep()).toEqual({ retired: 2, waiting: 0 });

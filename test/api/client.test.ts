@@ -27,7 +27,10 @@ describe('the typed client (herald/client) against a running Herald', () => {
   afterAll(() => stack.close());
 
   it('creates a notice, replays it by its idempotency key, and waits for it to end', async () => {
-    const body = noticeBody({ recipient: { id: 'client-1', email: 'delivered+300ms@example.com', phone: '+12025550100' }, deadlineInSeconds: 30 });
+    const body = noticeBody({
+      recipient: { id: 'client-1', email: 'delivered+300ms@example.com', phone: '+12025550100' },
+      deadlineInSeconds: 30,
+    });
     const created = await herald.createNotice(body as never, { idempotencyKey: 'client-test-1' });
     expect(created).toMatchObject({ state: 'accepted', replayed: false, idempotencyKey: 'client-test-1' });
     if (created.replayed) throw new Error('a first create is not a replay');
@@ -70,7 +73,9 @@ describe('the typed client (herald/client) against a running Herald', () => {
     const bad = await herald.createNotice({ recipient: {} } as never).catch((error: unknown) => error);
     expect(bad).toBeInstanceOf(HeraldApiError);
     expect(bad).toMatchObject({ status: 400, code: 'validation_failed' });
-    expect((bad as InstanceType<typeof HeraldApiError>).details).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.any(String) })]));
+    expect((bad as InstanceType<typeof HeraldApiError>).details).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: expect.any(String) })]),
+    );
 
     await expect(herald.getNotice('ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa')).rejects.toMatchObject({ status: 404, code: 'not_found' });
     const stranger = createHeraldClient({ baseUrl, apiKey: 'not-a-key-of-this-herald' });
@@ -78,7 +83,9 @@ describe('the typed client (herald/client) against a running Herald', () => {
   });
 
   it('gives up waiting with the notice as last read', async () => {
-    const { id } = await herald.createNotice(noticeBody({ recipient: { id: 'client-3', email: 'never@example.com' }, deadlineInSeconds: 600 }) as never);
+    const { id } = await herald.createNotice(
+      noticeBody({ recipient: { id: 'client-3', email: 'never@example.com' }, deadlineInSeconds: 600 }) as never,
+    );
     const timedOut = await herald.waitFor(id, { state: 'sms_delivered', timeoutMs: 300, intervalMs: 100 }).catch((error: unknown) => error);
     expect(timedOut).toBeInstanceOf(HeraldTimeoutError);
     expect(timedOut).toBeInstanceOf(HeraldApiError);
@@ -184,7 +191,11 @@ describe('the typed client (herald/client) against a running Herald', () => {
   });
 
   it('manages suppressions, recipient policies and reads stats', async () => {
-    const added = await herald.suppressions.add({ channel: 'email', address: 'Client.Suppressed@Example.com', reason: 'asked by the player' });
+    const added = await herald.suppressions.add({
+      channel: 'email',
+      address: 'Client.Suppressed@Example.com',
+      reason: 'asked by the player',
+    });
     expect(added).toMatchObject({ channel: 'email', address: 'client.suppressed@example.com', source: 'manual' });
     expect(await herald.suppressions.get('email', 'client.suppressed@example.com')).toMatchObject({ reason: 'asked by the player' });
     await herald.suppressions.remove('email', 'client.suppressed@example.com');
@@ -192,7 +203,11 @@ describe('the typed client (herald/client) against a running Herald', () => {
 
     const { version } = await herald.putRecipientPolicy('client-policy', { consent: { email: true, sms: false }, region: 'JP' });
     expect(version).toBe(1);
-    expect(await herald.getRecipientPolicy('client-policy')).toMatchObject({ version: 1, consent: { email: true, sms: false }, region: 'JP' });
+    expect(await herald.getRecipientPolicy('client-policy')).toMatchObject({
+      version: 1,
+      consent: { email: true, sms: false },
+      region: 'JP',
+    });
 
     const stats = await herald.stats({ from: new Date(Date.now() - 3_600_000), to: new Date() });
     expect(stats.notices).toBeGreaterThanOrEqual(3);

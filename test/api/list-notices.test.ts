@@ -10,7 +10,14 @@ const ids: string[] = [];
 beforeAll(async () => {
   web = await startWebUnderTest(testConfig(prefix));
   for (let i = 0; i < 5; i += 1) {
-    const res = await web.call('POST', '/v1/notices', noticeBody({ category: i % 2 === 0 ? 'terms_change' : 'event_start', recipient: { id: `player-list-${i}`, email: `p${i}@example.com` } }));
+    const res = await web.call(
+      'POST',
+      '/v1/notices',
+      noticeBody({
+        category: i % 2 === 0 ? 'terms_change' : 'event_start',
+        recipient: { id: `player-list-${i}`, email: `p${i}@example.com` },
+      }),
+    );
     ids.push(res.json().id);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }

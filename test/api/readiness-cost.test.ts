@@ -33,7 +33,10 @@ async function commandCounts(): Promise<Record<string, number>> {
   }
   return counts;
 }
-const total = (counts: Record<string, number>) => Object.entries(counts).filter(([name]) => name !== 'info').reduce((sum, [, n]) => sum + n, 0);
+const total = (counts: Record<string, number>) =>
+  Object.entries(counts)
+    .filter(([name]) => name !== 'info')
+    .reduce((sum, [, n]) => sum + n, 0);
 
 describe('GET /readyz', () => {
   it('answers 200 ready, and 100 concurrent checks cost Redis no more than one reading', async () => {

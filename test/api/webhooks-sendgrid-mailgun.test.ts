@@ -263,7 +263,11 @@ describe('the routes', () => {
   beforeAll(async () => {
     prefix = testPrefix('webhook-routes');
     web = await startWebUnderTest(
-      testConfig(prefix, { HERALD_EMAIL_PROVIDER: 'sendgrid', SENDGRID_WEBHOOK_PUBLIC_KEY: sendgrid.publicKey, HERALD_METRICS_CACHE_MS: '0' }),
+      testConfig(prefix, {
+        HERALD_EMAIL_PROVIDER: 'sendgrid',
+        SENDGRID_WEBHOOK_PUBLIC_KEY: sendgrid.publicKey,
+        HERALD_METRICS_CACHE_MS: '0',
+      }),
     );
     mg = await startWebUnderTest(testConfig(prefix, { HERALD_EMAIL_PROVIDER: 'mailgun', MAILGUN_WEBHOOK_SIGNING_KEY: mailgunKey }));
     bare = await startWebUnderTest(testConfig(prefix));
@@ -308,7 +312,9 @@ describe('the routes', () => {
     try {
       expect((await post(postmark, '/webhooks/sendgrid', unknownEvent(9))).statusCode).toBe(404);
       const signature = signMailgunWebhook(mailgunKey, String(Math.floor(Date.now() / 1000)));
-      expect((await post(postmark, '/webhooks/mailgun', JSON.stringify({ signature, 'event-data': deliveredEventFor('x@mg') }))).statusCode).toBe(404);
+      expect(
+        (await post(postmark, '/webhooks/mailgun', JSON.stringify({ signature, 'event-data': deliveredEventFor('x@mg') }))).statusCode,
+      ).toBe(404);
       expect((await post(mg, '/webhooks/sendgrid', unknownEvent(10))).statusCode).toBe(404);
     } finally {
       await postmark.close();

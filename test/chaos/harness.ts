@@ -374,7 +374,10 @@ class ChaosRun {
       req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
       req.on('end', () => {
         try {
-          const event = new Webhook(secret).verify(body, req.headers as Record<string, string>) as { type: string; data: { noticeId: string } };
+          const event = new Webhook(secret).verify(body, req.headers as Record<string, string>) as {
+            type: string;
+            data: { noticeId: string };
+          };
           const seen = this.eventsReceived.get(event.data.noticeId) ?? new Set<string>();
           seen.add(event.type);
           this.eventsReceived.set(event.data.noticeId, seen);
@@ -406,7 +409,10 @@ class ChaosRun {
   private async awaitEvents(ids: string[], until: number): Promise<void> {
     while (Date.now() < until) {
       const states = await this.states(ids);
-      const missing = ids.filter((id, i) => states[i]!.state !== null && TERMINAL.includes(states[i]!.state!) && !this.eventsReceived.get(id)?.has('notice.completed'));
+      const missing = ids.filter(
+        (id, i) =>
+          states[i]!.state !== null && TERMINAL.includes(states[i]!.state!) && !this.eventsReceived.get(id)?.has('notice.completed'),
+      );
       if (missing.length === 0 && (await this.eventsSettled())) return;
       await sleep(250);
     }
@@ -435,8 +441,14 @@ class ChaosRun {
           // Where the event stopped: its delivery job, or the log entry the dispatch never turned into one.
           const jobId = `evt_${o.id}_${entry.seq}-${this.endpointId}`;
           const job = await this.web.queues.eventDelivery.getJob(jobId).catch(() => undefined);
-          const state = job ? `${await job.getState()} after ${job.attemptsMade} runs${job.failedReason ? ` (${job.failedReason.slice(0, 120)})` : ''}` : 'no delivery job';
-          violations.push({ rule: 'event-not-delivered', notice: o.id, detail: `${type} (${entry.id}) is in the trail of ${o.id}; the endpoint never received it; ${state}` });
+          const state = job
+            ? `${await job.getState()} after ${job.attemptsMade} runs${job.failedReason ? ` (${job.failedReason.slice(0, 120)})` : ''}`
+            : 'no delivery job';
+          violations.push({
+            rule: 'event-not-delivered',
+            notice: o.id,
+            detail: `${type} (${entry.id}) is in the trail of ${o.id}; the endpoint never received it; ${state}`,
+          });
         }
       }
     }

@@ -78,7 +78,7 @@ describe('the deadline, on the injected clock', () => {
 });
 
 describe("the deadline's last read", () => {
-  it('is recorded by the decision\'s own transition when nothing but the fallback can follow it', async () => {
+  it("is recorded by the decision's own transition when nothing but the fallback can follow it", async () => {
     const { id, deadline } = await acceptedAndSent('+12085550100');
     const checksBefore = (await readNotice(web.store, id))!.emailChannel.checksDone;
     clock.set(deadline);
@@ -102,7 +102,12 @@ describe("the deadline's last read", () => {
     expect(events[read]).toMatchObject({ status: 'pending', nextCheckAt: null, source: 'poll' });
     expect(events[read + 2]).toMatchObject({ lastEmailStatus: 'pending', reason: 'email_deadline_elapsed' });
     const notice = (await readNotice(web.store, id))!;
-    expect(notice.emailChannel).toMatchObject({ status: 'pending', checksDone: checksBefore + 1, lastObservedAt: deadline, nextCheckAt: undefined });
+    expect(notice.emailChannel).toMatchObject({
+      status: 'pending',
+      checksDone: checksBefore + 1,
+      lastObservedAt: deadline,
+      nextCheckAt: undefined,
+    });
   });
 
   it('is recorded on its own, and decides nothing, when a delivery lands between the read and the decision', async () => {

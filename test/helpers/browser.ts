@@ -6,7 +6,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 export const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = existsSync(CHROMIUM);
 // CI requires the tools its tests need (HERALD_TEST_REQUIRE_TOOLS=1): a missing browser fails, it is not skipped.
-if (!hasChromium && process.env.HERALD_TEST_REQUIRE_TOOLS === '1') throw new Error(`no Chromium at ${CHROMIUM}: the browser tests cannot run (apt-get install -y chromium)`);
+if (!hasChromium && process.env.HERALD_TEST_REQUIRE_TOOLS === '1')
+  throw new Error(`no Chromium at ${CHROMIUM}: the browser tests cannot run (apt-get install -y chromium)`);
 if (!hasChromium) console.warn(`browser test skipped: no Chromium at ${CHROMIUM} (.ci/run installs it with apt-get install -y chromium)`);
 
 /** Where screenshots for the README go. */

@@ -34,20 +34,30 @@ export class ClusterNode {
     const child = spawn(
       'redis-server',
       [
-        '--port', String(this.port),
-        '--bind', '127.0.0.1',
-        '--cluster-enabled', 'yes',
-        '--cluster-config-file', 'nodes.conf',
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        'nodes.conf',
         // A dead master is failed over within a few seconds.
-        '--cluster-node-timeout', '2000',
+        '--cluster-node-timeout',
+        '2000',
         // The masters that run keep serving their slots while another's are being failed over.
-        '--cluster-require-full-coverage', 'no',
+        '--cluster-require-full-coverage',
+        'no',
         // Replicas copy their master at once (a replica that never synced cannot take over).
-        '--repl-diskless-sync-delay', '0',
+        '--repl-diskless-sync-delay',
+        '0',
         ...(this.appendfsync ? ['--appendonly', 'yes', '--appendfsync', this.appendfsync] : ['--appendonly', 'no']),
-        '--save', '',
-        '--dir', this.dir,
-        '--logfile', 'redis.log',
+        '--save',
+        '',
+        '--dir',
+        this.dir,
+        '--logfile',
+        'redis.log',
       ],
       { stdio: ['ignore', 'ignore', 'ignore'] },
     );
@@ -67,7 +77,12 @@ export class ClusterNode {
 
   /** A plain connection to this node alone. */
   connect(): Redis {
-    const redis = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+    const redis = new Redis(this.port, '127.0.0.1', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 1000,
+    });
     redis.on('error', () => undefined);
     return redis;
   }
@@ -95,7 +110,9 @@ export class ClusterNode {
 export class RedisCluster {
   private constructor(readonly nodes: ClusterNode[]) {}
 
-  static async start(opts: { masters?: number; replicasPerMaster?: number; appendfsync?: 'always' | 'everysec' } = {}): Promise<RedisCluster> {
+  static async start(
+    opts: { masters?: number; replicasPerMaster?: number; appendfsync?: 'always' | 'everysec' } = {},
+  ): Promise<RedisCluster> {
     const masters = opts.masters ?? 3;
     const replicas = opts.replicasPerMaster ?? 1;
     const ports: number[] = [];
@@ -107,7 +124,8 @@ export class RedisCluster {
     const cluster = new RedisCluster(ports.map((port) => new ClusterNode(port, opts.appendfsync)));
     try {
       for (const node of cluster.nodes) node.start();
-      for (const node of cluster.nodes) await waitUntil(async () => (await node.ask('PING')) === 'PONG', 15_000, `node ${node.port} to answer`);
+      for (const node of cluster.nodes)
+        await waitUntil(async () => (await node.ask('PING')) === 'PONG', 15_000, `node ${node.port} to answer`);
       await run(
         'redis-cli',
         ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'],

@@ -72,7 +72,9 @@ describe('a live notice', () => {
     expect(await listed('email=never%2Bcase.one%40example.com', tenantB)).toEqual([otherTenant]);
 
     // The admin page lists every tenant's.
-    const page = await stack.web.call('GET', '/admin/notices?email=never%2Bcase.one%40example.com', undefined, { authorization: `Bearer ${ADMIN}` });
+    const page = await stack.web.call('GET', '/admin/notices?email=never%2Bcase.one%40example.com', undefined, {
+      authorization: `Bearer ${ADMIN}`,
+    });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain(first);
     expect(page.body).toContain(otherTenant);
@@ -115,7 +117,10 @@ describe('a notice Redis let go of', () => {
 
     const run = await runCliProcess(['notices', 'list', '--email', 'Delivered+0ms+Retired@example.com', '--json'], stack.env);
     expect(run.code, run.stderr).toBe(0);
-    const rows = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { id: string; retired: boolean });
+    const rows = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: string; retired: boolean });
     expect(rows).toEqual([expect.objectContaining({ id, retired: true })]);
 
     // The archive's pointers are named by the HMAC, and hold no address.

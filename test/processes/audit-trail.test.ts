@@ -46,7 +46,8 @@ async function inRedis(shard: number, trail: StoredEntry[]): Promise<number> {
 async function allArchived(): Promise<void> {
   await waitFor(
     async () =>
-      (await readBacklog(redis, stack.web.store.keys, Date.now())).unarchivedEntries === 0 && (await eventsGroupCaughtUp(redis, stack.web.store.keys)),
+      (await readBacklog(redis, stack.web.store.keys, Date.now())).unarchivedEntries === 0 &&
+      (await eventsGroupCaughtUp(redis, stack.web.store.keys)),
     20_000,
     'the worker’s log mirror to archive everything, and the events to read it',
   );

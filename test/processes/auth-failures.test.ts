@@ -56,11 +56,17 @@ describe('the failure limiter', () => {
   it('lets the admin token through after failed logins from its address', async () => {
     const address = nextClient();
     for (let i = 0; i < LIMIT + 5; i += 1) {
-      await web.call('GET', '/admin/notices', undefined, { headers: { authorization: `Bearer wrong-admin-token-${i}`, 'x-forwarded-for': address } });
+      await web.call('GET', '/admin/notices', undefined, {
+        headers: { authorization: `Bearer wrong-admin-token-${i}`, 'x-forwarded-for': address },
+      });
     }
-    const wrong = await web.call('GET', '/admin/notices', undefined, { headers: { authorization: 'Bearer wrong-again-xxxxxxxx', 'x-forwarded-for': address } });
+    const wrong = await web.call('GET', '/admin/notices', undefined, {
+      headers: { authorization: 'Bearer wrong-again-xxxxxxxx', 'x-forwarded-for': address },
+    });
     expect(wrong.status).toBe(429);
-    const right = await web.call('GET', '/admin/notices', undefined, { headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': address } });
+    const right = await web.call('GET', '/admin/notices', undefined, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': address },
+    });
     expect(right.status).toBe(200);
   });
 

@@ -22,7 +22,11 @@ afterAll(async () => {
 type Result = { index: number; status: number; id?: string; state?: string; error?: { code: string; details?: { path: string }[] } };
 
 const item = (i: number, overrides: Record<string, unknown> = {}) =>
-  noticeBody({ recipient: { id: `player-${i}`, email: `delivered+b${i}@example.com`, phone: '+12025550100' }, deadlineInSeconds: 600, ...overrides });
+  noticeBody({
+    recipient: { id: `player-${i}`, email: `delivered+b${i}@example.com`, phone: '+12025550100' },
+    deadlineInSeconds: 600,
+    ...overrides,
+  });
 
 describe('POST /v1/notices/batch', () => {
   it('answers 1,000 notices one by one, in order: accepted, invalid, refused, suppressed, replayed and reused keys alike', async () => {
@@ -56,7 +60,11 @@ describe('POST /v1/notices/batch', () => {
     expect(alone.status).toBe(400);
     expect(alone.json.error.details[0].path).toBe('body.recipient.phone');
     // The suppressed address is accepted, and its notice records the suppression, as alone.
-    const events = (await web.call('GET', `/v1/notices/${results[4]!.id}/events`)).json.events as { type: string; outcome?: string; channel?: string }[];
+    const events = (await web.call('GET', `/v1/notices/${results[4]!.id}/events`)).json.events as {
+      type: string;
+      outcome?: string;
+      channel?: string;
+    }[];
     expect(events.find((e) => e.type === 'policy.checked' && e.channel === 'email')).toMatchObject({ outcome: 'suppressed' });
   });
 
@@ -72,18 +80,23 @@ describe('POST /v1/notices/batch', () => {
       const keys = [];
       for (let shard = 0; shard < 16; shard += 1) keys.push(...(await redis.zrange(`${prefix}:{s${shard}}:notices`, 0, -1)));
       for (const r of first) expect(keys.filter((k) => k === r.id)).toHaveLength(1);
-    // Each new notice has its email-send job and its deadline job, added in bulk.
-    for (const r of first.slice(0, 5)) {
-      expect(await redis.exists(`${prefix}:{q}:email-send:${r.id}-email-send`), r.id).toBe(1);
-      expect(await redis.exists(`${prefix}:{q}:deadline:${r.id}-deadline`), r.id).toBe(1);
-    }
+      // Each new notice has its email-send job and its deadline job, added in bulk.
+      for (const r of first.slice(0, 5)) {
+        expect(await redis.exists(`${prefix}:{q}:email-send:${r.id}-email-send`), r.id).toBe(1);
+        expect(await redis.exists(`${prefix}:{q}:deadline:${r.id}-deadline`), r.id).toBe(1);
+      }
     } finally {
       redis.disconnect();
     }
   });
 
   it(`refuses more than HERALD_BATCH_MAX notices as a whole, and an empty batch`, async () => {
-    const tooMany = await web.call('POST', '/v1/notices/batch', { notices: Array.from({ length: 1001 }, (_, i) => item(i)) }, { timeoutMs: 30_000 });
+    const tooMany = await web.call(
+      'POST',
+      '/v1/notices/batch',
+      { notices: Array.from({ length: 1001 }, (_, i) => item(i)) },
+      { timeoutMs: 30_000 },
+    );
     expect(tooMany.status).toBe(400);
     expect(tooMany.json.error.code).toBe('validation_failed');
     expect((await web.call('POST', '/v1/notices/batch', { notices: [] })).status).toBe(400);

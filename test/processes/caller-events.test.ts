@@ -62,7 +62,12 @@ beforeAll(async () => {
   listener = await new Listener().start();
   stack = await startWebhookStack({
     prefix: testPrefix('events'),
-    env: { HERALD_ALLOW_PRIVATE_EVENT_URLS: '1', HERALD_EVENT_RETRY_BASE_MS: '300', HERALD_MIRROR_RECLAIM_MS: '2000', HERALD_ADMIN_TOKEN: ADMIN_TOKEN },
+    env: {
+      HERALD_ALLOW_PRIVATE_EVENT_URLS: '1',
+      HERALD_EVENT_RETRY_BASE_MS: '300',
+      HERALD_MIRROR_RECLAIM_MS: '2000',
+      HERALD_ADMIN_TOKEN: ADMIN_TOKEN,
+    },
   });
 });
 afterAll(async () => {
@@ -83,7 +88,10 @@ function verified(path: string, secret: string, noticeId: string) {
   const webhook = new Webhook(secret);
   return listener
     .at(path)
-    .map((r) => ({ ...r, event: webhook.verify(r.body, r.headers as Record<string, string>) as { type: string; data: Record<string, unknown> } }))
+    .map((r) => ({
+      ...r,
+      event: webhook.verify(r.body, r.headers as Record<string, string>) as { type: string; data: Record<string, unknown> },
+    }))
     .filter((r) => r.event.data.noticeId === noticeId);
 }
 
@@ -102,7 +110,13 @@ describe('events to callers', () => {
     expect(events.map((e) => e.event.type)).toEqual(['notice.completed']);
     const [delivery] = events;
     expect(delivery!.headers['webhook-id']).toMatch(new RegExp(`^evt_${id}_\\d+$`));
-    expect(delivery!.event.data).toMatchObject({ noticeId: id, tenant: 'default', state: 'email_delivered', fallbackReason: null, metadata: { campaign: 'winter-cup' } });
+    expect(delivery!.event.data).toMatchObject({
+      noticeId: id,
+      tenant: 'default',
+      state: 'email_delivered',
+      fallbackReason: null,
+      metadata: { campaign: 'winter-cup' },
+    });
     expect(delivery!.event.data.checks).toEqual(expect.objectContaining({ email: expect.any(Number) }));
     expect(delivery!.body).not.toContain(email);
     expect(delivery!.body).not.toContain('Terms');
@@ -132,7 +146,11 @@ describe('events to callers', () => {
     const posts = verified(path, secret, id);
     expect(posts).toHaveLength(3);
     expect(new Set(posts.map((p) => p.headers['webhook-id'])).size).toBe(1);
-    const deliveries = (await stack.web.call('GET', `/v1/event-endpoints/${endpointId}/deliveries`)).json.deliveries as { outcome: string; attempts: number; status: number }[];
+    const deliveries = (await stack.web.call('GET', `/v1/event-endpoints/${endpointId}/deliveries`)).json.deliveries as {
+      outcome: string;
+      attempts: number;
+      status: number;
+    }[];
     expect(deliveries.slice(0, 3).map((d) => [d.outcome, d.attempts, d.status])).toEqual([
       ['delivered', 3, 200],
       ['failed', 2, 500],
@@ -147,7 +165,14 @@ describe('events to callers', () => {
     listener.answer = (request) => (request.path === path ? 410 : 200);
     const first = await stack.createNotice(notice(`delivered+1s+${label()}@example.com`));
     await waitFor(async () => listener.at(path).length >= 1, 20_000, 'the first post');
-    await waitFor(async () => ((await stack.web.call('GET', '/v1/event-endpoints')).json.endpoints as { id: string; disabled: unknown }[]).some((e) => e.id === endpointId && e.disabled !== null), 10_000, 'the endpoint disabled');
+    await waitFor(
+      async () =>
+        ((await stack.web.call('GET', '/v1/event-endpoints')).json.endpoints as { id: string; disabled: unknown }[]).some(
+          (e) => e.id === endpointId && e.disabled !== null,
+        ),
+      10_000,
+      'the endpoint disabled',
+    );
     const second = await stack.createNotice(notice(`delivered+1s+${label()}@example.com`));
     await stack.waitForState(second, ['email_delivered']);
     // The second notice's event is dispatched to no one: the endpoint is disabled.
@@ -158,7 +183,9 @@ describe('events to callers', () => {
     expect(metrics).toMatch(/^herald_event_deliveries_total\{outcome="gone"\} [1-9]/m);
     expect(metrics).toMatch(/^herald_event_endpoints\{state="disabled"\} [1-9]/m);
     const overview = await stack.web.call('GET', '/admin', undefined, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect(overview.text).toMatch(new RegExp(`<tr data-endpoint="${endpointId}"><td><code>${endpointId}</code>[^<]*</td><td>default</td><td>disabled: gone</td>`));
+    expect(overview.text).toMatch(
+      new RegExp(`<tr data-endpoint="${endpointId}"><td><code>${endpointId}</code>[^<]*</td><td>default</td><td>disabled: gone</td>`),
+    );
     listener.answer = () => 200;
   });
 
@@ -178,7 +205,8 @@ describe('events to callers', () => {
     try {
       await waitFor(async () => restarted.ready, 60_000, 'the new worker');
       await waitFor(async () => verified(path, secret, inFlight).length >= 2, 40_000, 'the killed delivery made again');
-      if (cancel.status === 200) await waitFor(async () => verified(path, secret, canceled).length >= 1, 20_000, 'the event written with no worker');
+      if (cancel.status === 200)
+        await waitFor(async () => verified(path, secret, canceled).length >= 1, 20_000, 'the event written with no worker');
       const again = verified(path, secret, inFlight);
       expect(new Set(again.map((r) => r.headers['webhook-id'])).size).toBe(1);
     } finally {
@@ -192,7 +220,13 @@ describe('event endpoints through the API', () => {
   it('refuses a URL to a private address unless allowed, and an unknown event type', async () => {
     const strict = await startWebhookStack({ prefix: testPrefix('events-strict'), env: { HERALD_ALLOW_PRIVATE_EVENT_URLS: '0' } });
     try {
-      for (const url of ['http://127.0.0.1:9/hook', 'http://169.254.169.254/latest/meta-data', 'http://10.1.2.3/x', 'http://[::1]:80/x', 'http://localhost:8080/x']) {
+      for (const url of [
+        'http://127.0.0.1:9/hook',
+        'http://169.254.169.254/latest/meta-data',
+        'http://10.1.2.3/x',
+        'http://[::1]:80/x',
+        'http://localhost:8080/x',
+      ]) {
         const refused = await strict.web.call('POST', '/v1/event-endpoints', { url, events: ['notice.completed'] });
         expect(refused.status, url).toBe(400);
         expect(refused.json.error.code).toBe('validation_failed');

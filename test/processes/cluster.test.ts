@@ -31,14 +31,20 @@ class WebProcess {
   async start(env: Record<string, string>): Promise<this> {
     const port = await freePort();
     this.url = `http://127.0.0.1:${port}`;
-    this.child = spawn(process.execPath, ['dist/src/server.js'], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, ['dist/src/server.js'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     this.child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
-    await waitFor(async () => (await fetch(`${this.url}/readyz`).catch(() => undefined))?.status === 200, 120_000, 'the web process to be ready').catch(
-      (error: unknown) => {
-        throw new Error(`${String(error)}\n${this.output.slice(-2000)}`);
-      },
-    );
+    await waitFor(
+      async () => (await fetch(`${this.url}/readyz`).catch(() => undefined))?.status === 200,
+      120_000,
+      'the web process to be ready',
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${this.output.slice(-2000)}`);
+    });
     return this;
   }
 
@@ -203,14 +209,19 @@ describe('Herald on a Redis Cluster with 3 queue partitions', () => {
     expect(checkRun(outcomes, ...sentFor(outcomes))).toEqual([]);
     for (const o of outcomes) {
       const decided = o.events.filter((e) => e.type === 'fallback.decided').length;
-      expect(o.hash?.state, `${o.id}: ${o.events.map((e) => `${e.at.slice(17, 23)} ${e.type}${'status' in e ? ` ${String(e.status)}` : ''}`).join(', ')}`).toBe(o.plan.emailBehaviour === 'delivered' ? 'email_delivered' : 'sms_delivered');
+      expect(
+        o.hash?.state,
+        `${o.id}: ${o.events.map((e) => `${e.at.slice(17, 23)} ${e.type}${'status' in e ? ` ${String(e.status)}` : ''}`).join(', ')}`,
+      ).toBe(o.plan.emailBehaviour === 'delivered' ? 'email_delivered' : 'sms_delivered');
       expect(decided, o.id).toBe(o.plan.emailBehaviour === 'delivered' ? 0 : 1);
       expect(o.sms.length, o.id).toBe(o.plan.emailBehaviour === 'delivered' ? 0 : 1);
     }
     // The jobs' queues and partitions are what Bull Board and /metrics show.
     const metrics = await fetch(`${web.url}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/queue="p2\.email-send"/);
-    const board = (await fetch(`${web.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json())) as { queues: { name: string }[] };
+    const board = (await fetch(`${web.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) =>
+      r.json(),
+    )) as { queues: { name: string }[] };
     const names = board.queues.map((q) => q.name);
     for (const queue of ['email-send', 'email-poll', 'deadline', 'sms-send', 'sms-poll']) {
       expect(names).toEqual(expect.arrayContaining([0, 1, 2].map((i) => `p${i}.${queue}`)));
@@ -257,9 +268,14 @@ describe('Herald on a Redis Cluster with 3 queue partitions', () => {
       20_000,
       'the web to read the killed master’s slots from its promoted replica',
     );
-    console.log(`master of shard ${victimShard} killed; answers while down: ${JSON.stringify(answers)}; healthy again ${recovered - killedAt} ms after the kill`);
+    console.log(
+      `master of shard ${victimShard} killed; answers while down: ${JSON.stringify(answers)}; healthy again ${recovered - killedAt} ms after the kill`,
+    );
     const later = await createNotices(6, 200);
-    await waitTerminal([...made, ...later].map((m) => m.id), 90_000);
+    await waitTerminal(
+      [...made, ...later].map((m) => m.id),
+      90_000,
+    );
     const outcomes = await outcomesOf([...made, ...later]);
     expect(checkRun(outcomes, ...sentFor(outcomes))).toEqual([]);
     for (const o of outcomes) {

@@ -35,7 +35,11 @@ const line = (out: string, area: string) => out.split('\n').find((l) => l.slice(
 describe('herald doctor', () => {
   it('fails a live configuration holding a sandbox secret or the published dev archive key', async () => {
     const devKey = `dev:${Buffer.from('herald-dev-archive-key-unsafe!!!').toString('base64')}`;
-    const { code, stdout } = await runHerald(['doctor'], { ...healthy(), TWILIO_AUTH_TOKEN: 'sandbox-auth-token', HERALD_ARCHIVE_KEY: devKey });
+    const { code, stdout } = await runHerald(['doctor'], {
+      ...healthy(),
+      TWILIO_AUTH_TOKEN: 'sandbox-auth-token',
+      HERALD_ARCHIVE_KEY: devKey,
+    });
     expect(code).toBe(1);
     expect(stdout).toMatch(/^FAIL +configuration +TWILIO_AUTH_TOKEN holds the sandbox's published value: set the live one$/m);
     expect(stdout).toMatch(/^FAIL +configuration +HERALD_ARCHIVE_KEY holds the published dev key/m);
@@ -51,11 +55,22 @@ describe('herald doctor', () => {
       MAILGUN_WEBHOOK_SIGNING_KEY: 'a-mailgun-signing-key-not-used',
     });
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^WARN +configuration +live providers with NODE_ENV=development: the production checks[^\n]*\n +fix: set NODE_ENV=production/m);
+    expect(stdout).toMatch(
+      /^WARN +configuration +live providers with NODE_ENV=development: the production checks[^\n]*\n +fix: set NODE_ENV=production/m,
+    );
     expect(stdout).toMatch(/^WARN +configuration +Bull Board's retry, remove and promote buttons are on/m);
     expect(stdout).toMatch(/^WARN +configuration +\/metrics is open on the web listener/m);
-    expect(stdout).toMatch(/^WARN +webhooks +MAILGUN_WEBHOOK_SIGNING_KEY is set, but its route is off: HERALD_EMAIL_PROVIDER is postmark, not mailgun/m);
-    const { stdout: careful } = await runHerald(['doctor'], { ...healthy(), NODE_ENV: 'production', HERALD_CONTENT_TTL: '7d', HERALD_AUDIT_RETENTION: '400d', HERALD_METRICS_TOKEN: 'a-metrics-token-of-the-doctor', HERALD_ALLOW_INSECURE_PROVIDER_URLS: '1' });
+    expect(stdout).toMatch(
+      /^WARN +webhooks +MAILGUN_WEBHOOK_SIGNING_KEY is set, but its route is off: HERALD_EMAIL_PROVIDER is postmark, not mailgun/m,
+    );
+    const { stdout: careful } = await runHerald(['doctor'], {
+      ...healthy(),
+      NODE_ENV: 'production',
+      HERALD_CONTENT_TTL: '7d',
+      HERALD_AUDIT_RETENTION: '400d',
+      HERALD_METRICS_TOKEN: 'a-metrics-token-of-the-doctor',
+      HERALD_ALLOW_INSECURE_PROVIDER_URLS: '1',
+    });
     expect(careful).not.toMatch(/^WARN +(configuration|webhooks)/m);
   });
 
@@ -72,7 +87,12 @@ describe('herald doctor', () => {
     // The probes sent nothing.
     expect(sandbox.emails()).toEqual([]);
     expect(sandbox.sms()).toEqual([]);
-    expect(sandbox.requests().map((r) => r.operation).sort()).toEqual(expect.arrayContaining(['postmark.server', 'twilio.account']));
+    expect(
+      sandbox
+        .requests()
+        .map((r) => r.operation)
+        .sort(),
+    ).toEqual(expect.arrayContaining(['postmark.server', 'twilio.account']));
   });
 
   it('names an unreachable Redis and a broken archive URL, says what to fix, and exits 1 from the installed binary', async () => {
@@ -82,17 +102,27 @@ describe('herald doctor', () => {
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(code).toBe(1);
-    expect(stdout).toMatch(/^FAIL +redis +no answer at redis:\/\/\[credentials\]@127\.0\.0\.1:1 within 3 s\n +fix: start Redis, or point REDIS_URL at it/m);
-    expect(stdout).toMatch(/^FAIL +archive +cannot write and read file:\/\/\/etc\/hostname\/archive: ENOTDIR[^\n]*\n +fix: check HERALD_ARCHIVE_URL/m);
+    expect(stdout).toMatch(
+      /^FAIL +redis +no answer at redis:\/\/\[credentials\]@127\.0\.0\.1:1 within 3 s\n +fix: start Redis, or point REDIS_URL at it/m,
+    );
+    expect(stdout).toMatch(
+      /^FAIL +archive +cannot write and read file:\/\/\/etc\/hostname\/archive: ENOTDIR[^\n]*\n +fix: check HERALD_ARCHIVE_URL/m,
+    );
     expect(stdout).not.toContain('s3cret');
     expect(stdout).toMatch(/^2 problems to fix\.$/m);
   });
 
   it('names refused provider credentials', async () => {
-    const { code, stdout } = await runHerald(['doctor'], { ...healthy(), POSTMARK_SERVER_TOKEN: 'bad-token', TWILIO_AUTH_TOKEN: 'bad-token' });
+    const { code, stdout } = await runHerald(['doctor'], {
+      ...healthy(),
+      POSTMARK_SERVER_TOKEN: 'bad-token',
+      TWILIO_AUTH_TOKEN: 'bad-token',
+    });
     expect(code).toBe(1);
     expect(stdout).toMatch(/^FAIL +postmark +\S+ refused the credentials \(HTTP 401\)\n +fix: check POSTMARK_SERVER_TOKEN/m);
-    expect(stdout).toMatch(/^FAIL +twilio +\S+ refused the credentials \(HTTP 401\)\n +fix: check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN/m);
+    expect(stdout).toMatch(
+      /^FAIL +twilio +\S+ refused the credentials \(HTTP 401\)\n +fix: check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN/m,
+    );
   });
 
   it('reports a bad configuration as what to fix instead of stopping at it', async () => {
@@ -103,7 +133,7 @@ describe('herald doctor', () => {
   });
 });
 
-describe('herald doctor and the feed providers\' events queues', () => {
+describe("herald doctor and the feed providers' events queues", () => {
   /** A live SES configuration whose services are the emulators; its events queue as given. */
   const liveSes = (queueUrl: string) => ({
     ...healthy(),

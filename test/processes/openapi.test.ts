@@ -48,7 +48,10 @@ describe('/docs/json', () => {
       definition: { ...doc, servers: [{ url: web.url }] } as OpenAPIV3_1.Document,
       axiosConfigDefaults: { headers: { authorization: `Bearer ${TEST_API_KEY}` } },
     });
-    const client = (await api.init()) as unknown as Record<string, (params?: unknown, body?: unknown) => Promise<{ status: number; data: any }>>;
+    const client = (await api.init()) as unknown as Record<
+      string,
+      (params?: unknown, body?: unknown) => Promise<{ status: number; data: any }>
+    >;
     const created = await client.postNotices!(null, noticeBody());
     expect(created.status).toBe(202);
     const read = await client.getNoticesId!({ id: created.data.id });

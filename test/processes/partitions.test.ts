@@ -23,7 +23,9 @@ describe('HERALD_QUEUE_PARTITIONS raised on a running deployment', () => {
     const prefix = testPrefix('parts');
     // One partition, and no worker yet: the notice's jobs wait in the `{q}` queues of before.
     stack = await startStack({ prefix, inProcessWorker: false, env: { HERALD_QUEUE_PARTITIONS: '1' } });
-    const before = await stack.createNotice(noticeBody({ recipient: { id: 'parts-1', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }));
+    const before = await stack.createNotice(
+      noticeBody({ recipient: { id: 'parts-1', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }),
+    );
     const waiting = await stack.web.queues.emailSend.getJob(jobIds.emailSend(before));
     expect(waiting?.queueQualifiedName).toBe(`${prefix}:{q}:email-send`);
 
@@ -31,7 +33,11 @@ describe('HERALD_QUEUE_PARTITIONS raised on a running deployment', () => {
     const config = testConfig(prefix, { ...stack.env, HERALD_QUEUE_PARTITIONS: '3' });
     worker = await startWorker(config, { logger: createLogger('herald-test-worker', 'silent') });
     web3 = await startWebUnderTest(config);
-    const res = await web3.call('POST', '/v1/notices', noticeBody({ recipient: { id: 'parts-2', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }));
+    const res = await web3.call(
+      'POST',
+      '/v1/notices',
+      noticeBody({ recipient: { id: 'parts-2', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }),
+    );
     expect(res.statusCode).toBe(202);
     const after = res.json().id as string;
     const partition = partitionOfNotice(after, 3);

@@ -109,7 +109,10 @@ describe('a notice through Infrai', () => {
     const to = phone('03');
     const first = await stack.createNotice(notice('never+infrai-stop@example.com', to, 2));
     await stack.waitForState(first, ['sms_failed']);
-    expect((await stack.web.call('GET', `/v1/suppressions/sms/${encodeURIComponent(to)}`)).json()).toMatchObject({ noticeId: first, source: 'infrai_suppressed' });
+    expect((await stack.web.call('GET', `/v1/suppressions/sms/${encodeURIComponent(to)}`)).json()).toMatchObject({
+      noticeId: first,
+      source: 'infrai_suppressed',
+    });
     const second = await stack.createNotice(notice('never+infrai-stop2@example.com', to, 2));
     await stack.waitForState(second, ['blocked']);
     expect(infraiCalls('infrai.sms.send', to)).toHaveLength(1);

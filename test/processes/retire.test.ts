@@ -269,7 +269,17 @@ describe('the retire sweep', () => {
     const id = await finishedNotice(shard, now);
     await new RetireIndex(redis, store.keys).add(shard, [{ noticeId: id, at: now }]);
     const statsRetentionMs = 31 * 86_400_000;
-    const sweep = () => retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs, addressLookup: testAddressLookup });
+    const sweep = () =>
+      retireNoticesOnce({
+        redis,
+        store,
+        archive,
+        clock: systemClock,
+        log: silent,
+        retryMs: 0,
+        statsRetentionMs,
+        addressLookup: testAddressLookup,
+      });
     // A `created` member older than the stats retention, which the sweep drops.
     await redis.zadd(store.keys.created(shard), now - statsRetentionMs - 1000, 'ntc_03old');
 
@@ -284,7 +294,16 @@ describe('the retire sweep', () => {
     // An archive out of reach keeps everything in Redis.
     const blind = new Archive(createFileStorage('/dev/null/herald-archive'), prefix);
     expect(
-      await retireNoticesOnce({ redis, store, archive: blind, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs, addressLookup: testAddressLookup }),
+      await retireNoticesOnce({
+        redis,
+        store,
+        archive: blind,
+        clock: systemClock,
+        log: silent,
+        retryMs: 0,
+        statsRetentionMs,
+        addressLookup: testAddressLookup,
+      }),
     ).toEqual({
       retired: 0,
       waiting: 1,
@@ -315,7 +334,16 @@ describe('the retire sweep', () => {
     const id = await finishedNotice(9, now);
     await new RetireIndex(redis, store.keys).add(9, [{ noticeId: id, at: now }]);
     const sweep = () =>
-      retireNoticesOnce({ redis, store, archive, clock: systemClock, log: silent, retryMs: 0, statsRetentionMs: 31 * 86_400_000, addressLookup: testAddressLookup });
+      retireNoticesOnce({
+        redis,
+        store,
+        archive,
+        clock: systemClock,
+        log: silent,
+        retryMs: 0,
+        statsRetentionMs: 31 * 86_400_000,
+        addressLookup: testAddressLookup,
+      });
     expect(await sweep()).toEqual({ retired: 0, waiting: 1 }); // content purged
     await mirrorFor({ redis, store, archive, consumer: 'retire-test' }).mirrorOnce([9]);
     // What a sweep that stopped after its upload, before content.purged was written, left behind.

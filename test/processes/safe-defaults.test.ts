@@ -124,22 +124,40 @@ describe('npm start', { timeout: 150_000 }, () => {
   it("prints how to hear back, and the sandbox's receiver shows the notice's verified notice.completed", async () => {
     const prefix = testPrefix('start-events');
     const redis = plainRedis();
-    const run = start('dist/src/dev.js', { REDIS_URL, HERALD_PREFIX: prefix, HERALD_ARCHIVE_URL: testArchiveUrl(), PORT: '0', HERALD_SANDBOX_PORT: '0' });
+    const run = start('dist/src/dev.js', {
+      REDIS_URL,
+      HERALD_PREFIX: prefix,
+      HERALD_ARCHIVE_URL: testArchiveUrl(),
+      PORT: '0',
+      HERALD_SANDBOX_PORT: '0',
+    });
     running.push(run.child);
     try {
-      const banner = await waitFor(async () => /watch (http:\/\/\S+\/__sandbox\/events)/.test(run.output()) && run.output(), 60_000, 'the start-up banner');
+      const banner = await waitFor(
+        async () => /watch (http:\/\/\S+\/__sandbox\/events)/.test(run.output()) && run.output(),
+        60_000,
+        'the start-up banner',
+      );
       const url = /Herald is running \(sandbox providers\) at (http:\/\/\S+)/.exec(banner)![1]!;
       const key = /Dev API key: (dev_\S+)/.exec(banner)![1]!;
       const receiver = /watch (http:\/\/\S+\/__sandbox\/events)/.exec(banner)![1]!;
       // The command the banner prints, as an operator would paste it.
       const printed = /-d '(\{"url":[^']+\})'/.exec(banner)![1]!;
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-      const endpoint = (await (await fetch(`${url}/v1/event-endpoints`, { method: 'POST', headers, body: printed })).json()) as { secret: string };
-      const created = await fetch(`${url}/v1/notices`, { method: 'POST', headers, body: JSON.stringify(noticeBody({ recipient: { id: 'p1', email: 'delivered+1s@example.com' }, deadlineInSeconds: 60 })) });
+      const endpoint = (await (await fetch(`${url}/v1/event-endpoints`, { method: 'POST', headers, body: printed })).json()) as {
+        secret: string;
+      };
+      const created = await fetch(`${url}/v1/notices`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(noticeBody({ recipient: { id: 'p1', email: 'delivered+1s@example.com' }, deadlineInSeconds: 60 })),
+      });
       const { id } = (await created.json()) as { id: string };
       const seen = await waitFor(
         async () => {
-          const page = (await (await fetch(`${receiver}?secret=${encodeURIComponent(endpoint.secret)}`)).json()) as { events: { type: string; noticeId: string; verified: boolean }[] };
+          const page = (await (await fetch(`${receiver}?secret=${encodeURIComponent(endpoint.secret)}`)).json()) as {
+            events: { type: string; noticeId: string; verified: boolean }[];
+          };
           return page.events.find((e) => e.noticeId === id && e.type === 'notice.completed');
         },
         20_000,

@@ -21,8 +21,10 @@ async function makeKey(tenant: string, scopes: string, name = 'test'): Promise<s
   expect(secret).toMatch(/^hk_[A-Za-z0-9_-]{40,}$/);
   return secret;
 }
-const as = (web: WebProcess, key: string) => (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  web.call(method, path, body, { headers: { authorization: `Bearer ${key}`, ...headers } });
+const as =
+  (web: WebProcess, key: string) =>
+  (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    web.call(method, path, body, { headers: { authorization: `Bearer ${key}`, ...headers } });
 
 beforeAll(async () => {
   first = await new WebProcess(env).start();
@@ -39,7 +41,11 @@ describe('keys with scopes', () => {
     const secret = await makeKey('acme', 'send,read', 'the game server');
     const listed = await runCliProcess(['keys', 'list', '--json'], env);
     expect(listed.stdout).not.toContain(secret);
-    const key = listed.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).find((k) => k.name === 'the game server');
+    const key = listed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((k) => k.name === 'the game server');
     expect(key).toMatchObject({ tenant: 'acme', scopes: ['send', 'read'], revokedAt: null });
     const redis = plainRedis();
     try {
@@ -83,7 +89,9 @@ describe('tenants', () => {
     expect(theirs.status).toBe(202);
     expect(theirs.json.id).not.toBe(id);
     // And within a tenant, another of its keys replays it.
-    const again = await as(second, await makeKey('tenant-a', 'send,read'))('POST', '/v1/notices', noticeBody({ category: 'a-only' }), { 'idempotency-key': 'shared-key-1' });
+    const again = await as(second, await makeKey('tenant-a', 'send,read'))('POST', '/v1/notices', noticeBody({ category: 'a-only' }), {
+      'idempotency-key': 'shared-key-1',
+    });
     expect(again.status).toBe(200);
     expect(again.json.id).toBe(id);
     const listed = (await b('GET', '/v1/notices')).json.notices as { id: string; tenant: string }[];
@@ -128,6 +136,10 @@ describe('a revoked key', () => {
     expect(revoked.code).toBe(0);
     await sleep(1_100);
     for (const web of [first, second]) expect((await as(web, secret)('GET', '/v1/stats')).status).toBe(401);
-    await waitFor(async () => (await runCliProcess(['keys', 'list', '--json'], env)).stdout.includes('"revokedAt":"'), 5_000, 'the key listed as revoked');
+    await waitFor(
+      async () => (await runCliProcess(['keys', 'list', '--json'], env)).stdout.includes('"revokedAt":"'),
+      5_000,
+      'the key listed as revoked',
+    );
   });
 });

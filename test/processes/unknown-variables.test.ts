@@ -10,7 +10,9 @@ describe('at start-up', () => {
     const web = await new WebProcess(testEnv(prefix, { HERALD_CONTENT_TLL: '3d' })).start();
     try {
       expect((await web.call('GET', '/healthz')).status).toBe(200);
-      expect(web.output).toMatch(/"variable":"HERALD_CONTENT_TLL","meant":"HERALD_CONTENT_TTL".*HERALD_CONTENT_TLL is not a variable Herald reads: did you mean HERALD_CONTENT_TTL\?/);
+      expect(web.output).toMatch(
+        /"variable":"HERALD_CONTENT_TLL","meant":"HERALD_CONTENT_TTL".*HERALD_CONTENT_TLL is not a variable Herald reads: did you mean HERALD_CONTENT_TTL\?/,
+      );
     } finally {
       await web.stop('SIGTERM');
       await cleanUp(prefix);

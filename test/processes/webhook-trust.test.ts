@@ -55,7 +55,10 @@ async function post(url: string, path: string, headers: Record<string, string>, 
 describe('a webhook route is on only for the chosen provider, with a secret set for it', () => {
   it('refuses a Twilio callback signed with the sandbox default under HERALD_SMS_PROVIDER=aws-sms: the SMS stays sms_sent', async () => {
     const id = await stack.createNotice(
-      noticeBody({ recipient: { id: `player-${label()}`, email: `never+${label()}@example.com`, phone: '+12025550105' }, deadlineInSeconds: 2 }),
+      noticeBody({
+        recipient: { id: `player-${label()}`, email: `never+${label()}@example.com`, phone: '+12025550105' },
+        deadlineInSeconds: 2,
+      }),
     );
     const view = await stack.waitForState(id, ['sms_sent']);
     const forged = { MessageSid: view.sms.providerMessageId as string, MessageStatus: 'delivered', AccountSid: `AC${'0'.repeat(32)}` };
@@ -79,14 +82,23 @@ describe('a webhook route is on only for the chosen provider, with a secret set 
 describe("an event changes a notice only when its provider made the channel's attempt", () => {
   it('a SendGrid delivery naming a message Postmark sent changes nothing, and is counted', async () => {
     const email = `never+${label()}@example.com`;
-    const id = await stack.createNotice(noticeBody({ recipient: { id: `player-${label()}`, email, phone: '+12025550100' }, deadlineInSeconds: 60 }));
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: `player-${label()}`, email, phone: '+12025550100' }, deadlineInSeconds: 60 }),
+    );
     await waitFor(async () => ofType(await stack.events(id), 'email.accepted').length > 0, 10_000, 'the send');
     const messageId = (await stack.view(id)).email.providerMessageId as string;
     // The same deployment after its email provider changed to SendGrid, with the SendGrid webhook on.
     const sendgrid = await new WebProcess({ ...stack.env, HERALD_EMAIL_PROVIDER: 'sendgrid' }).start();
     try {
       const body = JSON.stringify([
-        { email, timestamp: Math.floor(Date.now() / 1000), event: 'delivered', sg_event_id: `ev-${label()}`, sg_message_id: `${messageId}.filter0001`, herald_key: `${id}-email` },
+        {
+          email,
+          timestamp: Math.floor(Date.now() / 1000),
+          event: 'delivered',
+          sg_event_id: `ev-${label()}`,
+          sg_message_id: `${messageId}.filter0001`,
+          herald_key: `${id}-email`,
+        },
       ]);
       const timestamp = String(Math.floor(Date.now() / 1000));
       const answer = await post(
@@ -113,7 +125,9 @@ describe("an event changes a notice only when its provider made the channel's at
 describe('a completed notice records a bounded number of late webhook observations', () => {
   it('50 opens after the delivery add at most 5 entries to its trail; the rest are counted', async () => {
     const email = `delivered+1s+${label()}@example.com`;
-    const id = await stack.createNotice(noticeBody({ recipient: { id: `player-${label()}`, email, phone: '+12025550100' }, deadlineInSeconds: 60 }));
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: `player-${label()}`, email, phone: '+12025550100' }, deadlineInSeconds: 60 }),
+    );
     await stack.waitForState(id, ['email_delivered']);
     const before = (await stack.events(id)).length;
     const messageId = (await stack.view(id)).email.providerMessageId as string;
@@ -143,7 +157,10 @@ describe('a completed notice records a bounded number of late webhook observatio
     const metrics = (await stack.web.call('GET', '/metrics')).text;
     // The rest were counted: over the limit, or (the few that lost every race for the count) not stored.
     const counted = (outcome: string) =>
-      Number(new RegExp(`^herald_webhook_events_ignored_total\\{provider="postmark",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0);
+      Number(
+        new RegExp(`^herald_webhook_events_ignored_total\\{provider="postmark",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ??
+          0,
+      );
     expect(counted('over_limit')).toBeGreaterThan(0);
     expect(counted('over_limit') + counted('not_applicable')).toBe(45);
   });
@@ -201,12 +218,19 @@ describe('webhook routes bound what a request costs before it is verified', () =
   });
 
   it("refuses an unknown signature algorithm without the SDK's console warning", async () => {
-    const callback = twilioCallback('twilio-token-of-the-limits-test', 'ntc_0a01jd4yq3k2m5n6p7r8s9t0v1ab', { MessageSid: 'SMy', MessageStatus: 'sent' });
+    const callback = twilioCallback('twilio-token-of-the-limits-test', 'ntc_0a01jd4yq3k2m5n6p7r8s9t0v1ab', {
+      MessageSid: 'SMy',
+      MessageStatus: 'sent',
+    });
     const before = web.output.length;
     const answer = await post(
       web.url,
       callback.path,
-      { ...callback.headers, 'x-forwarded-for': '203.0.113.8', 'x-twilio-webhooks-signature-settings': 'algorithm=HMAC_MD5-from-the-caller' },
+      {
+        ...callback.headers,
+        'x-forwarded-for': '203.0.113.8',
+        'x-twilio-webhooks-signature-settings': 'algorithm=HMAC_MD5-from-the-caller',
+      },
       callback.body,
     );
     expect(answer.status).toBe(401);
@@ -220,13 +244,19 @@ describe('webhook routes bound what a request costs before it is verified', () =
     const limited = { 'x-forwarded-for': '203.0.113.7' };
     const answers: number[] = [];
     for (let i = 0; i < 22; i += 1) {
-      const callback = twilioCallback('not-the-token', 'ntc_0a01jd4yq3k2m5n6p7r8s9t0v1ab', { MessageSid: `SM${i}`, MessageStatus: 'delivered' });
+      const callback = twilioCallback('not-the-token', 'ntc_0a01jd4yq3k2m5n6p7r8s9t0v1ab', {
+        MessageSid: `SM${i}`,
+        MessageStatus: 'delivered',
+      });
       answers.push((await post(web.url, callback.path, { ...callback.headers, ...limited }, callback.body)).status);
     }
     expect(answers.slice(0, 20).every((s) => s === 401)).toBe(true);
     expect(answers.slice(20)).toEqual([429, 429]);
     // A callback signed with the right token is still taken from the same address.
-    const signed = twilioCallback('twilio-token-of-the-limits-test', 'ntc_0a01jd4yq3k2m5n6p7r8s9t0v1ab', { MessageSid: 'SMx', MessageStatus: 'delivered' });
+    const signed = twilioCallback('twilio-token-of-the-limits-test', 'ntc_0a01jd4yq3k2m5n6p7r8s9t0v1ab', {
+      MessageSid: 'SMx',
+      MessageStatus: 'delivered',
+    });
     expect((await post(web.url, signed.path, { ...signed.headers, ...limited }, signed.body)).status).toBe(200);
   });
 });

@@ -113,7 +113,10 @@ describe('Mailgun webhooks', () => {
         'user-variables': { herald_key: `${id}-email` },
         ...fields,
       });
-      const delivery = { signature, 'event-data': event(delivered, a, { event: 'delivered', 'delivery-status': { code: 250, message: 'OK' } }) };
+      const delivery = {
+        signature,
+        'event-data': event(delivered, a, { event: 'delivered', 'delivery-status': { code: 250, message: 'OK' } }),
+      };
       expect((await post(delivery)).status).toBe(200);
       await stack.waitForState(a, ['email_delivered']);
 

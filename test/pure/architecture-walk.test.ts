@@ -23,7 +23,9 @@ describe("ARCHITECTURE.md's walk of one notice", () => {
 
   it('names functions where they are defined', () => {
     const defines = (file: string, name: string) =>
-      new RegExp(`(function|class|const|async function)\\s+${name}\\b|^\\s+(async\\s+)?${name}\\(|^\\s+${name}:`, 'm').test(readFileSync(`${ROOT}${file}`, 'utf8'));
+      new RegExp(`(function|class|const|async function)\\s+${name}\\b|^\\s+(async\\s+)?${name}\\(|^\\s+${name}:`, 'm').test(
+        readFileSync(`${ROOT}${file}`, 'utf8'),
+      );
     const named: [string, string][] = [
       ['src/notice/accept.ts', 'accept'],
       ['src/store/notices.ts', 'transition'],
@@ -36,7 +38,10 @@ describe("ARCHITECTURE.md's walk of one notice", () => {
       ['src/policy/decide.ts', 'decideSms'],
     ];
     for (const [file, name] of named) {
-      expect(steps.some((s) => s.file === file), `${file} is on the walk`).toBe(true);
+      expect(
+        steps.some((s) => s.file === file),
+        `${file} is on the walk`,
+      ).toBe(true);
       expect(defines(file, name), `${name} in ${file}`).toBe(true);
     }
   });

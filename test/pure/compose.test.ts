@@ -48,7 +48,8 @@ describe('docker-compose.yml as shipped', () => {
       expect(interpolations(services.minio!.environment![name]!)[0], name).toMatchObject({ name, required: true });
     }
     // .env.example leaves every secret for the user to fill in.
-    for (const name of ['HERALD_API_KEYS', 'HERALD_ADMIN_TOKEN', 'HERALD_ARCHIVE_KEY', 'MINIO_ROOT_PASSWORD']) expect(example[name], name).toBe('');
+    for (const name of ['HERALD_API_KEYS', 'HERALD_ADMIN_TOKEN', 'HERALD_ARCHIVE_KEY', 'MINIO_ROOT_PASSWORD'])
+      expect(example[name], name).toBe('');
   });
 
   it('publishes ports on 127.0.0.1 only', () => {

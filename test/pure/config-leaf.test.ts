@@ -13,7 +13,21 @@ describe('the configuration', () => {
   const { files, packages } = runtimeClosure('src/config.ts');
 
   it('loads no provider SDK, queue, web framework or Redis client', () => {
-    for (const sdk of ['twilio', 'postmark', '@sendgrid/mail', '@sendgrid/client', 'mailgun.js', '@aws-sdk/client-sesv2', '@aws-sdk/client-sqs', '@aws-sdk/client-s3', '@aws-sdk/client-pinpoint-sms-voice-v2', 'bullmq', 'fastify', 'ioredis', 'pino']) {
+    for (const sdk of [
+      'twilio',
+      'postmark',
+      '@sendgrid/mail',
+      '@sendgrid/client',
+      'mailgun.js',
+      '@aws-sdk/client-sesv2',
+      '@aws-sdk/client-sqs',
+      '@aws-sdk/client-s3',
+      '@aws-sdk/client-pinpoint-sms-voice-v2',
+      'bullmq',
+      'fastify',
+      'ioredis',
+      'pino',
+    ]) {
       expect(packages, sdk).not.toContain(sdk);
     }
     expect([...packages].sort()).toEqual(['envalid', 'libphonenumber-js', 'yaml']);
@@ -38,15 +52,27 @@ describe('the configuration', () => {
       expect(configProblems({ ...production, HERALD_ALLOW_INSECURE_PROVIDER_URLS: yes }).join('\n'), yes).not.toMatch(/POSTMARK_API_URL/);
     }
     for (const no of ['0', 'false', 'No', 'off']) {
-      expect(configProblems({ ...production, HERALD_ALLOW_INSECURE_PROVIDER_URLS: no }).join('\n'), no).toMatch(/POSTMARK_API_URL must be an https/);
+      expect(configProblems({ ...production, HERALD_ALLOW_INSECURE_PROVIDER_URLS: no }).join('\n'), no).toMatch(
+        /POSTMARK_API_URL must be an https/,
+      );
     }
-    expect(configProblems({ HERALD_ALLOW_INSECURE_PROVIDER_URLS: 'perhaps' })).toEqual(['HERALD_ALLOW_INSECURE_PROVIDER_URLS="perhaps" must be true or false']);
+    expect(configProblems({ HERALD_ALLOW_INSECURE_PROVIDER_URLS: 'perhaps' })).toEqual([
+      'HERALD_ALLOW_INSECURE_PROVIDER_URLS="perhaps" must be true or false',
+    ]);
     expect(loadConfig({ S3_FORCE_PATH_STYLE: 'Yes' }).s3.forcePathStyle).toBe(true);
     expect(loadConfig({ HERALD_ADMIN_READ_ONLY: 'on' }).adminReadOnly).toBe(true);
   });
 
   it('names a HERALD_* variable it does not read, with the one most likely meant', () => {
-    expect(unknownHeraldVariables({ HERALD_CONTENT_TLL: '3d', HERALD_PREFIX: 'x', HERALD_SOMETHING_ELSE: '1', HERALD_TEST_TOPOLOGY: 'cluster', PATH: '/bin' })).toEqual([
+    expect(
+      unknownHeraldVariables({
+        HERALD_CONTENT_TLL: '3d',
+        HERALD_PREFIX: 'x',
+        HERALD_SOMETHING_ELSE: '1',
+        HERALD_TEST_TOPOLOGY: 'cluster',
+        PATH: '/bin',
+      }),
+    ).toEqual([
       { name: 'HERALD_CONTENT_TLL', meant: 'HERALD_CONTENT_TTL' },
       { name: 'HERALD_SOMETHING_ELSE', meant: undefined },
     ]);

@@ -30,19 +30,30 @@ describe('configuration', () => {
     expect(postmark.rateLimitPerMinute).toBe(1_200_000);
     // The generic variables win; the older provider-named ones still count for their provider.
     expect(loadConfig({ HERALD_EMAIL_STATUS_PER_SECOND: '7', HERALD_POSTMARK_STATUS_PER_SECOND: '9' }).statusChecksPerSecond.email).toBe(7);
-    expect(loadConfig({ HERALD_POSTMARK_STATUS_PER_SECOND: '9', HERALD_TWILIO_STATUS_PER_SECOND: '4' }).statusChecksPerSecond).toEqual({ email: 9, sms: 4 });
+    expect(loadConfig({ HERALD_POSTMARK_STATUS_PER_SECOND: '9', HERALD_TWILIO_STATUS_PER_SECOND: '4' }).statusChecksPerSecond).toEqual({
+      email: 9,
+      sms: 4,
+    });
     expect(problemsOf({ HERALD_SMS_STATUS_PER_SECOND: '0' }).join('\n')).toMatch(/HERALD_SMS_STATUS_PER_SECOND/);
   });
 
   it('parses the Redis topology and refuses Cluster and Sentinel together', () => {
     const sentinel = loadConfig({ REDIS_SENTINELS: '10.0.0.1:26379, [::1]:26380', REDIS_SENTINEL_MASTER: 'herald' });
     expect(sentinel.redis).toMatchObject({
-      sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '::1', port: 26380 }],
+      sentinels: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
       sentinelMaster: 'herald',
       clusterNodes: undefined,
     });
     expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:7000,b:7001', HERALD_QUEUE_PARTITIONS: '6' })).toMatchObject({
-      redis: { clusterNodes: [{ host: 'a', port: 7000 }, { host: 'b', port: 7001 }] },
+      redis: {
+        clusterNodes: [
+          { host: 'a', port: 7000 },
+          { host: 'b', port: 7001 },
+        ],
+      },
       queuePartitions: 6,
     });
     expect(problemsOf({ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: 'b:2' }).join('\n')).toMatch(/both set/);
@@ -52,7 +63,9 @@ describe('configuration', () => {
   });
 
   it('chooses the providers by name and asks only the chosen ones for credentials in live mode', () => {
-    expect(problemsOf({ HERALD_EMAIL_PROVIDER: 'carrier-pigeon' }).join('\n')).toMatch(/HERALD_EMAIL_PROVIDER="carrier-pigeon" must be one of postmark, sendgrid/);
+    expect(problemsOf({ HERALD_EMAIL_PROVIDER: 'carrier-pigeon' }).join('\n')).toMatch(
+      /HERALD_EMAIL_PROVIDER="carrier-pigeon" must be one of postmark, sendgrid/,
+    );
     expect(problemsOf({ HERALD_SMS_PROVIDER: 'postmark' }).join('\n')).toMatch(/HERALD_SMS_PROVIDER/);
     const live = problemsOf({ HERALD_PROVIDERS: 'live', HERALD_API_KEYS: 'k'.repeat(20), HERALD_SMS_PROVIDER: 'aws-sms' }).join('\n');
     expect(live).toMatch(/POSTMARK_SERVER_TOKEN/);
@@ -92,7 +105,12 @@ describe('configuration', () => {
   });
 
   it('refuses plain http:// provider URLs in production unless HERALD_ALLOW_INSECURE_PROVIDER_URLS=1', () => {
-    const env = { NODE_ENV: 'production', HERALD_PROVIDERS: 'live', POSTMARK_API_URL: 'http://127.0.0.1:8080', TWILIO_API_URL: 'http://127.0.0.1:8081' };
+    const env = {
+      NODE_ENV: 'production',
+      HERALD_PROVIDERS: 'live',
+      POSTMARK_API_URL: 'http://127.0.0.1:8080',
+      TWILIO_API_URL: 'http://127.0.0.1:8081',
+    };
     const problems = problemsOf(env).join('\n');
     expect(problems).toMatch(/POSTMARK_API_URL must be an https:\/\/ URL/);
     expect(problems).toMatch(/TWILIO_API_URL must be an https:\/\/ URL/);
@@ -104,9 +122,13 @@ describe('configuration', () => {
 
   describe('the webhook variables', () => {
     it('takes HERALD_POSTMARK_WEBHOOK_AUTH only as `user:password`', () => {
-      expect(loadConfig({ HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:s3cret-Pw-of-16+chars' }).webhooks.postmarkAuth).toBe('hooks:s3cret-Pw-of-16+chars');
+      expect(loadConfig({ HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:s3cret-Pw-of-16+chars' }).webhooks.postmarkAuth).toBe(
+        'hooks:s3cret-Pw-of-16+chars',
+      );
       for (const bad of ['nocolon', ':password-only', 'user:', 'us er:pw', 'user:pass word']) {
-        expect(problemsOf({ HERALD_POSTMARK_WEBHOOK_AUTH: bad }).join('\n'), bad).toMatch(/HERALD_POSTMARK_WEBHOOK_AUTH must be user:password/);
+        expect(problemsOf({ HERALD_POSTMARK_WEBHOOK_AUTH: bad }).join('\n'), bad).toMatch(
+          /HERALD_POSTMARK_WEBHOOK_AUTH must be user:password/,
+        );
       }
     });
 
@@ -114,7 +136,9 @@ describe('configuration', () => {
       const { publicKey: publicKeyBase64 } = sendgridWebhookKeys();
       expect(loadConfig({ SENDGRID_WEBHOOK_PUBLIC_KEY: publicKeyBase64 }).webhooks.sendgridPublicKey).toBe(publicKeyBase64);
       const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
-      const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+      const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' })
+        .publicKey.export({ type: 'spki', format: 'der' })
+        .toString('base64');
       // The same key in PEM is taken too.
       const pem = `-----BEGIN PUBLIC KEY-----\n${publicKeyBase64}\n-----END PUBLIC KEY-----`;
       expect(problemsOf({ SENDGRID_WEBHOOK_PUBLIC_KEY: pem })).toEqual([]);
@@ -136,14 +160,19 @@ describe('configuration', () => {
       expect(problemsOf(env).join('\n')).toMatch(/HERALD_PUBLIC_URL must be an https:\/\/ URL when NODE_ENV=production/);
       expect(problemsOf({ ...env, HERALD_PUBLIC_URL: 'https://herald.example/' }).join('\n')).not.toMatch(/HERALD_PUBLIC_URL/);
       expect(problemsOf({ ...env, HERALD_ALLOW_INSECURE_PROVIDER_URLS: '1' }).join('\n')).not.toMatch(/HERALD_PUBLIC_URL/);
-      expect(problemsOf({ HERALD_PUBLIC_URL: 'ftp://herald.example' }).join('\n')).toMatch(/HERALD_PUBLIC_URL="ftp:\/\/herald.example" must be a URL/);
+      expect(problemsOf({ HERALD_PUBLIC_URL: 'ftp://herald.example' }).join('\n')).toMatch(
+        /HERALD_PUBLIC_URL="ftp:\/\/herald.example" must be a URL/,
+      );
       // Outside production the sandbox's http:// address is the normal case; the trailing slash goes.
       expect(loadConfig({ HERALD_PUBLIC_URL: 'http://127.0.0.1:3000/' }).publicUrl).toBe('http://127.0.0.1:3000');
     });
   });
 
   it('never echoes a password given inside a URL', () => {
-    const problems = problemsOf({ REDIS_URL: 'http://admin:s3cret-pw@redis.internal:6379', S3_ENDPOINT: 'ftp://key:other-secret@minio' }).join('\n');
+    const problems = problemsOf({
+      REDIS_URL: 'http://admin:s3cret-pw@redis.internal:6379',
+      S3_ENDPOINT: 'ftp://key:other-secret@minio',
+    }).join('\n');
     expect(problems).toMatch(/REDIS_URL="http:\/\/\[credentials\]@redis.internal:6379"/);
     expect(problems).toMatch(/S3_ENDPOINT/);
     expect(problems).not.toMatch(/s3cret-pw|other-secret|admin/);
@@ -196,7 +225,10 @@ describe('live mode never stands on a sandbox value', () => {
       SENDGRID_WEBHOOK_PUBLIC_KEY: sendgridWebhookKeys().publicKey,
       MAILGUN_WEBHOOK_SIGNING_KEY: 'a-mailgun-signing-key-0123',
     };
-    const routes = (env: Record<string, string>) => webhookReceivers(loadConfig({ ...secrets, ...env })).map((r) => r.provider).sort();
+    const routes = (env: Record<string, string>) =>
+      webhookReceivers(loadConfig({ ...secrets, ...env }))
+        .map((r) => r.provider)
+        .sort();
     expect(routes({})).toEqual(['postmark', 'twilio']);
     expect(routes({ HERALD_EMAIL_PROVIDER: 'sendgrid' })).toEqual(['sendgrid', 'twilio']);
     expect(routes({ HERALD_EMAIL_PROVIDER: 'mailgun', HERALD_SMS_PROVIDER: 'aws-sms' })).toEqual(['mailgun']);
@@ -208,7 +240,9 @@ describe('live mode never stands on a sandbox value', () => {
     expect(problemsOf(live({ POSTMARK_SERVER_TOKEN: 'sandbox-server-token' }))).toEqual([
       "POSTMARK_SERVER_TOKEN holds the sandbox's published value: set the live one",
     ]);
-    expect(problemsOf(live({ TWILIO_AUTH_TOKEN: 'sandbox-auth-token' }))).toEqual(["TWILIO_AUTH_TOKEN holds the sandbox's published value: set the live one"]);
+    expect(problemsOf(live({ TWILIO_AUTH_TOKEN: 'sandbox-auth-token' }))).toEqual([
+      "TWILIO_AUTH_TOKEN holds the sandbox's published value: set the live one",
+    ]);
     expect(problemsOf(live({ AWS_ACCESS_KEY_ID: 'sandbox-access-key', AWS_SECRET_ACCESS_KEY: 'sandbox-secret-key' }))).toEqual([
       "AWS_SECRET_ACCESS_KEY holds the sandbox's published value: set the live one",
     ]);

@@ -30,7 +30,9 @@ describe('progress of a long command', () => {
     now = 1_700;
     bar.update(1, '240 entries read');
     bar.done();
-    expect(out.text()).toBe(`\r\x1b[2K[############------------]  50% 120 entries read\r\x1b[2K[########################] 100% 240 entries read\n`);
+    expect(out.text()).toBe(
+      `\r\x1b[2K[############------------]  50% 120 entries read\r\x1b[2K[########################] 100% 240 entries read\n`,
+    );
   });
 
   it('writes plain lines every few seconds when stderr is not a terminal', () => {

@@ -32,7 +32,9 @@ const loads = (file: string) => {
 describe('the sandbox package', () => {
   it('is the workspace @herald/sandbox, private', () => {
     expect(manifest.name).toBe('@herald/sandbox');
-    expect((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces).toContain('packages/sandbox');
+    expect((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces).toContain(
+      'packages/sandbox',
+    );
   });
 
   describe('in a live process', () => {

@@ -37,8 +37,14 @@ describe('queue partition tags', () => {
   });
 
   it('spread 3 partitions over the 3 masters of an evenly split cluster (as redis-cli splits it: 0-5460, 5461-10922, 10923-16383)', () => {
-    const ranges = [[0, 5460], [5461, 10922], [10923, 16383]] as const;
-    const masters = queuePartitionTags(3).map((tag) => ranges.findIndex(([from, to]) => slotOf(`{${tag}}`) >= from && slotOf(`{${tag}}`) <= to));
+    const ranges = [
+      [0, 5460],
+      [5461, 10922],
+      [10923, 16383],
+    ] as const;
+    const masters = queuePartitionTags(3).map((tag) =>
+      ranges.findIndex(([from, to]) => slotOf(`{${tag}}`) >= from && slotOf(`{${tag}}`) <= to),
+    );
     expect(masters).toEqual([0, 1, 2]);
   });
 
@@ -61,7 +67,8 @@ describe('queue partition tags', () => {
   });
 
   it("take a notice's partition from the shard in its ID", () => {
-    for (let shard = 0; shard < SHARD_COUNT; shard += 1) expect(partitionOfNotice(newNoticeId(shard, 1_700_000_000_000), 3)).toBe(partitionOfShard(shard, 3));
+    for (let shard = 0; shard < SHARD_COUNT; shard += 1)
+      expect(partitionOfNotice(newNoticeId(shard, 1_700_000_000_000), 3)).toBe(partitionOfShard(shard, 3));
   });
 });
 

@@ -17,7 +17,8 @@ const OUTSIDE_STORE = [...sources('src'), ...sources('queues')].filter((file) =>
 const REDIS_COMMAND =
   /\bredis\.(get|set|del)\(|\.(hget|hgetall|hmget|hset|hdel|hexists|hscan|hincrby|zadd|zrem|zrange|zrangebyscore|zremrangebyscore|zscore|zcard|zcount|zscan|xadd|xrange|xrevrange|xgroup|xack|xtrim|xreadgroup|lrange|rpush|pttl|pexpire|incr|exists|multi|pipeline|evalsha|defineCommand)\(/;
 // Pieces of Herald's key names: they are spelled in src/store/keys.ts only.
-const KEY_FRAGMENT = /[:{](s\$\{|sup\}|rl\}|adm\}|r:\$\{)|:(notice|content|events|lease|due|retire|stats|metrics|mirror-batches|archive-chain):/;
+const KEY_FRAGMENT =
+  /[:{](s\$\{|sup\}|rl\}|adm\}|r:\$\{)|:(notice|content|events|lease|due|retire|stats|metrics|mirror-batches|archive-chain):/;
 
 describe('the store boundary', () => {
   it('leaves no Redis command on Herald keys to code outside src/store/', () => {
@@ -29,7 +30,9 @@ describe('the store boundary', () => {
 
   it('spells key names nowhere but in src/store/', () => {
     const offenders = OUTSIDE_STORE.flatMap(({ path, text }) =>
-      text.split('\n').flatMap((line, i) => (KEY_FRAGMENT.test(line) && !/^\s*(\*|\/\/)/.test(line) ? [`${path}:${i + 1}: ${line.trim()}`] : [])),
+      text
+        .split('\n')
+        .flatMap((line, i) => (KEY_FRAGMENT.test(line) && !/^\s*(\*|\/\/)/.test(line) ? [`${path}:${i + 1}: ${line.trim()}`] : [])),
     );
     expect(offenders).toEqual([]);
   });

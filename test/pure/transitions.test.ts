@@ -29,7 +29,10 @@ describe('the transition table', () => {
       expect(transitionsMarkedBy(t.marks!, t.marks === 'notice.completed' ? t.to : undefined)).toContain(name);
     }
     expect(transitionsMarkedBy('fallback.decided')).toEqual(['decideFallback']);
-    expect(transitionsMarkedBy('notice.completed', 'email_delivered').sort()).toEqual(['cancelSmsForLateDelivery', 'confirmEmailDelivered']);
+    expect(transitionsMarkedBy('notice.completed', 'email_delivered').sort()).toEqual([
+      'cancelSmsForLateDelivery',
+      'confirmEmailDelivered',
+    ]);
     expect(transitionsMarkedBy('email.observed')).toEqual([]);
   });
 

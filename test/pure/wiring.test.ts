@@ -31,7 +31,14 @@ describe('the wiring', () => {
   });
 
   it('is done by src/compose.ts for the processes, the test helpers and the bench', () => {
-    for (const name of ['src/server.ts', 'src/worker.ts', 'src/dev.ts', 'test/helpers/herald.ts', 'test/helpers/stack.ts', 'bench/herald.ts']) {
+    for (const name of [
+      'src/server.ts',
+      'src/worker.ts',
+      'src/dev.ts',
+      'test/helpers/herald.ts',
+      'test/helpers/stack.ts',
+      'bench/herald.ts',
+    ]) {
       expect(read(name), name).not.toMatch(HAND_WIRING);
     }
     for (const name of ['src/server.ts', 'src/worker.ts', 'test/helpers/herald.ts', 'bench/herald.ts']) {

@@ -93,7 +93,10 @@ describe('a delivery attempt', () => {
     const before = (await endpoints.undelivered()).count;
     await endpoints.delete(endpoint.id);
     const postsBefore = posts;
-    const step = await deliverEvent({ endpoints, clock, logger: silent, settings: { retryForMs: 60_000, retryBaseMs: 10, allowPrivateUrls: true } }, job(endpoint.id, clock.now()));
+    const step = await deliverEvent(
+      { endpoints, clock, logger: silent, settings: { retryForMs: 60_000, retryBaseMs: 10, allowPrivateUrls: true } },
+      job(endpoint.id, clock.now()),
+    );
     expect(step).toEqual({ kind: 'done', outcome: 'dropped' });
     expect(posts).toBe(postsBefore);
     expect((await endpoints.undelivered()).count).toBe(before - 1);
@@ -105,7 +108,10 @@ describe('a delivery attempt', () => {
     for (const target of [url, `http://localhost:${port}/hook`]) {
       const endpoint = await endpointAt(target, clock.now());
       const postsBefore = posts;
-      const step = await deliverEvent({ endpoints, clock, logger: silent, settings: { retryForMs: 60_000, retryBaseMs: 10, allowPrivateUrls: false } }, job(endpoint.id, clock.now()));
+      const step = await deliverEvent(
+        { endpoints, clock, logger: silent, settings: { retryForMs: 60_000, retryBaseMs: 10, allowPrivateUrls: false } },
+        job(endpoint.id, clock.now()),
+      );
       expect(step.kind, target).toBe('retry');
       expect(posts, target).toBe(postsBefore);
       const [record] = await endpoints.deliveries(endpoint.id);
@@ -123,9 +129,23 @@ describe('the backoff and the address check', () => {
   });
 
   it('takes loopback, link-local, private and mapped addresses for private, public ones not', () => {
-    for (const address of ['127.0.0.1', '10.0.0.8', '172.20.1.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', 'not-an-ip']) {
+    for (const address of [
+      '127.0.0.1',
+      '10.0.0.8',
+      '172.20.1.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+      'not-an-ip',
+    ]) {
       expect(isPrivateAddress(address), address).toBe(true);
     }
-    for (const address of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) expect(isPrivateAddress(address), address).toBe(false);
+    for (const address of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+      expect(isPrivateAddress(address), address).toBe(false);
   });
 });

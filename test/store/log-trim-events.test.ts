@@ -26,7 +26,8 @@ describe('trimming a shard log', () => {
     await redis.xgroup('CREATE', log, MIRROR_GROUP, '0', 'MKSTREAM');
     await events.ensureGroup(shard);
     const ids: string[] = [];
-    for (let i = 1; i <= 5; i += 1) ids.push((await redis.xadd(log, `${1000 + i}-0`, 'type', 'notice.completed', 'noticeId', 'ntc_x', 'seq', String(i)))!);
+    for (let i = 1; i <= 5; i += 1)
+      ids.push((await redis.xadd(log, `${1000 + i}-0`, 'type', 'notice.completed', 'noticeId', 'ntc_x', 'seq', String(i)))!);
     // The mirror read and acknowledged all five; the events' consumer read them and acknowledged the first two.
     await redis.xreadgroup('GROUP', MIRROR_GROUP, 'm1', 'COUNT', 10, 'STREAMS', log, '>');
     await redis.xack(log, MIRROR_GROUP, ...ids);

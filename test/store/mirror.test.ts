@@ -169,7 +169,18 @@ describe('archive objects', () => {
     const log = store.keys.log(1);
     const hour = Math.floor(Date.now() / PARTITION_MS) * PARTITION_MS - 3 * PARTITION_MS;
     for (const id of [`${hour}-0`, `${hour}-1`, `${hour}-2`, `${hour + 1}-0`, `${hour + PARTITION_MS}-0`])
-      await redis.xadd(log, id, 'type', 'test.entry', 'noticeId', newNoticeId(1, hour), 'at', new Date(idTime(id)).toISOString(), 'seq', '1');
+      await redis.xadd(
+        log,
+        id,
+        'type',
+        'test.entry',
+        'noticeId',
+        newNoticeId(1, hour),
+        'at',
+        new Date(idTime(id)).toISOString(),
+        'seq',
+        '1',
+      );
     const batches = [];
     for (;;) {
       const batch = await mirror.next(1, 'w', 2, 60_000, Date.now());

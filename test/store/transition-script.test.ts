@@ -148,14 +148,24 @@ describe('a transition with everything at once', () => {
       ],
       due: 3_009_000,
     };
-    const guarded = await store.transition(id, 3_000_200, iso(3_000_200), { ...spec, eq: { emailAttemptId: 'att_1', emailStatus: 'sent' } });
+    const guarded = await store.transition(id, 3_000_200, iso(3_000_200), {
+      ...spec,
+      eq: { emailAttemptId: 'att_1', emailStatus: 'sent' },
+    });
     expect(guarded).toEqual({ ok: false, reason: 'guard', field: 'emailStatus', value: '' });
 
     // The shard's stats counters are shared with the other tests' notices: compared as a difference.
     const statsBefore = await redis.hgetall(k.stats);
     expect(await store.transition(id, 3_000_200, iso(3_000_200), spec)).toEqual({ ok: true, state: 'email_sent' });
     const hash = await redis.hgetall(k.notice);
-    expect(hash).toMatchObject({ state: 'email_sent', seq: '5', emailAttemptId: 'att_1', emailProviderMessageId: 'msg-1', emailChecksDone: '2', emailStatus: 'pending' });
+    expect(hash).toMatchObject({
+      state: 'email_sent',
+      seq: '5',
+      emailAttemptId: 'att_1',
+      emailProviderMessageId: 'msg-1',
+      emailChecksDone: '2',
+      emailStatus: 'pending',
+    });
     expect(hash.emailNextCheckAt).toBeUndefined();
     const events = await store.events(id);
     expect(events.map((e) => [e.seq, e.type])).toEqual([

@@ -33,7 +33,11 @@ afterAll(async () => {
 /** The port of the master serving a slot (asked once per slot: the layout does not change here). */
 const masters = new Map<number, Promise<number>>();
 function masterPort(slot: number): Promise<number> {
-  if (!masters.has(slot)) masters.set(slot, cluster.masterOfSlot(slot).then((node) => node!.port));
+  if (!masters.has(slot))
+    masters.set(
+      slot,
+      cluster.masterOfSlot(slot).then((node) => node!.port),
+    );
   return masters.get(slot)!;
 }
 

@@ -28,7 +28,9 @@ export class EventReceiver {
   }
 
   /** What came, newest first; with `secret`, each says whether its signature holds. */
-  list(secret?: string): { receivedAt: string; webhookId: string; type: string; noticeId: string; verified: boolean | null; body: unknown }[] {
+  list(
+    secret?: string,
+  ): { receivedAt: string; webhookId: string; type: string; noticeId: string; verified: boolean | null; body: unknown }[] {
     const webhook = secret ? new Webhook(secret) : undefined;
     return this.received.map((event) => {
       let body: { type?: string; data?: { noticeId?: string } } = {};
@@ -99,7 +101,7 @@ function page(events: ReturnType<EventReceiver['list']>, checked: boolean): stri
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Events received</title>
 <style>body{font:14px/1.4 system-ui,sans-serif;margin:24px}table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}pre{margin:0;font-size:12px}</style></head>
 <body><h1>Events Herald posted here</h1>
-<p>${events.length} received, newest first.${checked ? '' : ' Add <code>?secret=whsec_…</code> (the endpoint\'s secret) to verify their signatures.'} Reload for new ones.</p>
+<p>${events.length} received, newest first.${checked ? '' : " Add <code>?secret=whsec_…</code> (the endpoint's secret) to verify their signatures."} Reload for new ones.</p>
 <table><tr><th>received</th><th>type</th><th>notice</th><th>webhook-id</th><th>signature</th><th>body</th></tr>
 ${rows}</table></body></html>`;
 }

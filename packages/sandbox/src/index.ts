@@ -26,7 +26,13 @@ export { BAD_TOKEN } from './postmark-api.js';
 export { BAD_SENDGRID_KEY } from './sendgrid-api.js';
 export { UNKNOWN_MAILGUN_DOMAIN } from './mailgun-api.js';
 export { NO_CREDIT_KEY } from './infrai-api.js';
-export { WEBHOOK_PROVIDERS, type WebhookDeliveryRecord, type WebhookFaultRates, type WebhookProvider, type WebhookTarget } from './webhooks.js';
+export {
+  WEBHOOK_PROVIDERS,
+  type WebhookDeliveryRecord,
+  type WebhookFaultRates,
+  type WebhookProvider,
+  type WebhookTarget,
+} from './webhooks.js';
 export { mailgunWebhookSigningKey, sendgridWebhookKeys, type SendgridWebhookKeys } from './webhook-keys.js';
 
 /** Starts the sandbox and resolves once it listens (port 0, the default, picks a free port). */

@@ -176,7 +176,10 @@ export function registerPostmark(app: FastifyInstance, ctx: SandboxContext): voi
       recipient: undefined,
       authorize: authorize(request.headers['x-postmark-server-token']),
       faultAnswer,
-      run: () => ({ status: 200, body: { ID: 1, Name: 'Herald sandbox', ApiTokens: ['[redacted]'], Color: 'Blue', DeliveryType: 'Sandbox' } }),
+      run: () => ({
+        status: 200,
+        body: { ID: 1, Name: 'Herald sandbox', ApiTokens: ['[redacted]'], Color: 'Blue', DeliveryType: 'Sandbox' },
+      }),
     });
   });
 
@@ -339,8 +342,22 @@ function webhookBody(record: EmailRecord, event: EmailEvent, transientId: number
   const at = new Date(event.at).toISOString();
   const common = { MessageID: record.messageId, MessageStream: record.messageStream, Tag: record.tag ?? '', Metadata: record.metadata };
   const client = { Name: 'Sandbox Mail', Company: 'Herald', Family: 'Sandbox' };
-  const reader = { Client: client, OS: { Name: 'Sandbox OS', Company: 'Herald', Family: 'Sandbox' }, Platform: 'Desktop', UserAgent: 'Sandbox/1.0' };
-  const geo = { CountryISOCode: 'JP', Country: 'Japan', RegionISOCode: '13', Region: 'Tokyo', City: 'Tokyo', Zip: '100-0001', Coords: '35.68,139.76', IP: '127.0.0.1' };
+  const reader = {
+    Client: client,
+    OS: { Name: 'Sandbox OS', Company: 'Herald', Family: 'Sandbox' },
+    Platform: 'Desktop',
+    UserAgent: 'Sandbox/1.0',
+  };
+  const geo = {
+    CountryISOCode: 'JP',
+    Country: 'Japan',
+    RegionISOCode: '13',
+    Region: 'Tokyo',
+    City: 'Tokyo',
+    Zip: '100-0001',
+    Coords: '35.68,139.76',
+    IP: '127.0.0.1',
+  };
   switch (event.type) {
     case 'Delivered':
       return {
@@ -370,7 +387,16 @@ function webhookBody(record: EmailRecord, event: EmailEvent, transientId: number
       return body;
     }
     case 'Opened':
-      return { RecordType: 'Open', FirstOpen: true, ...reader, ReadSeconds: 5, Geo: geo, ...common, Recipient: record.recipients[0], ReceivedAt: at };
+      return {
+        RecordType: 'Open',
+        FirstOpen: true,
+        ...reader,
+        ReadSeconds: 5,
+        Geo: geo,
+        ...common,
+        Recipient: record.recipients[0],
+        ReceivedAt: at,
+      };
     case 'LinkClicked':
       return {
         RecordType: 'Click',

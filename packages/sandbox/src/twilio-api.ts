@@ -151,7 +151,10 @@ export function registerTwilio(app: FastifyInstance, ctx: SandboxContext): void 
       faultAnswer,
       run: () =>
         request.params.file.endsWith('.json')
-          ? { status: 200, body: { sid: accountSid, friendly_name: 'Herald sandbox', status: 'active', type: 'Full', date_created: rfc2822(0) } }
+          ? {
+              status: 200,
+              body: { sid: accountSid, friendly_name: 'Herald sandbox', status: 'active', type: 'Full', date_created: rfc2822(0) },
+            }
           : notFound(request),
     });
   });

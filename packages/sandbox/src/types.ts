@@ -98,7 +98,15 @@ export const OPERATION_ROLES: Partial<Record<Operation, FaultRole>> = {
  */
 export type FaultMode = 'status_500' | 'status_503' | 'status_429' | 'hang' | 'accept_then_hang' | 'accept_then_drop' | 'hang_then_accept';
 
-export const FAULT_MODES: readonly FaultMode[] = ['status_500', 'status_503', 'status_429', 'hang', 'accept_then_hang', 'accept_then_drop', 'hang_then_accept'];
+export const FAULT_MODES: readonly FaultMode[] = [
+  'status_500',
+  'status_503',
+  'status_429',
+  'hang',
+  'accept_then_hang',
+  'accept_then_drop',
+  'hang_then_accept',
+];
 
 /** A fault to inject: it applies to the next `count` requests of `operation` (matching `match`). */
 export interface Fault {

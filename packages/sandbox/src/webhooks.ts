@@ -86,7 +86,10 @@ export function addressWebhookFaults(address: string): WebhookFault[] {
   return local
     .split('+')
     .filter((tag) => tag.startsWith('wh-'))
-    .map((tag) => ({ 'wh-drop': 'drop', 'wh-dup': 'duplicate', 'wh-delay': 'delay', 'wh-reorder': 'reorder' })[tag] as WebhookFault | undefined)
+    .map(
+      (tag) =>
+        ({ 'wh-drop': 'drop', 'wh-dup': 'duplicate', 'wh-delay': 'delay', 'wh-reorder': 'reorder' })[tag] as WebhookFault | undefined,
+    )
     .filter((fault): fault is WebhookFault => fault !== undefined);
 }
 

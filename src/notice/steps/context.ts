@@ -137,7 +137,10 @@ export class StepContext {
     const now = this.now();
     const added = await this.deps.suppressions.add({ channel, address, reason, source, noticeId: notice.id, createdAt: iso(now) });
     if (!added) return;
-    await this.store.transition(notice.id, now, iso(now), { name: 'annotate', entries: [{ type: 'suppression.added', channel, source, reason }] });
+    await this.store.transition(notice.id, now, iso(now), {
+      name: 'annotate',
+      entries: [{ type: 'suppression.added', channel, source, reason }],
+    });
   }
 
   /** The `notice.completed` entry, with what the notice cost at the configured prices. */
@@ -147,7 +150,12 @@ export class StepContext {
       sms: notice.smsChannel.checksDone + (extra.smsChecks ?? 0),
     };
     const cost = costOf(
-      { emailSends: notice.emailChannel.providerMessageId ? 1 : 0, emailChecks: checks.email, smsSegments: notice.smsSegments, smsChecks: checks.sms },
+      {
+        emailSends: notice.emailChannel.providerMessageId ? 1 : 0,
+        emailChecks: checks.email,
+        smsSegments: notice.smsSegments,
+        smsChecks: checks.sms,
+      },
       this.deps.settings.prices,
     );
     return { type: 'notice.completed', state, cost, checks };

@@ -164,7 +164,10 @@ export async function recordEmailObservation(
         spec.entries.push(ctx.completed(current, 'email_delivered', { emailChecks: webhook ? 0 : 1 }));
       } else {
         Object.assign(spec, { name: 'cancelSmsForLateDelivery', due: 'remove' });
-        spec.entries.push({ type: 'sms.canceled', reason: 'email_delivered_late' }, ctx.completed(current, 'email_delivered', { emailChecks: webhook ? 0 : 1 }));
+        spec.entries.push(
+          { type: 'sms.canceled', reason: 'email_delivered_late' },
+          ctx.completed(current, 'email_delivered', { emailChecks: webhook ? 0 : 1 }),
+        );
       }
     } else if (undecided && !keepsPlan) {
       spec.due = next ?? current.deadline;
@@ -180,7 +183,8 @@ export async function recordEmailObservation(
         observation.suppressionSource ?? (observation.status === 'bounced' ? 'postmark_hard_bounce' : 'postmark_unsubscribe');
       await ctx.suppress(current, 'email', current.email!, source, observation.bounceType ?? observation.providerStatus);
     }
-    if (undecided && observation.status === 'bounced') return { outcome: await decideFallback(ctx, current.id, 'email_bounced'), stored: 'recorded' };
+    if (undecided && observation.status === 'bounced')
+      return { outcome: await decideFallback(ctx, current.id, 'email_bounced'), stored: 'recorded' };
     if (undecided && observation.status === 'failed') {
       return {
         outcome: await decideFallback(ctx, current.id, observation.suppressed ? 'email_suppressed' : 'email_rejected'),
@@ -238,7 +242,13 @@ export function emailObservationWrite(
     status: observation.status,
     observedAt: iso(now),
     plannedAt: planned,
-    nextCheckAt: keepsPlan ? (current.emailChannel.nextCheckAt === undefined ? null : iso(current.emailChannel.nextCheckAt)) : next === undefined ? null : iso(next),
+    nextCheckAt: keepsPlan
+      ? current.emailChannel.nextCheckAt === undefined
+        ? null
+        : iso(current.emailChannel.nextCheckAt)
+      : next === undefined
+        ? null
+        : iso(next),
     deadline: iso(current.deadline),
     engagement: observation.engagement.length > 0 ? observation.engagement : undefined,
     bounceType: observation.bounceType,
@@ -328,8 +338,12 @@ export async function recordSmsObservation(
       observedAt: iso(now),
       plannedAt: planned,
       nextCheckAt: keepsPlan
-        ? record.nextCheckAt === undefined ? null : iso(record.nextCheckAt)
-        : terminal || next === undefined ? null : iso(next),
+        ? record.nextCheckAt === undefined
+          ? null
+          : iso(record.nextCheckAt)
+        : terminal || next === undefined
+          ? null
+          : iso(next),
       errorCode: observation.errorCode,
       source: webhook ? 'webhook' : 'poll',
       checksSaved: webhook && terminal ? notice.smsPlan.filter((at) => at > now).length : undefined,

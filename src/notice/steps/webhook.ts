@@ -13,7 +13,6 @@ import { recordEmailObservation, recordSmsObservation, type Stored } from './obs
  */
 export type WebhookOutcome = 'recorded' | 'duplicate' | 'unknown_message' | 'not_applicable' | 'other_provider' | 'over_limit';
 
-
 /**
  * Records a provider's webhook event on its notice as an observation (`source: webhook`), through
  * the transition a status check uses, at most once per event. The web process runs this: it
