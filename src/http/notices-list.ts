@@ -53,20 +53,24 @@ const FIELDS: { name: keyof NoticeFilters | 'recipientId'; label: string; hint?:
   { name: 'to', label: 'Created before', hint: '2026-11-30' },
 ];
 
+/** The notices list's filters, cursor and page size from a query, or 400 `validation_failed` naming each bad field. */
+export function noticeQueryOf(query: Record<string, unknown>): ReturnType<typeof parseNoticeQuery> {
+  try {
+    return parseNoticeQuery(query);
+  } catch (error) {
+    if (error instanceof NoticeQueryError)
+      throw new HttpError('validation_failed', `The filters are not valid: ${error.message}.`, error.problems);
+    throw error;
+  }
+}
+
 /** `GET /admin/notices`: the notices list, behind the admin gate of the scope it is registered in. */
 export function noticesListRoute(app: FastifyInstance, deps: AppDeps): void {
   const index = deps.noticeIndex;
   const opened = deps.archive;
 
   app.get<{ Querystring: Record<string, unknown> }>('/admin/notices', { schema: { hide: true } }, async (request, reply) => {
-    let query: ReturnType<typeof parseNoticeQuery>;
-    try {
-      query = parseNoticeQuery(request.query);
-    } catch (error) {
-      if (error instanceof NoticeQueryError)
-        throw new HttpError('validation_failed', `The filters are not valid: ${error.message}.`, error.problems);
-      throw error;
-    }
+    const query = noticeQueryOf(request.query);
     let page: NoticePage;
     try {
       page = await searchNotices(searchDeps(deps.config, { index, archive: opened, now: deps.clock.now() }), query.filters, {

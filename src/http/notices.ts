@@ -2,7 +2,8 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import { accept, acceptBatch, acceptSettings, DEFAULT_TENANT, RejectedRequest, type AcceptDeps } from '../notice/accept.js';
 import { storeUnreachable } from '../store/redis.js';
-import { NoticeQueryError, parseNoticeQuery, searchDeps, searchNotices } from '../notice/search.js';
+import { searchDeps, searchNotices } from '../notice/search.js';
+import { noticeQueryOf } from './notices-list.js';
 import { cancelNotice } from '../notice/cancel.js';
 import { readNotice } from '../notice/notice.js';
 import { noticeView } from '../notice/view.js';
@@ -189,14 +190,7 @@ export async function noticeRoutes(app: FastifyInstance, deps: AppDeps): Promise
       },
     },
     async (request) => {
-      let query: ReturnType<typeof parseNoticeQuery>;
-      try {
-        query = parseNoticeQuery(request.query);
-      } catch (error) {
-        if (error instanceof NoticeQueryError)
-          throw new HttpError('validation_failed', `The filters are not valid: ${error.message}.`, error.problems);
-        throw error;
-      }
+      const query = noticeQueryOf(request.query);
       const page = await fromArchive(
         () =>
           searchNotices(

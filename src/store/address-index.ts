@@ -1,7 +1,8 @@
 import { addressMembers, type AddressLookup } from '../notice/address-lookup.js';
 import { shardOfNoticeId } from '../notice/ids.js';
 import type { Keys } from './keys.js';
-import { execAll, masterNodes, type RedisClient } from './redis.js';
+import { forEachNoticeBatch, goneOf } from './notice-index.js';
+import { execAll, type RedisClient } from './redis.js';
 
 /**
  * The address lookup's index of live notices (src/notice/address-lookup.ts): each shard's
@@ -21,43 +22,30 @@ import { execAll, masterNodes, type RedisClient } from './redis.js';
  */
 export async function indexAddressesOnce(redis: RedisClient, keys: Keys, lookup: AddressLookup, now: number): Promise<number | null> {
   if ((await redis.exists(keys.addressesIndexed)) === 1) return null;
-  const pattern = `${keys.prefix}:{s*}:notice:ntc_*`;
   let added = 0;
-  for (const node of masterNodes(redis)) {
-    let cursor = '0';
-    do {
-      const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      const ids = found.map((key) => key.slice(key.lastIndexOf(':') + 1)).filter((id) => shardOfNoticeId(id) !== undefined);
-      if (ids.length === 0) continue;
-      const addresses = await execAll(
-        redis,
-        ids.map((id) => ['hmget', keys.notice(id), 'email', 'phone']),
-      );
-      const members = ids.map((id, i) => {
+  await forEachNoticeBatch(redis, keys, async (ids) => {
+    const addresses = await execAll(
+      redis,
+      ids.map((id) => ['hmget', keys.notice(id), 'email', 'phone']),
+    );
+    const members = new Map(
+      ids.map((id, i) => {
         const [email, phone] = (addresses[i]?.[1] ?? []) as (string | null)[];
-        return addressMembers(lookup, id, { email: email ?? undefined, phone: phone ?? undefined });
-      });
-      const adds = await execAll(
-        redis,
-        ids.flatMap((id, i) =>
-          members[i]!.length === 0 ? [] : [['zadd', keys.addresses(shardOfNoticeId(id)!), 'NX', ...members[i]!.flatMap((m) => [0, m])]],
-        ),
-      );
-      added += adds.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
-      const exists = await execAll(
-        redis,
-        ids.map((id) => ['exists', keys.notice(id)]),
-      );
-      const gone = ids.flatMap((id, i) =>
-        Number(exists[i]?.[1] ?? 0) === 0 && members[i]!.length > 0 ? [[id, members[i]!] as const] : [],
-      );
-      await execAll(
-        redis,
-        gone.map(([id, dropped]) => ['zrem', keys.addresses(shardOfNoticeId(id)!), ...dropped]),
-      );
-    } while (cursor !== '0');
-  }
+        return [id, addressMembers(lookup, id, { email: email ?? undefined, phone: phone ?? undefined })] as const;
+      }),
+    );
+    const indexed = ids.filter((id) => members.get(id)!.length > 0);
+    const adds = await execAll(
+      redis,
+      indexed.map((id) => ['zadd', keys.addresses(shardOfNoticeId(id)!), 'NX', ...members.get(id)!.flatMap((m) => [0, m])]),
+    );
+    added += adds.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
+    const gone = await goneOf(redis, keys, indexed);
+    await execAll(
+      redis,
+      gone.map((id) => ['zrem', keys.addresses(shardOfNoticeId(id)!), ...members.get(id)!]),
+    );
+  });
   await redis.set(keys.addressesIndexed, new Date(now).toISOString());
   return added;
 }

@@ -140,31 +140,42 @@ function parseSummary(id: string, values: (string | null)[]): NoticeSummary | nu
  */
 export async function indexExistingNoticesOnce(redis: RedisClient, keys: Keys, now: number): Promise<number | null> {
   if ((await redis.exists(keys.noticesIndexed)) === 1) return null;
-  const pattern = `${keys.prefix}:{s*}:notice:ntc_*`;
   let added = 0;
+  await forEachNoticeBatch(redis, keys, async (ids) => {
+    const adds = await execAll(
+      redis,
+      ids.map((id) => ['zadd', keys.notices(shardOfNoticeId(id)!), 'NX', 0, id]),
+    );
+    added += adds.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
+    const gone = await goneOf(redis, keys, ids);
+    await execAll(
+      redis,
+      gone.map((id) => ['zrem', keys.notices(shardOfNoticeId(id)!), id]),
+    );
+  });
+  await redis.set(keys.noticesIndexed, new Date(now).toISOString());
+  return added;
+}
+
+/** Every notice hash Redis holds, by their IDs, a SCAN batch at a time on each master (for the indexes' backfills). */
+export async function forEachNoticeBatch(redis: RedisClient, keys: Keys, each: (ids: string[]) => Promise<void>): Promise<void> {
+  const pattern = `${keys.prefix}:{s*}:notice:ntc_*`;
   for (const node of masterNodes(redis)) {
     let cursor = '0';
     do {
       const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
       cursor = next;
       const ids = found.map((key) => key.slice(key.lastIndexOf(':') + 1)).filter((id) => shardOfNoticeId(id) !== undefined);
-      if (ids.length === 0) continue;
-      const adds = await execAll(
-        redis,
-        ids.map((id) => ['zadd', keys.notices(shardOfNoticeId(id)!), 'NX', 0, id]),
-      );
-      added += adds.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
-      const exists = await execAll(
-        redis,
-        ids.map((id) => ['exists', keys.notice(id)]),
-      );
-      const gone = ids.filter((_, i) => Number(exists[i]?.[1] ?? 0) === 0);
-      await execAll(
-        redis,
-        gone.map((id) => ['zrem', keys.notices(shardOfNoticeId(id)!), id]),
-      );
+      if (ids.length > 0) await each(ids);
     } while (cursor !== '0');
   }
-  await redis.set(keys.noticesIndexed, new Date(now).toISOString());
-  return added;
+}
+
+/** Those of `ids` whose hash Redis no longer holds (retired since they were found). */
+export async function goneOf(redis: RedisClient, keys: Keys, ids: readonly string[]): Promise<string[]> {
+  const exists = await execAll(
+    redis,
+    ids.map((id) => ['exists', keys.notice(id)]),
+  );
+  return ids.filter((_, i) => Number(exists[i]?.[1] ?? 0) === 0);
 }
