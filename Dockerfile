@@ -12,7 +12,7 @@
 # The `sandbox` target is the emulators' image (compose's `sandbox` service):
 #   node packages/sandbox/dist/main.js   (PORT 4010, HOST 0.0.0.0)
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # The workspaces' manifests come first, so that `npm ci` installs their dependencies and links them.
 COPY package.json package-lock.json ./
@@ -29,7 +29,7 @@ COPY queues ./queues
 # Builds the sandbox and client workspaces, then Herald (dist/, which holds nothing of the sandbox).
 RUN npm run build
 
-FROM node:20-bookworm-slim AS sandbox
+FROM node:24-bookworm-slim AS sandbox
 ENV NODE_ENV=production PORT=4010 HOST=0.0.0.0
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -43,7 +43,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/__sandbox/sms`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "packages/sandbox/dist/main.js"]
 
-FROM node:20-bookworm-slim AS herald
+FROM node:24-bookworm-slim AS herald
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -178,7 +178,9 @@ function requestHeaders(headers: RequestInit['headers']): Record<string, string>
   const out: Record<string, string> = {};
   if (headers === undefined) return out;
   const entries = headers instanceof Headers || Array.isArray(headers) ? new Headers(headers).entries() : Object.entries(headers);
-  for (const [name, value] of entries) out[name.toLowerCase()] = typeof value === 'string' ? value : value.join(', ');
+  for (const [name, value] of entries) {
+    if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
   return out;
 }
 
