@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { ConfigError, loadConfig, newDevApiKey, warnUnknownVariables } from './config.js';
+import { loadConfig, newDevApiKey, warnUnknownVariables } from './config.js';
 import { createLogger } from './logger.js';
 import { loadSandbox, type SandboxPackage } from './load-sandbox.js';
 import type { Sandbox, WebhookTarget } from '@herald/sandbox';
 import { startWeb } from './server.js';
 import { exitOnSignals } from './signals.js';
+import { requireRedis, startupMessage } from './startup.js';
 import { startWorker } from './worker.js';
 
 type Env = Record<string, string | undefined>;
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
   if (devApiKey) env.HERALD_API_KEYS = devApiKey;
   const config = loadConfig(env);
   warnUnknownVariables(env, log);
+  await requireRedis(config.redis);
   const worker = await startWorker(config, { logger: log });
   // One archive for the process: the web reads through the worker's.
   const web = await startWeb(config, { archive: worker.archive });
@@ -127,6 +129,6 @@ async function freePort(host: string): Promise<number> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? error.message : error);
+  console.error(startupMessage(error, { ...process.env, HOST: process.env.HOST ?? '127.0.0.1' }));
   process.exit(1);
 });

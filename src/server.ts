@@ -7,6 +7,7 @@ import type { Archive } from './archive/archive.js';
 import { composeWeb } from './compose.js';
 import { createLogger } from './logger.js';
 import { exitOnSignals, once } from './signals.js';
+import { startupMessage } from './startup.js';
 
 export interface WebHandle {
   app: FastifyInstance;
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   main().catch((error: unknown) => {
-    console.error(error instanceof ConfigError ? error.message : error);
+    console.error(startupMessage(error, process.env));
     process.exit(1);
   });
 }
