@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_ACCOUNT_ID, SANDBOX_QUEUE_NAMES, SANDBOX_TOPIC_ARNS, startSandbox, type Sandbox } from '@herald/sandbox';
@@ -130,6 +132,30 @@ describe('herald doctor', () => {
     expect(code).toBe(1);
     expect(stdout).toMatch(/^FAIL +configuration +HERALD_CONTENT_TTL/m);
     expect(stdout).toMatch(/^FAIL +configuration +POSTMARK_FROM must be set/m);
+  });
+});
+
+describe("the Procfile's release phase", () => {
+  /** The Procfile's `release:` command, run as a platform runs it: through a shell, in the app's directory. */
+  const release = async (env: Record<string, string>): Promise<{ code: number | null; stdout: string }> => {
+    const procfile = await readFile(new URL('Procfile', `file://${ROOT}`), 'utf8');
+    const command = /^release:\s*(.+)$/m.exec(procfile)?.[1];
+    expect(command).toBe('node dist/src/cli.js doctor');
+    const child = spawn('sh', ['-c', command!], {
+      cwd: ROOT,
+      env: { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, ...env },
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    return { code, stdout };
+  };
+
+  it('passes a healthy configuration and fails the release on a bad one', async () => {
+    expect((await release(healthy())).code).toBe(0);
+    const bad = await release({ ...healthy(), HERALD_CONTENT_TTL: 'a while' });
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(/^FAIL +configuration +HERALD_CONTENT_TTL/m);
   });
 });
 
