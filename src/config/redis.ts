@@ -1,7 +1,8 @@
 /** Where Redis is: one node, a Sentinel-watched master or a Cluster; and how each notice queue is split. */
 import { SHARD_COUNT } from '../notice/ids.js';
-import { integer, readSection, text, url } from './schema.js';
-import type { HostPort, RedisTarget } from './types.js';
+import { readFileSync } from 'node:fs';
+import { flag, integer, readSection, text, url } from './schema.js';
+import type { HostPort, RedisTarget, RedisTls } from './types.js';
 import { withoutCredentials } from './urls.js';
 
 export const SCHEMA = {
@@ -10,6 +11,9 @@ export const SCHEMA = {
   REDIS_SENTINEL_MASTER: text(undefined),
   REDIS_SENTINEL_PASSWORD: text(undefined),
   REDIS_CLUSTER_NODES: text(undefined),
+  // For rediss:// servers whose certificate no system CA signed (Heroku-style managed Redis).
+  REDIS_TLS_CA_FILE: text(undefined),
+  REDIS_TLS_REJECT_UNAUTHORIZED: flag(),
   // At most the number of shards: a notice's jobs go to its shard's partition.
   HERALD_QUEUE_PARTITIONS: integer(1, 1, SHARD_COUNT),
 };
@@ -46,7 +50,41 @@ export function readRedis(
   }
   return {
     redisUrl,
-    redis: { url: redisUrl, sentinels, sentinelMaster, sentinelPassword: read.REDIS_SENTINEL_PASSWORD, clusterNodes },
+    redis: {
+      url: redisUrl,
+      sentinels,
+      sentinelMaster,
+      sentinelPassword: read.REDIS_SENTINEL_PASSWORD,
+      clusterNodes,
+      tls: readTls(redisUrl, read.REDIS_TLS_CA_FILE, read.REDIS_TLS_REJECT_UNAUTHORIZED, problems),
+    },
     queuePartitions: read.HERALD_QUEUE_PARTITIONS,
   };
+}
+
+/** The TLS options of a rediss:// URL: the CA to trust (read once, at start-up) and whether to verify the server. */
+function readTls(
+  redisUrl: string,
+  caFile: string | undefined,
+  rejectUnauthorized: boolean | undefined,
+  problems: string[],
+): RedisTls | undefined {
+  if (!redisUrl.startsWith('rediss:')) {
+    for (const [name, value] of [
+      ['REDIS_TLS_CA_FILE', caFile],
+      ['REDIS_TLS_REJECT_UNAUTHORIZED', rejectUnauthorized],
+    ] as const) {
+      if (value !== undefined) problems.push(`${name} applies to rediss:// only: REDIS_URL names a server without TLS`);
+    }
+    return undefined;
+  }
+  let ca: string | undefined;
+  if (caFile !== undefined) {
+    try {
+      ca = readFileSync(caFile, 'utf8');
+    } catch (error) {
+      problems.push(`REDIS_TLS_CA_FILE=${caFile} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+  }
+  return { ca, rejectUnauthorized: rejectUnauthorized ?? true };
 }

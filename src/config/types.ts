@@ -221,6 +221,13 @@ export interface RedisTarget {
   readonly sentinelMaster: string | undefined;
   readonly sentinelPassword: string | undefined;
   readonly clusterNodes: readonly HostPort[] | undefined;
+  /** A rediss:// URL's TLS: REDIS_TLS_CA_FILE's certificates and REDIS_TLS_REJECT_UNAUTHORIZED; undefined without TLS. */
+  readonly tls?: RedisTls | undefined;
+}
+
+export interface RedisTls {
+  readonly ca: string | undefined;
+  readonly rejectUnauthorized: boolean;
 }
 
 /** Unit prices per provider call, in one currency. */

@@ -43,7 +43,9 @@ export function connectRedis(target: RedisTarget | string, role: RedisRole, name
             retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
           };
   if (typeof target === 'string') return new Redis(target, options);
-  if (target.clusterNodes) return connectCluster(target.clusterNodes, target.url, options, role === 'web' || role === 'web-queues');
+  const tls = tlsOptions(target);
+  if (target.clusterNodes)
+    return connectCluster(target.clusterNodes, target.url, { ...options, tls }, role === 'web' || role === 'web-queues');
   if (target.sentinels) {
     // The URL's user, password, database and TLS apply to the master Sentinel names.
     const node = new URL(target.url);
@@ -55,7 +57,7 @@ export function connectRedis(target: RedisTarget | string, role: RedisRole, name
       username: node.username ? decodeURIComponent(node.username) : undefined,
       password: node.password ? decodeURIComponent(node.password) : undefined,
       db: Number(node.pathname.slice(1) || 0),
-      ...(node.protocol === 'rediss:' ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+      ...(tls ? { tls, enableTLSForSentinelMode: true } : {}),
       // After a failover the connection asks the sentinels for the master again: Redis drops every
       // client when its master crashes or is demoted, and the connection checks the role of the
       // server it reaches. (ioredis's `failoverDetector` is left off: a +switch-master arriving
@@ -64,7 +66,13 @@ export function connectRedis(target: RedisTarget | string, role: RedisRole, name
       reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
     });
   }
-  return new Redis(target.url, options);
+  return new Redis(target.url, { ...options, tls });
+}
+
+/** A rediss:// target's options for node's TLS (the CA it names, whether to verify); undefined without TLS. */
+function tlsOptions(target: RedisTarget): RedisOptions['tls'] {
+  if (!target.url.startsWith('rediss:')) return undefined;
+  return { ...(target.tls?.ca !== undefined ? { ca: target.tls.ca } : {}), rejectUnauthorized: target.tls?.rejectUnauthorized ?? true };
 }
 
 /** Where a target points, without credentials, as logs and the doctor name it. */
@@ -103,7 +111,6 @@ function connectCluster(nodes: readonly HostPort[], url: string, options: RedisO
       ...perNode,
       username: node.username ? decodeURIComponent(node.username) : undefined,
       password: node.password ? decodeURIComponent(node.password) : undefined,
-      ...(node.protocol === 'rediss:' ? { tls: {} } : {}),
     },
   };
   return new Cluster(

@@ -58,6 +58,14 @@ describe('configuration', () => {
     });
     expect(problemsOf({ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: 'b:2' }).join('\n')).toMatch(/both set/);
     expect(problemsOf({ REDIS_SENTINELS: 'a:1' }).join('\n')).toMatch(/REDIS_SENTINEL_MASTER/);
+    expect(problemsOf({ REDIS_TLS_REJECT_UNAUTHORIZED: '0' }).join('\n')).toMatch(
+      /REDIS_TLS_REJECT_UNAUTHORIZED applies to rediss:\/\/ only/,
+    );
+    expect(loadConfig({ REDIS_URL: 'rediss://r.example:6380', REDIS_TLS_REJECT_UNAUTHORIZED: 'false' }).redis.tls).toEqual({
+      ca: undefined,
+      rejectUnauthorized: false,
+    });
+    expect(loadConfig({ REDIS_URL: 'rediss://r.example:6380' }).redis.tls).toEqual({ ca: undefined, rejectUnauthorized: true });
     expect(problemsOf({ REDIS_CLUSTER_NODES: 'nohost' }).join('\n')).toMatch(/REDIS_CLUSTER_NODES/);
     expect(problemsOf({ HERALD_QUEUE_PARTITIONS: '0' }).join('\n')).toMatch(/HERALD_QUEUE_PARTITIONS/);
   });

@@ -10,9 +10,9 @@ import { runCliProcess, WebProcess } from '../helpers/web-process.js';
 
 /**
  * REDIS_URL `rediss://user:password@host:port`: a `redis-server` that speaks only TLS, with its
- * certificate signed by a CA the test made (trusted through NODE_EXTRA_CA_CERTS, no variable of
- * Herald's own), and an ACL user (the default user off). Every connection Herald opens must
- * use both, or it gets nothing at all.
+ * certificate signed by a CA the test made (trusted through REDIS_TLS_CA_FILE, as a Heroku-style
+ * self-signed server is), and an ACL user (the default user off). Every connection Herald opens
+ * must use both, or it gets nothing at all.
  */
 describe('REDIS_URL rediss:// with an ACL user', () => {
   const prefix = testPrefix('tls');
@@ -32,7 +32,7 @@ describe('REDIS_URL rediss:// with an ACL user', () => {
     sandbox = await startSandbox({ port: 0 });
     env = testEnv(prefix, {
       REDIS_URL: server.url,
-      NODE_EXTRA_CA_CERTS: tls.ca,
+      REDIS_TLS_CA_FILE: tls.ca,
       POSTMARK_API_URL: sandbox.url,
       TWILIO_API_URL: sandbox.url,
       HERALD_ADMIN_TOKEN: ADMIN,
@@ -108,5 +108,17 @@ describe('REDIS_URL rediss:// with an ACL user', () => {
     expect(list.stdout.trim().split('\n')).toHaveLength(1);
     const doctor = await runCliProcess(['doctor'], env);
     expect(doctor.stdout + doctor.stderr).toMatch(/Redis 7[^\n]*\(standalone, master\) at rediss:\/\/\[credentials\]@127\.0\.0\.1/);
+  }, 60_000);
+
+  it('without REDIS_TLS_CA_FILE the server is not trusted; REDIS_TLS_REJECT_UNAUTHORIZED=0 skips the check; an unreadable CA file is a configuration problem', async () => {
+    const { REDIS_TLS_CA_FILE: _ca, ...untrusted } = env;
+    const refused = await runCliProcess(['doctor'], untrusted);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(/^FAIL +redis +no answer at rediss:/m);
+    const unverified = await runCliProcess(['doctor'], { ...untrusted, REDIS_TLS_REJECT_UNAUTHORIZED: '0' });
+    expect(unverified.stdout).toMatch(/^ok +redis +Redis 7[^\n]*\(standalone, master\)/m);
+    const missing = await runCliProcess(['doctor'], { ...env, REDIS_TLS_CA_FILE: `${tls.dir}/absent.crt` });
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toMatch(/^FAIL +configuration +REDIS_TLS_CA_FILE=\S+absent\.crt cannot be read \(ENOENT\)/m);
   }, 60_000);
 });
