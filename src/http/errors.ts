@@ -129,10 +129,17 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
         ? [408, 'Request Timeout', errorBody('request_timeout')]
         : [400, 'Bad Request', errorBody('validation_failed', 'The request is not valid HTTP.')];
   const text = JSON.stringify(body);
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${text}`,
-    );
+  if (!socket.writable) {
+    socket.destroy(error);
+    return;
   }
-  socket.destroy(error);
+  // The answer, then a half-close; what the client still sends is read and dropped. Destroying
+  // the socket with unread bytes in it makes the kernel reset the connection, and a reset may
+  // reach the client before the answer does (Node 24's parser stops earlier in a bad body).
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${text}`,
+  );
+  socket.on('data', () => undefined);
+  socket.resume();
+  setTimeout(() => socket.destroy(), 2000).unref();
 }
