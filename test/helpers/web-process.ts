@@ -77,3 +77,26 @@ export async function runCliProcess(
   const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
   return { code, stdout, stderr };
 }
+
+/** Runs a compiled entry point with only the given environment until it exits (killed after `timeoutMs`): its code and its stdout and stderr together. */
+export function runEntryPoint(
+  script: string,
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [script], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const guard = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve) =>
+    child.on('exit', (code) => {
+      clearTimeout(guard);
+      resolve({ code, output });
+    }),
+  );
+}

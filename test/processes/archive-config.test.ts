@@ -1,28 +1,12 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEV_ARCHIVE_KEY, describeConfig, loadConfig } from '../../src/config.js';
 import { configProblems } from '../helpers/env.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { runEntryPoint } from '../helpers/web-process.js';
 
 const problemsOf = configProblems;
 
-/** Runs a compiled entry point with only the given environment; resolves when it exits. */
-function run(script: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [script], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    child.on('exit', (code) => resolve({ code, output }));
-  });
-}
+const run = runEntryPoint;
 
 describe('retention and archive configuration', () => {
   it('reads HERALD_ENCRYPTION_KEY as keyId:base64 pairs, the first one sealing', () => {

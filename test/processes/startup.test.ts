@@ -1,30 +1,11 @@
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { deleteKeys, plainRedis, REDIS_URL, testArchiveUrl, testPrefix } from '../helpers/env.js';
 import { freePort } from '../helpers/redis-server.js';
+import { runEntryPoint } from '../helpers/web-process.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** `npm start`'s entry point with only the given environment, until it exits (or 30 s): its code and what it wrote. */
-function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['dist/src/dev.js'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  const guard = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  return new Promise((resolve) =>
-    child.on('exit', (code) => {
-      clearTimeout(guard);
-      resolve({ code, output });
-    }),
-  );
-}
+/** `npm start`'s entry point with only the given environment, until it exits (or 30 s). */
+const runToExit = (env: Record<string, string>) => runEntryPoint('dist/src/dev.js', env, 30_000);
 
 // The port tests reach Redis (the worker starts before the web listens): their keys go after.
 const PREFIX = testPrefix('port-in-use');
