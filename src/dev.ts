@@ -129,6 +129,6 @@ async function freePort(host: string): Promise<number> {
 }
 
 main().catch((error: unknown) => {
-  console.error(startupMessage(error, { ...process.env, HOST: process.env.HOST ?? '127.0.0.1' }));
+  console.error(startupMessage(error, process.env));
   process.exit(1);
 });

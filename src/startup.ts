@@ -44,7 +44,7 @@ const PORT_VARIABLES: readonly [variable: string, fallback: number | undefined][
  * What to print when a process cannot start: a listener's port in use names the variable that
  * chose it, a configuration or start-up problem is its own message, anything else its stack.
  */
-export function startupMessage(error: unknown, env: Env): string | Error | unknown {
+export function startupMessage(error: unknown, env: Env): unknown {
   if (error instanceof ConfigError || error instanceof StartupError) return error.message;
   const e = error as { code?: unknown; port?: unknown; address?: unknown } | undefined;
   if (e?.code === 'EADDRINUSE' && typeof e.port === 'number') {
