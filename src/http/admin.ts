@@ -33,15 +33,18 @@ const loginPage = (next: string, failed: boolean) =>
 const logoutPage = () =>
   formPage('Herald admin — log out', markup`<form method="post" action="/admin/logout"><button type="submit">Log out</button></form>`);
 
+/** Where a login lands when it was not sent from another admin page: the overview. */
+export const ADMIN_HOME = '/admin';
+
 /**
- * Only a local admin path may be redirected to after logging in: printable ASCII of a URL
- * path and query only (no control characters, spaces or backslashes that could split a header
- * or turn into another host), no `//`.
+ * Only a local admin path may be redirected to after logging in: `/admin` itself or a path under
+ * it, printable ASCII of a URL path and query only (no control characters, spaces or backslashes
+ * that could split a header or turn into another host), no `//`. Anything else lands on the overview.
  */
 export const safeNext = (next: unknown): string =>
-  typeof next === 'string' && next.length <= 512 && /^\/admin\/[A-Za-z0-9\-._~!$&'()*+,;=:@%/?]*$/.test(next) && !next.includes('//')
+  typeof next === 'string' && next.length <= 512 && /^\/admin(?:[/?][A-Za-z0-9\-._~!$&'()*+,;=:@%/?]*)?$/.test(next) && !next.includes('//')
     ? next
-    : '/admin/queues';
+    : ADMIN_HOME;
 
 /**
  * `/admin/*`: the overview at /admin, Bull Board at /admin/queues, the notices list at /admin/notices, the audit timeline at /admin/notices/:id, the login
@@ -108,7 +111,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AppDeps, failures:
         }),
     ),
     serverAdapter: board,
-    options: { uiConfig: { boardTitle: 'Herald queues' } },
+    // The board's menu links back to the overview (its logo and title lead to the board's own root).
+    options: { uiConfig: { boardTitle: 'Herald queues', miscLinks: [{ text: 'Herald overview', url: ADMIN_HOME }] } },
   });
   await app.register(board.registerPlugin(), { prefix: '/admin/queues' });
 }

@@ -148,13 +148,19 @@ describe('the web edge', () => {
       '/admin//evil.example',
       'https://evil.example',
       `/admin/${'q'.repeat(600)}`,
+      '/adminx',
+      '/admin\\evil.example',
     ]) {
-      it(`redirects to /admin/queues instead of ${JSON.stringify(next.slice(0, 30))}`, async () => {
+      it(`redirects to the overview instead of ${JSON.stringify(next.slice(0, 30))}`, async () => {
         const res: LightMyRequestResponse = await login(next);
         expect(res.statusCode).toBe(303);
-        expect(res.headers.location).toBe('/admin/queues');
+        expect(res.headers.location).toBe('/admin');
       });
     }
+    it('keeps the overview itself, with its query', async () => {
+      expect((await login('/admin')).headers.location).toBe('/admin');
+      expect((await login('/admin?tenant=acme')).headers.location).toBe('/admin?tenant=acme');
+    });
     it('keeps a plain admin path with its query', async () => {
       expect((await login('/admin/notices/ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa?x=1')).headers.location).toBe(
         '/admin/notices/ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa?x=1',
@@ -166,7 +172,7 @@ describe('the web edge', () => {
       });
       expect(page.statusCode).toBe(200);
       expect(page.body).not.toContain('<script>');
-      expect(page.body).toContain('name="next" value="/admin/queues"');
+      expect(page.body).toContain('name="next" value="/admin"');
     });
   });
 });

@@ -70,6 +70,13 @@ describe('operations surface', () => {
         'sms-send',
       ]);
     });
+    it('links back to the overview from its menu, in the configuration the board page carries', async () => {
+      const page = await stack.web.call('GET', '/admin/queues', undefined, { authorization: `Bearer ${ADMIN}` });
+      expect(page.statusCode).toBe(200);
+      const config = JSON.parse(/<script id="__UI_CONFIG__" type="application\/json">([\s\S]*?)<\/script>/.exec(page.body)![1]!);
+      expect(config.miscLinks).toEqual([{ text: 'Herald overview', url: '/admin' }]);
+      expect(config.boardTitle).toBe('Herald queues');
+    });
     it('sends a browser to the login form, whose HttpOnly cookie then opens it', async () => {
       const page = await stack.web.call('GET', '/admin/queues', undefined, { authorization: '', accept: 'text/html' });
       expect(page.statusCode).toBe(303);
@@ -95,7 +102,7 @@ describe('operations surface', () => {
         authorization: '',
         'content-type': 'application/x-www-form-urlencoded',
       });
-      expect(login.headers.location).toBe('/admin/queues');
+      expect(login.headers.location).toBe('/admin');
     });
   });
 
