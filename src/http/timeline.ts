@@ -40,6 +40,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1f2328;background:#fff}
 main{padding:16px 24px;max-width:${WIDTH + 40}px} @media (max-width:700px){main{padding:12px}}
 h1{font-size:20px;margin:8px 0 4px} h2{font-size:16px;margin:20px 0 6px} .meta{color:#57606a;margin:0 0 12px}
 h1 code{overflow-wrap:anywhere}
+header.notice{margin-bottom:4px} .blocked{margin:0 0 12px;padding:6px 10px;border-left:4px solid #cf222e;background:#ffebe9;white-space:normal;overflow-wrap:anywhere}
 dl.summary,dl.fields,dl.timescales{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 12px;margin:0}
 dt{color:#57606a} dd{margin:0;overflow-wrap:anywhere}
 dl.timescales{gap:6px 12px} dl.timescales dt{font-weight:600;color:#1f2328;white-space:nowrap}
@@ -149,8 +150,10 @@ export function renderTimeline(view: View, events: StoredEntry[]): Html {
     } else if (e.type === 'fallback.decided' || e.type === 'fallback.blocked') {
       const y = laneY('Decision');
       const reason = e.type === 'fallback.decided' ? String(e.reason) : `blocked: ${String(e.reason)}`;
+      // In the right half the label runs leftwards, so that it stays inside the chart.
+      const leftwards = x(t) > WIDTH / 2;
       push(
-        markup`<g id="fallback-marker" data-marker="fallback" data-reason="${e.reason}"><polygon points="${x(t)},${y - 9} ${x(t) + 9},${y} ${x(t)},${y + 9} ${x(t) - 9},${y}" class="decision"/><text x="${x(t) + 12}" y="${y + 4}" class="reason">${reason}</text>${title}</g>`,
+        markup`<g id="fallback-marker" data-marker="fallback" data-reason="${e.reason}"><polygon points="${x(t)},${y - 9} ${x(t) + 9},${y} ${x(t)},${y + 9} ${x(t) - 9},${y}" class="decision"/><text x="${leftwards ? x(t) - 12 : x(t) + 12}" y="${y + 4}" class="reason"${leftwards ? markup` text-anchor="end"` : ''}>${reason}</text>${title}</g>`,
       );
     } else if (e.type === 'notice.completed') {
       push(
@@ -177,8 +180,10 @@ ${styleBlock(TIMELINE_CSS)}</head>
 <body>
 ${adminNav('timeline')}
 <main id="main">
+<header class="notice">
 <h1>Notice <code>${view.id}</code></h1>
 <p class="meta">Audit timeline, from Herald's decision log. Times are relative to acceptance (<time datetime="${view.createdAt}">${view.createdAt}</time>). <a href="#log">Skip to the decision log</a></p>
+${blockedNote(view, events)}
 <dl class="summary">
 <dt>State</dt><dd id="state">${view.state}</dd>
 <dt>Category</dt><dd>${view.category}</dd>
@@ -187,6 +192,7 @@ ${adminNav('timeline')}
 <dt>Policy version</dt><dd>${view.policyVersion}</dd>
 <dt>Observations</dt><dd id="observations" data-poll="${observations.length - byWebhook}" data-webhook="${byWebhook}" data-checks-saved="${saved}">${observations.length - byWebhook} from status checks (poll), ${byWebhook} from provider webhooks; ${saved} planned checks saved</dd>
 </dl>
+</header>
 <h2 id="timescales-h">Three timescales</h2>
 <dl class="timescales" id="timescales" aria-labelledby="timescales-h">
 <dt><span class="colour-timeout" aria-hidden="true">▬</span> Provider timeout</dt><dd>How long one network attempt to a provider may take: <b>${timeoutMs} ms</b>. An attempt that runs out is recorded as a <code>provider.error</code>, never as a failed email, and the notice keeps waiting for the deadline.</dd>
@@ -203,6 +209,16 @@ ${svg.map((part) => markup`${part}\n`)}</svg></div>
 ${entries}</ol>
 </main>
 </body></html>`;
+}
+
+/**
+ * A blocked notice's reason, whole, at the top of the page: the `fallback.blocked` entry's reason
+ * and the fallback it stopped. The line wraps; nothing of it is cut off.
+ */
+function blockedNote(view: View, events: StoredEntry[]): Html | '' {
+  const entry = events.findLast((e) => e.type === 'fallback.blocked');
+  if (view.state !== 'blocked' || !entry || entry.type !== 'fallback.blocked') return '';
+  return markup`<p class="blocked" id="blocked-reason" data-reason="${entry.reason}">Blocked: <code>${entry.reason}</code>. The fallback to SMS (<code>${view.fallback?.reason ?? 'none'}</code>) was decided at ${entry.at} and SMS was not permitted, so no channel is left.</p>`;
 }
 
 /** Where an observation came from; entries written before webhooks existed were all polls. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fieldLabel, renderTimeline } from '../../src/http/timeline.js';
+import { fieldLabel, renderTimeline, TIMELINE_CSS } from '../../src/http/timeline.js';
 import type { AnyEntry as StoredEntry } from '../helpers/entries.js';
 
 describe('the timeline labels an entry field', () => {
@@ -56,5 +56,56 @@ describe('the timeline marks where each observation came from', () => {
     expect(html).toMatch(
       /id="observations" data-poll="2" data-webhook="1" data-checks-saved="2">2 from status checks \(poll\), 1 from provider webhooks; 2 planned checks saved/,
     );
+  });
+});
+
+describe('the timeline of a blocked notice', () => {
+  const at = (s: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, s)).toISOString();
+  const view = {
+    id: 'ntc_00bbbbbbbbbbbbbbbbbbbbbbbbbb',
+    state: 'blocked',
+    category: 'terms_change',
+    recipientId: 'player-43',
+    createdAt: at(0),
+    deadline: at(50),
+    policyVersion: 0,
+    plannedChecks: [at(10), at(30), at(50)],
+    email: { status: 'pending', providerMessageId: 'm-2', lastObservedAt: at(50), nextCheckAt: null },
+    fallback: { reason: 'email_deadline_elapsed', decidedAt: at(51) },
+    sms: null,
+  } as unknown as Parameters<typeof renderTimeline>[0];
+  const entry = (seq: number, fields: Record<string, unknown>) =>
+    ({ id: `1-${seq}`, seq, at: at(seq), noticeId: view.id, ...fields }) as unknown as StoredEntry;
+  const html = renderTimeline(view, [
+    entry(1, { type: 'notice.accepted', providerTimeoutMs: 5000 }),
+    entry(50, { type: 'email.observed', status: 'pending', providerStatus: 'Sent', nextCheckAt: null, source: 'poll' }),
+    entry(51, { type: 'policy.checked', channel: 'sms', outcome: 'no_consent', policyVersion: 0 }),
+    entry(52, { type: 'fallback.blocked', reason: 'sms_consent_missing', fallbackReason: 'email_deadline_elapsed', decidedAt: at(51) }),
+    entry(53, { type: 'notice.completed', state: 'blocked' }),
+  ]).value;
+
+  it('names the blocked reason, whole, in the header, with the fallback it stopped', () => {
+    const header = /<header class="notice">([\s\S]*?)<\/header>/.exec(html)![1]!;
+    expect(header).toMatch(
+      /<p class="blocked" id="blocked-reason" data-reason="sms_consent_missing">Blocked: <code>sms_consent_missing<\/code>\. The fallback to SMS \(<code>email_deadline_elapsed<\/code>\)/,
+    );
+    expect(header).toContain('<dd id="state">blocked</dd>');
+  });
+
+  it('lets the header wrap instead of clipping it', () => {
+    const rules = [...TIMELINE_CSS.matchAll(/([^{}]+)\{([^}]*)\}/g)].filter(([, selector]) => /header|\.blocked|\.meta|h1/.test(selector!));
+    expect(rules.length).toBeGreaterThan(0);
+    for (const [, selector, body] of rules) expect(body, selector).not.toMatch(/ellipsis|nowrap|overflow:\s*hidden|overflow:\s*clip/);
+  });
+
+  it('draws the decision label in the chart leftwards when the decision is near the end', () => {
+    expect(html).toMatch(
+      /data-reason="sms_consent_missing">.*<text x="[\d.]+" y="[\d.]+" class="reason" text-anchor="end">blocked: sms_consent_missing<\/text>/,
+    );
+  });
+
+  it('has no blocked line for a notice that was not blocked', () => {
+    const delivered = renderTimeline({ ...view, state: 'sms_delivered' } as typeof view, [entry(1, { type: 'notice.accepted' })]).value;
+    expect(delivered).not.toContain('id="blocked-reason"');
   });
 });
