@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './deps.js';
 import { formatDuration } from '../durations.js';
 import { hourlyStats, noticeStats, STATS_HOUR_MS, type NoticeStats } from '../notice/stats.js';
+import { isTerminal, type NoticeState } from '../notice/states.js';
 import { adminNav, NAV_CSS } from './admin-nav.js';
 import { barChart, columnChart } from './charts.js';
 import { markup, sendPage, styleBlock, type Html } from './html.js';
@@ -26,6 +27,7 @@ table{border-collapse:collapse;font-size:12px;width:100%} th,td{text-align:left;
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 caption{text-align:left;font-weight:600;padding:6px 0 2px}
 .queue-chart{max-width:400px} .scroll{overflow-x:auto} code{font-family:ui-monospace,monospace;white-space:nowrap}
+.sub{padding-left:12px;font-weight:400}
 details summary{cursor:pointer;margin-top:6px} :focus-visible{outline:2px solid #0969da;outline-offset:2px}
 `;
 
@@ -99,6 +101,65 @@ ${blocked.map(({ key, sample }) => metricRow(markup`blocked <code>${sample.label
 </table>
 ${hourRows.length ? markup`<details><summary>Hours with notices</summary><table><tr><th>hour (UTC)</th><th class="n">notices</th><th class="n">fallback</th></tr>${hourRows}</table></details>` : ''}
 </div></div></section>`;
+}
+
+/** The outcomes the overview counts: each a terminal state, under the name an operator asks for. */
+export const OUTCOMES = [
+  { state: 'email_delivered', label: 'delivered', note: 'by email' },
+  { state: 'sms_delivered', label: 'fallen back', note: 'delivered by SMS after the fallback' },
+  { state: 'sms_failed', label: 'SMS failed', note: 'the fallback SMS was undeliverable' },
+  { state: 'blocked', label: 'blocked', note: 'no channel permitted' },
+  { state: 'failed', label: 'failed', note: 'content gone or unreadable' },
+  { state: 'canceled', label: 'canceled', note: 'through the API, before any send' },
+] as const satisfies readonly { state: NoticeState; label: string; note: string }[];
+
+/** How notices ended, and the provider errors met on the way, by provider. */
+function outcomeSection(figures: Figures, window: NoticeStats): Html {
+  // A state never entered has no /metrics sample yet: its 0 is shown without claiming one.
+  const sinceCell = (state: string) => {
+    const key = sampleKey('herald_transitions_total', { state });
+    const value = figures.samples.get(key);
+    return value === undefined ? markup`<td class="n" data-since="${state}" data-value="0">0</td>` : metricCell(key, value, count(value));
+  };
+  const inWindow = (state: string) => window.byState[state] ?? 0;
+  const unfinished = Object.entries(window.byState)
+    .filter(([state]) => !isTerminal(state as NoticeState))
+    .reduce((sum, [, n]) => sum + n, 0);
+  const rows = OUTCOMES.map((o) => ({
+    label: o.label,
+    segments: [
+      {
+        value: inWindow(o.state),
+        title: `${o.label} (${o.state}): ${count(inWindow(o.state))} of the last ${OVERVIEW_HOURS} hours' notices`,
+      },
+    ],
+  }));
+  // Every failed provider call is counted by the entry that records it (provider.error), under the provider of its channel.
+  const errors = figures.family('herald_provider_calls_total').filter(({ sample }) => sample.labels?.outcome !== 'ok');
+  const providers = [...new Set(errors.map(({ sample }) => String(sample.labels?.provider)))].sort();
+  const errorsOf = (provider: string) => errors.filter(({ sample }) => String(sample.labels?.provider) === provider);
+  const total = (provider: string) => errorsOf(provider).reduce((sum, { sample }) => sum + sample.value, 0);
+  return markup`<section id="outcomes" aria-labelledby="outcomes-h"><h2 id="outcomes-h">Outcomes and provider errors</h2>
+<p class="note">How notices ended (their final state), the last ${OVERVIEW_HOURS} hours by creation hour as <code>/v1/stats</code> counts them, and since the counters began (<code>herald_transitions_total</code>). Provider errors from <code>herald_provider_calls_total</code>.</p>
+<div class="body">${barChart({ rows, ariaLabel: `Outcomes of the last ${OVERVIEW_HOURS} hours' notices` })}
+<div><table id="outcome-counts"><tr><th>outcome</th><th class="n">last ${OVERVIEW_HOURS} h</th><th class="n">since the counters began</th></tr>
+${OUTCOMES.map(
+  (o) =>
+    markup`<tr data-outcome="${o.state}"><th>${o.label} <code>${o.state}</code></th><td class="n" data-stat="byState.${o.state}">${count(inWindow(o.state))}</td>${sinceCell(o.state)}</tr>`,
+)}
+<tr><th>not finished yet</th><td class="n" data-stat="unfinished">${count(unfinished)}</td><td class="n">—</td></tr>
+</table>
+<table id="provider-errors"><caption>Provider errors by provider, since the counters began</caption>
+${
+  providers.length === 0
+    ? markup`<tr><td>No provider error yet.</td></tr>`
+    : providers.map(
+        (provider) =>
+          markup`<tr><th><code>${provider}</code></th><td class="n" data-provider-errors="${provider}" data-value="${total(provider)}">${count(total(provider))}</td></tr>
+${errorsOf(provider).map(({ key, sample }) => metricRow(markup`<span class="sub">${sample.labels?.operation}: <code>${sample.labels?.outcome}</code></span>`, key, sample.value))}`,
+      )
+}
+</table></div></div></section>`;
 }
 
 function metricRow(label: string | Html, key: string, value: number, shown = count(value)): Html {
@@ -261,6 +322,7 @@ ${adminNav('overview')}
 <h1>Overview</h1>
 <p class="meta">Read at ${new Date(opts.now).toISOString()} from the same reading <code>/metrics</code> serves (refreshed every <code>HERALD_METRICS_CACHE_MS</code>). Reload for new figures.</p>
 <div class="cards">
+${outcomeSection(figures, opts.window)}
 ${fallbackSection(figures, opts.hours, opts.window)}
 ${histogramSection({
   id: 'lateness',

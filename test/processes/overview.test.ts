@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { pagePolicy } from '../../src/http/html.js';
-import { OVERVIEW_CSS, sampleKey } from '../../src/http/overview.js';
+import { OUTCOMES, OVERVIEW_CSS, sampleKey } from '../../src/http/overview.js';
+import { TERMINAL_STATES } from '../../src/notice/states.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -39,6 +40,9 @@ describe('the admin overview at /admin', () => {
   beforeAll(async () => {
     // One reading of Redis serves the page and /metrics for the whole test (as within any cache window).
     stack = await startStack({ prefix: testPrefix('overview'), env: { HERALD_ADMIN_TOKEN: ADMIN, HERALD_METRICS_CACHE_MS: '60000' } });
+    // One notice of each outcome, and provider errors from both providers (the emulators' flaky
+    // addresses answer 500, then 429, then accept).
+    const quick = { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 1 };
     const ids = await Promise.all([
       stack.createNotice(
         noticeBody({ recipient: { id: 'o1', email: 'delivered+300ms@example.com', phone: '+12025550100' }, deadlineInSeconds: 4 }),
@@ -47,10 +51,20 @@ describe('the admin overview at /admin', () => {
         noticeBody({ recipient: { id: 'o2', email: 'never@example.com', phone: '+14155550100' }, deadlineInSeconds: 2, policy: undefined }),
       ),
       stack.createNotice(noticeBody({ recipient: { id: 'o3', email: 'bounce+300ms@example.com' }, deadlineInSeconds: 4 })),
+      stack.createNotice(
+        noticeBody({ recipient: { id: 'o4', email: 'bounce+300ms@example.com', phone: '+12025550102' }, deadlineInSeconds: 4 }),
+      ),
+      stack.createNotice(
+        noticeBody({ recipient: { id: 'o5', email: 'flaky+300ms+o5@example.com' }, deadlineInSeconds: 20, policy: quick }),
+      ),
+      stack.createNotice(noticeBody({ recipient: { id: 'o6', email: 'never@example.com', phone: '+12065550104' }, deadlineInSeconds: 2 })),
+      stack.createNotice(noticeBody({ recipient: { id: 'o7', email: 'never@example.com', phone: '+12065550100' }, deadlineInSeconds: 4 })),
     ]);
-    await stack.waitForState(ids[0]!, ['email_delivered']);
-    await stack.waitForState(ids[1]!, ['sms_delivered']);
-    await stack.waitForState(ids[2]!, ['blocked']);
+    // The content of o7 is gone before a send needs it (whichever send comes first): it ends failed.
+    await stack.web.store.deleteContent(ids[6]!);
+    const outcomes = ['email_delivered', 'sms_delivered', 'blocked', 'sms_failed', 'email_delivered', 'sms_delivered', 'failed'];
+    const ended = await Promise.all(ids.map((id) => stack.waitForState(id, [...TERMINAL_STATES])));
+    expect(ended.map((view) => view.state)).toEqual(outcomes);
     // A counter label that is not Herald's: whatever Redis holds, the page must not turn it into markup.
     await stack.web.redis.hincrby(stack.web.store.keys.metrics(0), `fallback|${HOSTILE_REASON}`, 1);
   });
@@ -69,6 +83,38 @@ describe('the admin overview at /admin', () => {
       const browser = await stack.web.call('GET', '/admin', undefined, { authorization: '', accept: 'text/html' });
       expect(browser.statusCode).toBe(303);
       expect(browser.headers.location).toBe('/admin/login?next=%2Fadmin');
+    });
+
+    it('lands on the overview after logging in, from /admin or from the login form itself', async () => {
+      for (const start of ['/admin', '/admin/login']) {
+        let location = start;
+        let cookie = '';
+        const visited: string[] = [];
+        // Follow the browser's path: each redirect, and the login form's hidden return-to, as it is served.
+        for (let hop = 0; hop < 5; hop += 1) {
+          visited.push(location);
+          const res = await stack.web.call('GET', location, undefined, { authorization: '', accept: 'text/html', cookie });
+          if (res.statusCode === 303) {
+            location = String(res.headers.location);
+            continue;
+          }
+          expect(res.statusCode, location).toBe(200);
+          if (!location.startsWith('/admin/login')) {
+            expect(res.body).toContain('<title>Herald — overview</title>');
+            break;
+          }
+          const next = /name="next" value="([^"]*)"/.exec(res.body)![1]!;
+          const login = await stack.web.call('POST', '/admin/login', `token=${ADMIN}&next=${encodeURIComponent(unescape(next))}`, {
+            authorization: '',
+            'content-type': 'application/x-www-form-urlencoded',
+          });
+          expect(login.statusCode).toBe(303);
+          cookie = String(login.headers['set-cookie']).split(';')[0]!;
+          location = String(login.headers.location);
+        }
+        expect(location, `logging in from ${start}`).toBe('/admin');
+        expect(visited.at(-2), `logging in from ${start}`).toMatch(/^\/admin\/login/);
+      }
     });
   });
 
@@ -119,20 +165,54 @@ describe('the admin overview at /admin', () => {
         expect(shown.has(sampleKey('herald_queue_jobs', { queue, state: 'delayed' })), queue).toBe(true);
         expect(shown.has(sampleKey('herald_queue_oldest_waiting_seconds', { queue })), queue).toBe(true);
       }
-      expect(shown.get('herald_notices_accepted_total')).toBe(3);
-      expect(shown.get(sampleKey('herald_fallback_decisions_total', { reason: 'email_deadline_elapsed' }))).toBe(1);
+      expect(shown.get('herald_notices_accepted_total')).toBe(7);
+      expect(shown.get(sampleKey('herald_fallback_decisions_total', { reason: 'email_deadline_elapsed' }))).toBeGreaterThanOrEqual(2);
       expect(shown.get(sampleKey('herald_fallback_blocked_total', { reason: 'no_phone' }))).toBe(1);
-      expect(shown.get('herald_fallback_decision_lag_seconds_count')).toBe(1);
-      expect(shown.get('herald_status_checks_per_notice_count')).toBe(3);
+      expect(shown.get('herald_fallback_decision_lag_seconds_count')).toBeGreaterThanOrEqual(2);
+      expect(shown.get('herald_status_checks_per_notice_count')).toBe(7);
       expect(shown.get(sampleKey('herald_estimated_spend_total', { channel: 'sms' }))).toBeGreaterThan(0);
-      expect([...page.matchAll(/<svg /g)].length, 'one chart per panel').toBe(6);
+      expect([...page.matchAll(/<svg /g)].length, 'one chart per panel').toBe(7);
+    });
+
+    it('counts the outcomes: delivered, fallen back, SMS failed, blocked, failed, each its final state, in the window and since the counters began', async () => {
+      const outcomes = /<table id="outcome-counts">[\s\S]*?<\/table>/.exec(page)![0];
+      const cell = (state: string, column: RegExp) =>
+        Number(new RegExp(`data-outcome="${state}">[\\s\\S]*?${column.source}`).exec(outcomes)![1]);
+      const expected: Record<string, number> = { email_delivered: 2, sms_delivered: 2, sms_failed: 1, blocked: 1, failed: 1, canceled: 0 };
+      expect(OUTCOMES.map((o) => o.label)).toEqual(['delivered', 'fallen back', 'SMS failed', 'blocked', 'failed', 'canceled']);
+      const window = /id="fallback-window" data-from="([^"]+)" data-to="([^"]+)"/.exec(page)!;
+      const stats = (await stack.web.call('GET', `/v1/stats?from=${window[1]}&to=${window[2]}`)).json();
+      for (const { state } of OUTCOMES) {
+        expect(cell(state, /data-stat="byState\.\w+">(\d+)</), `${state} in the last 24 hours`).toBe(expected[state]);
+        expect(cell(state, /data-stat="byState\.\w+">(\d+)</), `${state} as /v1/stats counts it`).toBe(stats.byState[state] ?? 0);
+        const since = sampleKey('herald_transitions_total', { state });
+        expect(cell(state, /data-(?:metric|since)="[^"]*" data-value="(\d+)"/), `${state} since the counters began`).toBe(expected[state]);
+        expect(shown.get(since) ?? 0, `${state} is the /metrics sample`).toBe(metrics.get(since) ?? 0);
+      }
+      expect(outcomes).toContain('data-stat="unfinished">0<');
+    });
+
+    it('counts provider errors by provider, from the same counters as /metrics', () => {
+      const totals = Object.fromEntries(
+        [...page.matchAll(/data-provider-errors="(\w+)" data-value="(\d+)"/g)].map((m) => [m[1]!, Number(m[2])]),
+      );
+      expect(Object.keys(totals).sort()).toEqual(['postmark', 'twilio']);
+      for (const provider of ['postmark', 'twilio']) {
+        const failedCalls = [...metrics].filter(
+          ([key]) => key.startsWith('herald_provider_calls_total{') && key.includes(`provider=${provider}`) && !key.includes('outcome=ok'),
+        );
+        // The flaky address and number: a 500 (server_error) and a 429 (rate_limited) before the send went through.
+        expect(failedCalls.map(([key]) => /outcome=(\w+)/.exec(key)![1]).sort(), provider).toEqual(['rate_limited', 'server_error']);
+        expect(totals[provider], provider).toBe(failedCalls.reduce((sum, [, n]) => sum + n, 0));
+        expect(totals[provider], provider).toBeGreaterThanOrEqual(2);
+      }
     });
 
     it('charts the last 24 hours from the stats counters, with the window totals /v1/stats gives for the same hours', async () => {
       const window = /id="fallback-window" data-from="([^"]+)" data-to="([^"]+)"/.exec(page)!;
       const stats = (await stack.web.call('GET', `/v1/stats?from=${window[1]}&to=${window[2]}`)).json();
       expect(Date.parse(window[2]!) - Date.parse(window[1]!)).toBe(24 * 3_600_000);
-      expect(stats.notices).toBe(3);
+      expect(stats.notices).toBe(7);
       expect(page).toContain(`data-stat="notices">${stats.notices}<`);
       expect(page).toContain(`data-stat="fallbackRate" data-value="${stats.fallbackRate}"`);
       for (const [reason, n] of Object.entries(stats.fallbackByReason))
