@@ -19,7 +19,8 @@ h1{font-size:20px;margin:8px 0 2px} h2{font-size:16px;margin:0 0 2px} .meta,.not
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));gap:16px;margin-top:16px}
 section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:12px 16px;min-width:0}
 .body{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:12px;align-items:start}
-@media (max-width:700px){main{padding:12px} .body{grid-template-columns:minmax(0,1fr)}}
+#outcomes{grid-column:1/-1} #outcomes .body{grid-template-columns:repeat(3,minmax(0,1fr))}
+@media (max-width:700px){main{padding:12px} .body,#outcomes .body{grid-template-columns:minmax(0,1fr)}}
 svg.chart{width:100%;height:auto;display:block} .fill{fill:#0969da} .baseline{stroke:#8c959f} .axis{fill:#57606a;font-size:12px}
 .wait{fill:#9a6700} .active{fill:#1a7f37} .delayed{fill:#8c959f} .failed{fill:#cf222e}
 .key span{margin-right:10px;font-size:12px} .k-wait{color:#9a6700} .k-active{color:#1a7f37} .k-delayed{color:#8c959f} .k-failed{color:#cf222e}
@@ -140,16 +141,16 @@ function outcomeSection(figures: Figures, window: NoticeStats): Html {
   const errorsOf = (provider: string) => errors.filter(({ sample }) => String(sample.labels?.provider) === provider);
   const total = (provider: string) => errorsOf(provider).reduce((sum, { sample }) => sum + sample.value, 0);
   return markup`<section id="outcomes" aria-labelledby="outcomes-h"><h2 id="outcomes-h">Outcomes and provider errors</h2>
-<p class="note">How notices ended (their final state), the last ${OVERVIEW_HOURS} hours by creation hour as <code>/v1/stats</code> counts them, and since the counters began (<code>herald_transitions_total</code>). Provider errors from <code>herald_provider_calls_total</code>.</p>
+<p class="note">How notices ended (their final state), the last ${OVERVIEW_HOURS} hours by creation hour as <code>/v1/stats</code> counts them, and all time, since the counters began (<code>herald_transitions_total</code>). Provider errors: the calls of <code>herald_provider_calls_total</code> that failed, by operation and error kind.</p>
 <div class="body">${barChart({ rows, ariaLabel: `Outcomes of the last ${OVERVIEW_HOURS} hours' notices` })}
-<div><table id="outcome-counts"><tr><th>outcome</th><th class="n">last ${OVERVIEW_HOURS} h</th><th class="n">since the counters began</th></tr>
+<table id="outcome-counts"><tr><th>outcome</th><th class="n">last ${OVERVIEW_HOURS} h</th><th class="n">all time</th></tr>
 ${OUTCOMES.map(
   (o) =>
-    markup`<tr data-outcome="${o.state}"><th>${o.label} <code>${o.state}</code></th><td class="n" data-stat="byState.${o.state}">${count(inWindow(o.state))}</td>${sinceCell(o.state)}</tr>`,
+    markup`<tr data-outcome="${o.state}"><th>${o.label}${o.label === o.state ? '' : markup` <code>${o.state}</code>`}</th><td class="n" data-stat="byState.${o.state}">${count(inWindow(o.state))}</td>${sinceCell(o.state)}</tr>`,
 )}
 <tr><th>not finished yet</th><td class="n" data-stat="unfinished">${count(unfinished)}</td><td class="n">—</td></tr>
 </table>
-<table id="provider-errors"><caption>Provider errors by provider, since the counters began</caption>
+<table id="provider-errors"><caption>Provider errors by provider, all time</caption>
 ${
   providers.length === 0
     ? markup`<tr><td>No provider error yet.</td></tr>`
@@ -159,7 +160,7 @@ ${
 ${errorsOf(provider).map(({ key, sample }) => metricRow(markup`<span class="sub">${sample.labels?.operation}: <code>${sample.labels?.outcome}</code></span>`, key, sample.value))}`,
       )
 }
-</table></div></div></section>`;
+</table></div></section>`;
 }
 
 function metricRow(label: string | Html, key: string, value: number, shown = count(value)): Html {
