@@ -1,4 +1,4 @@
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator } from 'playwright-core';
 import { cspViolations, DOCS, hasChromium, launchBrowser } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { noticeBody } from '../helpers/herald.js';
@@ -19,11 +19,19 @@ declare const document: {
 };
 declare const window: { innerWidth: number };
 
+/** Whether an element's text is cut off (its content wider or taller than its box) and whether its box lies within the viewport's width. */
+async function fullyVisible(locator: Locator, viewportWidth: number): Promise<{ clipped: boolean; inViewport: boolean }> {
+  const clipped = await locator.evaluate((el) => el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1);
+  const box = (await locator.boundingBox())!;
+  return { clipped, inViewport: box.x >= 0 && box.x + box.width <= viewportWidth + 0.5 };
+}
+
 describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
   let stack: Stack;
   let browser: Browser;
   let base: string;
   let noticeId: string;
+  let blockedId: string;
 
   beforeAll(async () => {
     // Webhooks on, as `npm start` has them; checks 2 s apart, so that the SMS's pushed delivery comes before its first check.
@@ -46,7 +54,14 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
         policy: undefined,
       }),
     );
+    // A blocked notice, with the longest of the blocked reasons (its recipient refused SMS), decided
+    // at the deadline: the last thing on its timeline, at the chart's right edge.
+    expect((await stack.web.call('PUT', '/v1/recipients/player-43/policy', { consent: { email: true, sms: false } })).statusCode).toBe(200);
+    blockedId = await stack.createNotice(
+      noticeBody({ recipient: { id: 'player-43', email: 'never@example.com', phone: '+12025550100' }, deadlineInSeconds: 4 }),
+    );
     await stack.waitForState(noticeId, ['sms_delivered']);
+    await stack.waitForState(blockedId, ['blocked']);
     browser = await launchBrowser();
   });
   afterAll(async () => {
@@ -120,8 +135,8 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
 
     // The overview: six charts, each beside its numbers, under the page's own CSP.
     await page.goto(`${base}/admin`);
-    expect(await page.locator('main svg.chart').count()).toBe(6);
-    expect(await page.locator('#fallback td[data-metric=herald_notices_accepted_total]').textContent()).toBe('1');
+    expect(await page.locator('main svg.chart').count()).toBe(7);
+    expect(await page.locator('#fallback td[data-metric=herald_notices_accepted_total]').textContent()).toBe('2');
     expect(await page.locator('nav a[aria-current=page]').textContent()).toBe('Overview');
     await page.screenshot({ path: `${DOCS}overview.png`, fullPage: true });
     expect(violations, 'the overview keeps to its own CSP').toEqual([]);
@@ -136,7 +151,7 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
     const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 
     await page.goto(`${base}/admin`);
-    expect(await page.locator('main svg.chart').count()).toBe(6);
+    expect(await page.locator('main svg.chart').count()).toBe(7);
     expect(await overflow(), 'the overview does not scroll sideways').toBeLessThanOrEqual(0);
     await page.screenshot({ path: `${DOCS}overview-narrow.png` });
 
@@ -149,6 +164,62 @@ describe.skipIf(!hasChromium)('the admin pages in a real browser', () => {
     );
     expect(broken, 'entry types are never broken mid-word').toEqual([]);
     await page.screenshot({ path: `${DOCS}timeline-narrow.png` });
+
+    // A blocked notice's reason, whole, in the header on the narrow screen too.
+    await page.goto(`${base}/admin/notices/${blockedId}`);
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    expect(await fullyVisible(page.locator('#blocked-reason'), 375)).toEqual({ clipped: false, inViewport: true });
+    expect(await page.locator('#blocked-reason').textContent()).toContain('sms_consent_missing');
     await page.close();
+  });
+
+  it('lands on the overview after logging in at /admin, reads its outcomes, and Bull Board links back to it', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const violations = cspViolations(page);
+    await page.goto(`${base}/admin`);
+    expect(page.url()).toBe(`${base}/admin/login?next=%2Fadmin`);
+    await page.fill('input[name=token]', ADMIN);
+    await Promise.all([page.waitForURL(`${base}/admin`), page.click('button[type=submit]')]);
+    expect(await page.title()).toBe('Herald — overview');
+    expect(await page.locator('nav a[aria-current=page]').textContent()).toBe('Overview');
+
+    // The outcome panel: one notice fell back to SMS and was delivered, one was blocked.
+    const outcomes = page.locator('#outcomes');
+    const row = (state: string) => outcomes.locator(`tr[data-outcome=${state}]`);
+    const numbers = async (state: string) => (await row(state).locator('td').allTextContents()).map(Number);
+    expect(await row('sms_delivered').locator('th').textContent()).toContain('fallen back');
+    expect(await numbers('sms_delivered')).toEqual([1, 1]);
+    expect(await numbers('blocked')).toEqual([1, 1]);
+    for (const state of ['email_delivered', 'sms_failed', 'failed', 'canceled']) expect(await numbers(state), state).toEqual([0, 0]);
+    expect(await outcomes.locator('svg.chart').count()).toBe(1);
+    expect(await fullyVisible(outcomes, 1280)).toEqual({ clipped: false, inViewport: true });
+    expect(violations, 'the overview keeps to its own CSP').toEqual([]);
+
+    // Bull Board's menu leads back to the overview.
+    await page.goto(`${base}/admin/queues`);
+    await page.getByText('email-send').first().waitFor({ timeout: 15_000 });
+    await page.locator('header ul li').last().locator('button').click();
+    const back = page.getByRole('menuitem', { name: 'Herald overview' });
+    expect(await back.getAttribute('href')).toBe('/admin');
+    await Promise.all([page.waitForURL(`${base}/admin`), back.click()]);
+    expect(await page.title()).toBe('Herald — overview');
+    // Bull Board's page refuses only its outside fonts.
+    expect(violations.filter((v) => !v.includes('fonts.googleapis.com'))).toEqual([]);
+    violations.length = 0;
+
+    // The blocked notice's timeline: its reason in the header, not cut off.
+    await page.goto(`${base}/admin/notices/${blockedId}`);
+    const reason = page.locator('header #blocked-reason');
+    expect(await reason.getAttribute('data-reason')).toBe('sms_consent_missing');
+    expect(await reason.textContent()).toMatch(/^Blocked: sms_consent_missing\. The fallback to SMS \(email_deadline_elapsed\)/);
+    expect(await fullyVisible(reason, 1280)).toEqual({ clipped: false, inViewport: true });
+    const label = page.locator('#fallback-marker text.reason');
+    expect(await label.textContent()).toBe('blocked: sms_consent_missing');
+    const [labelBox, chartBox] = await Promise.all([label.boundingBox(), page.locator('.chart svg').boundingBox()]);
+    expect(labelBox!.x, 'the chart label starts inside the chart').toBeGreaterThanOrEqual(chartBox!.x);
+    expect(labelBox!.x + labelBox!.width, 'the chart label ends inside the chart').toBeLessThanOrEqual(chartBox!.x + chartBox!.width);
+    expect(violations, 'the timeline keeps to its own CSP').toEqual([]);
+    await context.close();
   });
 });
