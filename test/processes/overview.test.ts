@@ -45,7 +45,7 @@ describe('the admin overview at /admin', () => {
     const quick = { firstCheckAfterSeconds: 1, minCheckIntervalSeconds: 1 };
     const ids = await Promise.all([
       stack.createNotice(
-        noticeBody({ recipient: { id: 'o1', email: 'delivered+300ms@example.com', phone: '+12025550100' }, deadlineInSeconds: 4 }),
+        noticeBody({ recipient: { id: 'o1', email: 'delivered+300ms@example.com', phone: '+12025550100' }, deadlineInSeconds: 10 }),
       ),
       stack.createNotice(
         noticeBody({ recipient: { id: 'o2', email: 'never@example.com', phone: '+14155550100' }, deadlineInSeconds: 2, policy: undefined }),
