@@ -146,7 +146,7 @@ function outcomeSection(figures: Figures, window: NoticeStats): Html {
 <table id="outcome-counts"><tr><th>outcome</th><th class="n">last ${OVERVIEW_HOURS} h</th><th class="n">all time</th></tr>
 ${OUTCOMES.map(
   (o) =>
-    markup`<tr data-outcome="${o.state}"><th>${o.label}${o.label === o.state ? '' : markup` <code>${o.state}</code>`}</th><td class="n" data-stat="byState.${o.state}">${count(inWindow(o.state))}</td>${sinceCell(o.state)}</tr>`,
+    markup`<tr data-outcome="${o.state}" title="${o.note}"><th>${o.label}${o.label === o.state ? '' : markup` <code>${o.state}</code>`}</th><td class="n" data-stat="byState.${o.state}">${count(inWindow(o.state))}</td>${sinceCell(o.state)}</tr>`,
 )}
 <tr><th>not finished yet</th><td class="n" data-stat="unfinished">${count(unfinished)}</td><td class="n">—</td></tr>
 </table>

@@ -218,7 +218,7 @@ ${entries}</ol>
 function blockedNote(view: View, events: StoredEntry[]): Html | '' {
   const entry = events.findLast((e) => e.type === 'fallback.blocked');
   if (view.state !== 'blocked' || !entry || entry.type !== 'fallback.blocked') return '';
-  return markup`<p class="blocked" id="blocked-reason" data-reason="${entry.reason}">Blocked: <code>${entry.reason}</code>. The fallback to SMS (<code>${view.fallback?.reason ?? 'none'}</code>) was decided at ${entry.at} and SMS was not permitted, so no channel is left.</p>`;
+  return markup`<p class="blocked" id="blocked-reason" data-reason="${entry.reason}">Blocked: <code>${entry.reason}</code>. The fallback to SMS (<code>${view.fallback?.reason ?? 'none'}</code>) was decided at ${entry.decidedAt} and SMS was not permitted, so no channel is left.</p>`;
 }
 
 /** Where an observation came from; entries written before webhooks existed were all polls. */
