@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageVersion } from '../../src/cli/version.js';
+import { testEnv, testPrefix, waitFor } from '../helpers/env.js';
+import { noticeBody } from '../helpers/herald.js';
+import { hasPromtool, promtool } from '../helpers/promtool.js';
+import { freePort, RedisServer } from '../helpers/redis-server.js';
+import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
+
+/** Herald's error answer, as far as these tests read it. */
+type ErrorAnswer = { error: { code: string; message: string } };
+
+/** The value of the sample of `name` whose labels include `labels`, undefined when none. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const present = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => present[k] === v)) return Number(match[3]);
+  }
+  return undefined;
+}
+
+/** Starts a worker process with its metrics listener on a free port; its URL once it runs. */
+async function startWorkerWithMetrics(env: Record<string, string>): Promise<{ worker: WorkerProcess; url: string }> {
+  const port = await freePort();
+  const worker = new WorkerProcess({ ...env, HERALD_WORKER_METRICS_PORT: String(port), LOG_LEVEL: 'info' }).start();
+  await waitFor(
+    async () => {
+      if (worker.exitCode !== null) throw new Error(`the worker exited with ${worker.exitCode}: ${worker.output}`);
+      return worker.ready;
+    },
+    30_000,
+    'the worker to run',
+  );
+  const url = `http://127.0.0.1:${port}`;
+  expect(worker.output).toContain(`"metricsUrl":"${url}"`);
+  return { worker, url };
+}
+
+describe('HERALD_WORKER_METRICS_PORT: the worker serves /metrics and /healthz on its own port', () => {
+  let stack: Stack;
+  let worker: WorkerProcess;
+  let url: string;
+  let metrics: string;
+  const address = 'delivered+200ms+wmetrics@example.com';
+  beforeAll(async () => {
+    stack = await startStack({ prefix: testPrefix('wmetrics'), inProcessWorker: false });
+    ({ worker, url } = await startWorkerWithMetrics(stack.env));
+    // The first send fails with a 500 (left in doubt, searched for, sent again), then the status reads deliver it.
+    stack.sandbox.injectFault({ operation: 'postmark.send', mode: 'status_500', match: address });
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'p-metrics', email: address, phone: '+12025550100' }, deadlineInSeconds: 20 }),
+    );
+    await stack.waitForState(id, ['email_delivered'], 30_000);
+    metrics = await (await fetch(`${url}/metrics`)).text();
+  }, 90_000);
+  afterAll(async () => {
+    await worker?.stop('SIGKILL');
+    await stack?.close();
+  });
+
+  it('times every provider call by provider, operation and outcome', () => {
+    const count = (operation: string, outcome: string) =>
+      sample(metrics, 'herald_provider_call_duration_seconds_count', { provider: 'postmark-sandbox', operation, outcome }) ?? 0;
+    expect(count('send', 'server_error'), metrics).toBeGreaterThanOrEqual(1);
+    expect(count('send', 'ok')).toBeGreaterThanOrEqual(1);
+    expect(count('status', 'ok')).toBeGreaterThanOrEqual(1);
+    const within = sample(metrics, 'herald_provider_call_duration_seconds_bucket', {
+      provider: 'postmark-sandbox',
+      operation: 'send',
+      outcome: 'ok',
+      le: '+Inf',
+    });
+    expect(within).toBe(count('send', 'ok'));
+    expect(sample(metrics, 'herald_provider_call_duration_seconds_sum', { operation: 'send', outcome: 'ok' })).toBeGreaterThan(0);
+  });
+
+  it('reports the jobs it runs by queue, its event-loop lag, its heap and the build it runs', () => {
+    for (const queue of ['email-send', 'email-poll', 'deadline', 'sms-send', 'sms-poll', 'reconcile', 'log-mirror', 'event-delivery'])
+      expect(sample(metrics, 'herald_jobs_running', { queue }), queue).toBeGreaterThanOrEqual(0);
+    expect(metrics).toMatch(/^# TYPE herald_jobs_running gauge$/m);
+    expect(sample(metrics, 'herald_worker_nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
+    expect(sample(metrics, 'herald_worker_nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    expect(sample(metrics, 'herald_build_info', { version: packageVersion(), node: process.versions.node })).toBe(1);
+    // The cluster-wide series are the web's: a worker's scrape has none of them.
+    expect(metrics).not.toMatch(/^herald_notices_accepted_total/m);
+  });
+
+  it.skipIf(!hasPromtool)('passes promtool check metrics', async () => {
+    const checked = await promtool(['check', 'metrics'], metrics);
+    expect(checked.output, checked.output).toBe('');
+    expect(checked.code).toBe(0);
+  });
+
+  it('answers /healthz 200 with its connections and workers, and anything else 404 not_found', async () => {
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    const body = (await health.json()) as { status: string; redis: Record<string, string>; workers: { running: number; total: number } };
+    expect(body.status).toBe('ok');
+    expect(body.redis).toEqual({ jobs: 'ready', steps: 'ready' });
+    expect(body.workers.running).toBe(body.workers.total);
+    expect(body.workers.total).toBeGreaterThanOrEqual(10);
+    const other = await fetch(`${url}/v1/notices`);
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as ErrorAnswer).error.code).toBe('not_found');
+  });
+});
+
+describe("the worker's /healthz when its Redis goes away", () => {
+  let server: RedisServer;
+  let worker: WorkerProcess;
+  let url: string;
+  const prefix = testPrefix('whealth');
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    ({ worker, url } = await startWorkerWithMetrics(testEnv(prefix, { REDIS_URL: server.url })));
+  }, 60_000);
+  afterAll(async () => {
+    await worker?.stop('SIGKILL');
+    await server?.stop();
+  });
+
+  it('answers 503 unavailable naming the connection, while /metrics still answers', async () => {
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    await server.stop();
+    const answer = await waitFor(
+      async () => {
+        const res = await fetch(`${url}/healthz`);
+        return res.status === 503 && ((await res.json()) as ErrorAnswer);
+      },
+      15_000,
+      '/healthz to answer 503',
+    );
+    expect(answer.error.code).toBe('unavailable');
+    expect(answer.error.message).toMatch(/Redis connection is (?!ready)/);
+    expect((await fetch(`${url}/metrics`)).status).toBe(200);
+  });
+});
