@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/cli/version.js';
 import { testEnv, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody } from '../helpers/herald.js';
+import { exposes, metricNamesIn, opsExpressions } from '../helpers/ops-files.js';
 import { hasPromtool, promtool } from '../helpers/promtool.js';
 import { freePort, RedisServer } from '../helpers/redis-server.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
@@ -84,6 +85,15 @@ describe('HERALD_WORKER_METRICS_PORT: the worker serves /metrics and /healthz on
     expect(sample(metrics, 'herald_build_info', { version: packageVersion(), node: process.versions.node })).toBe(1);
     // The cluster-wide series are the web's: a worker's scrape has none of them.
     expect(metrics).not.toMatch(/^herald_notices_accepted_total/m);
+  });
+
+  it('serves, with the web, every series the Grafana dashboard and the alert rules in ops/ use', async () => {
+    const web = (await stack.web.call('GET', '/metrics')).body;
+    const { dashboard, rules } = opsExpressions();
+    const names = metricNamesIn([...dashboard, ...rules]);
+    expect(names.length).toBeGreaterThan(20);
+    const missing = names.filter((name) => !exposes(web, name) && !exposes(metrics, name));
+    expect(missing).toEqual([]);
   });
 
   it.skipIf(!hasPromtool)('passes promtool check metrics', async () => {
