@@ -3,7 +3,7 @@ import { Worker, type Processor } from 'bullmq';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import { composeWorker, openProviderFeed, type ProviderFeed } from './compose.js';
-import { ConfigError, describeConfig, loadConfig, warnUnknownVariables, type Config } from './config.js';
+import { describeConfig, loadConfig, warnUnknownVariables, type Config } from './config.js';
 import { loadSandbox } from './load-sandbox.js';
 import { createLogger } from './logger.js';
 import type { NoticeEngine } from './notice/engine.js';
@@ -14,6 +14,7 @@ import { buildWorkerMetricsApp, WorkerMetrics } from './http/worker-metrics.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import type { Sandbox } from '@herald/sandbox';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
+import { startupMessage } from './startup.js';
 import { within } from './time-limit.js';
 import {
   closeQueues,
@@ -234,8 +235,6 @@ export async function startWorker(
           }),
           log,
         );
-  const metricsUrl = metricsApp && (await metricsApp.listen({ port: config.workerMetricsPort, host: config.host }));
-
   const close = once(async () => {
     // Stop fetching jobs and wait for the running ones, within the shutdown bound.
     mirror.stop();
@@ -269,6 +268,13 @@ export async function startWorker(
     }
     await made.sandbox?.close();
   });
+  // A port in use stops the worker whole, before it is handed back.
+  const metricsUrl =
+    metricsApp &&
+    (await metricsApp.listen({ port: config.workerMetricsPort, host: config.host }).catch(async (error: unknown) => {
+      await close();
+      throw error;
+    }));
   return { engine, reconciler, sandbox: made.sandbox, mirror, archive, metricsUrl, close };
 }
 
@@ -302,7 +308,7 @@ async function main(): Promise<void> {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   main().catch((error: unknown) => {
-    console.error(error instanceof ConfigError ? error.message : error);
+    console.error(startupMessage(error, process.env));
     process.exit(1);
   });
 }

@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/cli/version.js';
 import { testEnv, testPrefix, waitFor } from '../helpers/env.js';
@@ -5,6 +6,7 @@ import { noticeBody } from '../helpers/herald.js';
 import { exposes, metricNamesIn, opsExpressions } from '../helpers/ops-files.js';
 import { hasPromtool, promtool } from '../helpers/promtool.js';
 import { freePort, RedisServer } from '../helpers/redis-server.js';
+import { runEntryPoint } from '../helpers/web-process.js';
 import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
 
 /** Herald's error answer, as far as these tests read it. */
@@ -144,5 +146,20 @@ describe("the worker's /healthz when its Redis goes away", () => {
     expect(answer.error.code).toBe('unavailable');
     expect(answer.error.message).toMatch(/Redis connection is (?!ready)/);
     expect((await fetch(`${url}/metrics`)).status).toBe(200);
+  });
+});
+
+describe('HERALD_WORKER_METRICS_PORT on a port in use', () => {
+  it('stops the worker with exit 1 and one line naming the variable', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const run = await runEntryPoint('dist/src/worker.js', testEnv(testPrefix('wmport'), { HERALD_WORKER_METRICS_PORT: String(port) }));
+      expect(run.code, run.output).toBe(1);
+      expect(run.output).toContain(`herald: port ${port} on 127.0.0.1 is in use; set HERALD_WORKER_METRICS_PORT to a free port.`);
+    } finally {
+      taken.close();
+    }
   });
 });
