@@ -4,7 +4,7 @@ import type { Keys } from './keys.js';
 import type { RedisClient } from './redis.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 
-/** A scrape asks Redis who owns the cluster-wide series at most this often; between, it keeps the last answer. */
+/** The owner renews its lease at most this often; between, its scrapes take the last answer. */
 export const OWNER_RECHECK_MS = 5_000;
 /** The least and the most an owner's lease lasts: three of its scrape intervals, within these. */
 export const OWNER_LEASE_MIN_MS = 15_000;
@@ -22,7 +22,10 @@ export class MetricsOwnerLease {
   private readonly redis: RedisClient & HeraldScripts;
   /** This process in the lease: host, pid and a random part (a pid recurs across containers). */
   readonly owner = `${hostname()}:${process.pid}:${randomUUID()}`;
-  private checked: { at: number; owns: Promise<boolean> } | undefined;
+  /** A look at Redis under way, shared by the scrapes that overlap it. */
+  private looking: Promise<boolean> | undefined;
+  /** When this process last took or renewed the lease; undefined: it does not hold it. */
+  private renewedAt: number | undefined;
 
   constructor(
     redis: RedisClient,
@@ -32,25 +35,31 @@ export class MetricsOwnerLease {
   }
 
   /**
-   * True when this process owns the cluster-wide series for the scrape at `now`: the answer of
-   * the last look at Redis, taken again once it is OWNER_RECHECK_MS old (taking the lease when
-   * it is free, renewing it when it is ours). Redis unreachable: false.
+   * True when this process owns the cluster-wide series for the scrape at `now`. The owner takes
+   * its last renewal's answer for OWNER_RECHECK_MS, then renews (the lease then lasts three times
+   * as long as since the renewal before); any other process looks at every scrape, so that it
+   * takes a lease let go of at its next one. Redis unreachable: false.
    */
   owns(now: number): Promise<boolean> {
-    const last = this.checked;
-    if (last && now - last.at < OWNER_RECHECK_MS && now >= last.at) return last.owns;
-    const leaseMs = Math.min(OWNER_LEASE_MAX_MS, Math.max(OWNER_LEASE_MIN_MS, last ? 3 * (now - last.at) : 0));
-    const owns = this.redis.holdLease(this.keys.metricsOwner, this.owner, Math.round(leaseMs)).then(
+    if (this.looking) return this.looking;
+    const renewed = this.renewedAt;
+    if (renewed !== undefined && now >= renewed && now - renewed < OWNER_RECHECK_MS) return Promise.resolve(true);
+    const leaseMs = Math.min(OWNER_LEASE_MAX_MS, Math.max(OWNER_LEASE_MIN_MS, renewed === undefined ? 0 : 3 * (now - renewed)));
+    const look = this.redis.holdLease(this.keys.metricsOwner, this.owner, Math.round(leaseMs)).then(
       (held) => held === 1,
       () => false,
     );
-    this.checked = { at: now, owns };
-    return owns;
+    this.looking = look;
+    return look.then((held) => {
+      this.renewedAt = held ? now : undefined;
+      if (this.looking === look) this.looking = undefined;
+      return held;
+    });
   }
 
   /** Lets go of the lease if this process holds it (a replica shutting down), so that the next scrape of another takes it. */
   async release(): Promise<void> {
-    this.checked = undefined;
+    this.renewedAt = undefined;
     await this.redis.releaseLease(this.keys.metricsOwner, this.owner);
   }
 }

@@ -51,7 +51,7 @@ describe('web replicas on one prefix: the cluster-wide series come from one of t
     }
   });
 
-  it("hands them over at the other's next look at Redis when the owner shuts down (SIGTERM releases its lease)", async () => {
+  it("hands them over at the other's next scrape when the owner shuts down (SIGTERM releases its lease)", async () => {
     await a.stop('SIGTERM');
     const text = await waitFor(
       async () => {
