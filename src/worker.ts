@@ -238,11 +238,12 @@ export async function startWorker(
   const close = once(async () => {
     // Stop fetching jobs and wait for the running ones, within the shutdown bound.
     mirror.stop();
-    await metricsApp?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the metrics listener failed'));
     await within(SHUTDOWN_BOUND_MS - 7_000, Promise.allSettled(workers.map((w) => w.close())));
     // BullMQ's close can wait forever once Redis went away during it, even after Redis is back
     // (bullmq #2430, #4656): every later step is bounded too, and the connections are cut below.
     await within(2_000, Promise.allSettled(workers.map((w) => w.close(true))));
+    // Scraped while the jobs drain; closed once none runs.
+    await metricsApp?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the metrics listener failed'));
     await within(1_000, Promise.all([backfill, indexed, addressesIndexed, paused]));
     await within(2_000, closeQueues(queues));
     await Promise.all(

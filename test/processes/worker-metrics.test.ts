@@ -116,6 +116,11 @@ describe('HERALD_WORKER_METRICS_PORT: the worker serves /metrics and /healthz on
     expect(other.status).toBe(404);
     expect(((await other.json()) as ErrorAnswer).error.code).toBe('not_found');
   });
+
+  it('closes its listener on SIGTERM, once its jobs are done, and exits 0', async () => {
+    expect(await worker.stop('SIGTERM')).toBe(0);
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
 });
 
 describe("the worker's /healthz when its Redis goes away", () => {
