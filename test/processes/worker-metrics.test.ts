@@ -48,7 +48,8 @@ describe('HERALD_WORKER_METRICS_PORT: the worker serves /metrics and /healthz on
   const address = 'delivered+200ms+wmetrics@example.com';
   beforeAll(async () => {
     stack = await startStack({ prefix: testPrefix('wmetrics'), inProcessWorker: false });
-    ({ worker, url } = await startWorkerWithMetrics(stack.env));
+    // A provider timeout long enough for a scrape to see the send that hangs (below).
+    ({ worker, url } = await startWorkerWithMetrics({ ...stack.env, HERALD_PROVIDER_TIMEOUT_MS: '4000' }));
     // The first send fails with a 500 (left in doubt, searched for, sent again), then the status reads deliver it.
     stack.sandbox.injectFault({ operation: 'postmark.send', mode: 'status_500', match: address });
     const id = await stack.createNotice(
@@ -116,6 +117,41 @@ describe('HERALD_WORKER_METRICS_PORT: the worker serves /metrics and /healthz on
     expect(other.status).toBe(404);
     expect(((await other.json()) as ErrorAnswer).error.code).toBe('not_found');
   });
+
+  it('counts a job in herald_jobs_running while it runs, and the call that hung as a timeout', async () => {
+    const hangs = 'delivered+200ms+whang@example.com';
+    stack.sandbox.injectFault({ operation: 'postmark.send', mode: 'accept_then_hang', match: hangs });
+    const id = await stack.createNotice(
+      noticeBody({ recipient: { id: 'p-hang', email: hangs, phone: '+12025550100' }, deadlineInSeconds: 30 }),
+    );
+    const scrape = async () => (await fetch(`${url}/metrics`)).text();
+    await waitFor(
+      async () => sample(await scrape(), 'herald_jobs_running', { queue: 'email-send' }) === 1,
+      10_000,
+      'the send job to be running',
+    );
+    await stack.waitForState(id, ['email_delivered'], 30_000);
+    const after = await waitFor(
+      async () => {
+        const text = await scrape();
+        return sample(text, 'herald_jobs_running', { queue: 'email-send' }) === 0 && text;
+      },
+      10_000,
+      'the send job to be done',
+    );
+    expect(
+      sample(after, 'herald_provider_call_duration_seconds_count', { provider: 'postmark-sandbox', operation: 'send', outcome: 'timeout' }),
+    ).toBe(1);
+    // The timeout took the provider timeout: it is counted above the 2.5 s bucket.
+    expect(
+      sample(after, 'herald_provider_call_duration_seconds_bucket', {
+        provider: 'postmark-sandbox',
+        operation: 'send',
+        outcome: 'timeout',
+        le: '2.5',
+      }),
+    ).toBe(0);
+  }, 60_000);
 
   it('closes its listener on SIGTERM, once its jobs are done, and exits 0', async () => {
     expect(await worker.stop('SIGTERM')).toBe(0);
