@@ -37,6 +37,7 @@ export class StartupError extends Error {}
 const PORT_VARIABLES: readonly [variable: string, fallback: number | undefined][] = [
   ['HERALD_SANDBOX_PORT', 4010],
   ['HERALD_METRICS_PORT', undefined],
+  ['HERALD_WORKER_METRICS_PORT', undefined],
   ['PORT', 3000],
 ];
 

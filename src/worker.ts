@@ -3,15 +3,18 @@ import { Worker, type Processor } from 'bullmq';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import { composeWorker, openProviderFeed, type ProviderFeed } from './compose.js';
-import { ConfigError, describeConfig, loadConfig, warnUnknownVariables, type Config } from './config.js';
+import { describeConfig, loadConfig, warnUnknownVariables, type Config } from './config.js';
 import { loadSandbox } from './load-sandbox.js';
 import { createLogger } from './logger.js';
 import type { NoticeEngine } from './notice/engine.js';
 import { reconcileOnce, type ReconcilerDeps } from './notice/reconciler.js';
 import { createEmailProvider, createSmsProvider, emailUrl, needsSandbox, smsUrl } from './providers/registry.js';
+import { timeProviderCalls } from './providers/timed.js';
+import { buildWorkerMetricsApp, WorkerMetrics } from './http/worker-metrics.js';
 import type { EmailProvider, SmsProvider } from './providers/types.js';
 import type { Sandbox } from '@herald/sandbox';
 import { exitOnSignals, once, SHUTDOWN_BOUND_MS } from './signals.js';
+import { startupMessage } from './startup.js';
 import { within } from './time-limit.js';
 import {
   closeQueues,
@@ -47,6 +50,8 @@ export interface WorkerHandle {
   mirror: LogMirror;
   /** The process's archive, closed by `close`; a web app in the same process reads through it. */
   archive: Archive;
+  /** The URL of the worker's /metrics and /healthz listener (HERALD_WORKER_METRICS_PORT), when it has one. */
+  metricsUrl: string | undefined;
   close(): Promise<void>;
 }
 
@@ -89,7 +94,10 @@ export async function startWorker(
   const made = opts.providers
     ? { ...opts.providers, sandbox: undefined, feed: undefined, owned: false }
     : { ...(await createProviders(config, log)), owned: true };
-  const parts = composeWorker(config, { clock, log, providers: made });
+  // Every provider call the engine makes is timed here, whichever step makes it.
+  const metrics = new WorkerMetrics();
+  const timed = { ...made, email: timeProviderCalls(made.email, metrics.recordCall), sms: timeProviderCalls(made.sms, metrics.recordCall) };
+  const parts = composeWorker(config, { clock, log, providers: timed });
   const { redis, stepRedis, store, queues, engine, reconciler, archive, mirror, events } = parts;
 
   const prefix = store.keys.queuePrefix;
@@ -121,7 +129,7 @@ export async function startWorker(
     const shares = limiter ? shareLimit(limiter, each.length) : [];
     return each.map(
       (queue, i) =>
-        new Worker<NoticeJob>(queue.name, processor, {
+        new Worker<NoticeJob>(queue.name, metrics.counted(queue.name, processor), {
           connection: redis,
           prefix: queue.opts.prefix,
           concurrency: config.workerConcurrency,
@@ -136,7 +144,7 @@ export async function startWorker(
     );
   });
   const sweep = (queue: string, pass: () => Promise<unknown>) =>
-    new Worker(queue, sweepProcessor(pass), { connection: redis, prefix, concurrency: 1 });
+    new Worker(queue, metrics.counted(queue, sweepProcessor(pass)), { connection: redis, prefix, concurrency: 1 });
   workers.push(sweep(QUEUE_NAMES.reconcile, () => reconcileOnce(reconciler)));
   workers.push(sweep(QUEUE_NAMES.logMirror, () => mirror.mirrorOnce()));
   // The `content-purge` queue (its persisted name) runs the retention sweep: purge, then retire.
@@ -159,7 +167,7 @@ export async function startWorker(
   // Events to callers: the log's entries become deliveries, and each delivery is a signed POST.
   workers.push(sweep(QUEUE_NAMES.eventDispatch, () => events.dispatch.sweepOnce()));
   workers.push(
-    new Worker(QUEUE_NAMES.eventDelivery, eventDeliveryProcessor(events.deliver, clock), {
+    new Worker(QUEUE_NAMES.eventDelivery, metrics.counted(QUEUE_NAMES.eventDelivery, eventDeliveryProcessor(events.deliver, clock)), {
       connection: redis,
       prefix,
       // An endpoint may take its 10 s to answer: many deliveries wait at once.
@@ -215,6 +223,18 @@ export async function startWorker(
     (error: unknown) => log.warn({ err: error }, 'could not look for queues paused under BullMQ 5'),
   );
 
+  // The process's own /metrics and /healthz, for a scraper and an orchestrator's probe.
+  const metricsApp =
+    config.workerMetricsPort === undefined
+      ? undefined
+      : await buildWorkerMetricsApp(
+          metrics,
+          () => ({
+            redis: { jobs: redis.status, steps: stepRedis.status },
+            workers: { running: workers.filter((w) => w.isRunning()).length, total: workers.length },
+          }),
+          log,
+        );
   const close = once(async () => {
     // Stop fetching jobs and wait for the running ones, within the shutdown bound.
     mirror.stop();
@@ -222,6 +242,8 @@ export async function startWorker(
     // BullMQ's close can wait forever once Redis went away during it, even after Redis is back
     // (bullmq #2430, #4656): every later step is bounded too, and the connections are cut below.
     await within(2_000, Promise.allSettled(workers.map((w) => w.close(true))));
+    // Scraped while the jobs drain; closed once none runs.
+    await metricsApp?.close().catch((error: unknown) => log.warn({ err: error }, 'closing the metrics listener failed'));
     await within(1_000, Promise.all([backfill, indexed, addressesIndexed, paused]));
     await within(2_000, closeQueues(queues));
     await Promise.all(
@@ -247,7 +269,14 @@ export async function startWorker(
     }
     await made.sandbox?.close();
   });
-  return { engine, reconciler, sandbox: made.sandbox, mirror, archive, close };
+  // A port in use stops the worker whole, before it is handed back.
+  const metricsUrl =
+    metricsApp &&
+    (await metricsApp.listen({ port: config.workerMetricsPort, host: config.host }).catch(async (error: unknown) => {
+      await close();
+      throw error;
+    }));
+  return { engine, reconciler, sandbox: made.sandbox, mirror, archive, metricsUrl, close };
 }
 
 /**
@@ -271,13 +300,16 @@ async function main(): Promise<void> {
   // Signals are handled from the start: jobs may begin before start-up has finished.
   const starting = startWorker(config, { logger: log });
   exitOnSignals(async () => (await starting).close(), log);
-  await starting;
-  log.info({ pid: process.pid, ...describeConfig(config) }, 'herald worker running');
+  const worker = await starting;
+  log.info(
+    { pid: process.pid, ...(worker.metricsUrl ? { metricsUrl: worker.metricsUrl } : {}), ...describeConfig(config) },
+    'herald worker running',
+  );
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   main().catch((error: unknown) => {
-    console.error(error instanceof ConfigError ? error.message : error);
+    console.error(startupMessage(error, process.env));
     process.exit(1);
   });
 }

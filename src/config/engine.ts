@@ -15,6 +15,7 @@ type EngineConfig = Pick<
   | 'reconcileIntervalMs'
   | 'reconcileGraceMs'
   | 'workerConcurrency'
+  | 'workerMetricsPort'
   | 'policyVersionsKept'
   | 'suppressionsMax'
   | 'rulesFile'
@@ -31,6 +32,7 @@ export const SCHEMA = {
   // Default: twice the provider timeout, at least 10 s (below).
   HERALD_RECONCILE_GRACE_MS: optionalInteger(0),
   HERALD_WORKER_CONCURRENCY: integer(20, 1, 1000),
+  HERALD_WORKER_METRICS_PORT: optionalInteger(0, 65_535),
   HERALD_POLICY_VERSIONS_KEPT: integer(50, 1, 100_000),
   HERALD_SUPPRESSIONS_MAX: integer(1_000_000, 1),
   HERALD_RULES_FILE: text(undefined),
@@ -57,6 +59,7 @@ export function readEngine(env: Record<string, string>, problems: string[]): Eng
     reconcileIntervalMs: read.HERALD_RECONCILE_INTERVAL_MS,
     reconcileGraceMs: read.HERALD_RECONCILE_GRACE_MS ?? Math.max(2 * providerTimeoutMs, 10_000),
     workerConcurrency: read.HERALD_WORKER_CONCURRENCY,
+    workerMetricsPort: read.HERALD_WORKER_METRICS_PORT,
     policyVersionsKept: read.HERALD_POLICY_VERSIONS_KEPT,
     suppressionsMax: read.HERALD_SUPPRESSIONS_MAX,
     rulesFile: read.HERALD_RULES_FILE,

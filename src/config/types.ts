@@ -165,6 +165,8 @@ export interface Config {
   readonly reconcileGraceMs: number;
   /** Jobs each worker runs at once, per queue. */
   readonly workerConcurrency: number;
+  /** The worker's own listener (on `host`) for its /metrics and /healthz; undefined: none. */
+  readonly workerMetricsPort: number | undefined;
   /** Bull Board without retry/remove/promote buttons. */
   readonly adminReadOnly: boolean;
   /** How long an admin login lasts (cookie Max-Age and the session's TTL in Redis). */

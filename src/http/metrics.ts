@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Gauge, Registry } from 'prom-client';
 import type { AppDeps } from './deps.js';
 import type { Clock } from '../clock.js';
 import { readBacklog, type BacklogSummary } from '../retention/backlog.js';
@@ -8,6 +8,8 @@ import { CHECK_LATENESS_BUCKETS_MS, CHECKS_BUCKETS, DECISION_LAG_BUCKETS_MS, rea
 import { sameSecret } from './admin-auth.js';
 import { sendTooManyFailures, type AuthFailures } from './auth-failures.js';
 import { errorBody } from './errors.js';
+import { registerProcessMetrics } from './process-metrics.js';
+import { MetricsOwnerLease } from '../store/metrics-owner.js';
 import { listQueues } from '../../queues/index.js';
 
 export type Sample = { value: number; labels?: Record<string, string | number>; metricName?: string };
@@ -234,18 +236,32 @@ export function metricSeries(currency: string, providers: { email: string; sms: 
 
 /**
  * `/metrics`: Prometheus text. Herald's counters live in Redis (incremented by the transition
- * scripts), so any web process reports the totals of all workers; queue depths are read from
- * BullMQ at scrape time; the process's own runtime metrics are added by prom-client.
+ * scripts) and queue depths are read from BullMQ at scrape time: these cluster-wide series are
+ * the same whichever web process reads them, so only one process exports them, the owner of the
+ * lease of `MetricsOwnerLease` (`herald_cluster_metrics_owner` 1), and summing over the replicas
+ * counts them once. Every process exports its own series: its runtime (prom-client's default
+ * metrics, `herald_web_`), `herald_build_info` and `herald_cluster_metrics_owner`.
  */
 export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failures: AuthFailures): Promise<void> {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'herald_web_' });
+  const own = new Registry();
+  registerProcessMetrics(own, 'herald_web_');
+  const owner = new Gauge({
+    name: 'herald_cluster_metrics_owner',
+    help: '1 when this process exports the cluster-wide series (read from Redis and BullMQ), 0 when another does: their sum over the replicas is 1.',
+    registers: [own],
+  });
+  const cluster = new Registry();
   const metrics = metricSeries(deps.config.prices.currency, { email: deps.config.emailProvider, sms: deps.config.smsProvider }).map(
     mirrored,
   );
-  for (const metric of metrics) registry.registerMetric(metric as never);
+  for (const metric of metrics) cluster.registerMetric(metric as never);
+  const everything = Registry.merge([own, cluster]);
   // Everything read from Redis comes from one snapshot, shared by the scrapes of the cache window.
   const snapshot = sharedMetricsSnapshot(deps);
+  const lease = new MetricsOwnerLease(deps.redis, deps.store.keys);
+  app.addHook('onClose', async () => {
+    await lease.release().catch((error: unknown) => deps.logger.warn({ err: error }, 'releasing the metrics owner lease failed'));
+  });
 
   const token = deps.config.metrics.token;
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
@@ -257,9 +273,12 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps, failure
         return reply.status(401).send(errorBody('unauthorized', 'Send Authorization: Bearer <HERALD_METRICS_TOKEN>.'));
       }
     }
+    const owns = await lease.owns(performance.now());
+    owner.set(owns ? 1 : 0);
+    if (!owns) return reply.header('content-type', own.contentType).send(await own.metrics());
     const current = await snapshot();
     for (const metric of metrics) metric.use(current);
-    return reply.header('content-type', registry.contentType).send(await registry.metrics());
+    return reply.header('content-type', everything.contentType).send(await everything.metrics());
   });
 }
 

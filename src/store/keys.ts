@@ -125,6 +125,10 @@ export class Keys {
   stats(shard: number): string {
     return `${this.shard(shard)}:stats`;
   }
+  /** Which web process exports the cluster-wide series on /metrics, as a lease (src/store/metrics-owner.ts). */
+  get metricsOwner(): string {
+    return `${this.prefix}:metrics-owner`;
+  }
   /** When the stats backfill of the `created` indexes last completed (src/notice/stats.ts). */
   get statsBackfilled(): string {
     return `${this.prefix}:stats-backfilled`;

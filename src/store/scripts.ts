@@ -24,6 +24,7 @@ export const SCRIPTS = [
   'mirrorBacklog-1',
   'recordFeedEvent-1',
   'releaseLease-1',
+  'holdLease-1',
 ] as const;
 
 export interface HeraldScripts {
@@ -39,6 +40,7 @@ export interface HeraldScripts {
   mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;
   recordFeedEvent(...args: (string | number)[]): Promise<number>;
   releaseLease(...args: (string | number)[]): Promise<number>;
+  holdLease(...args: (string | number)[]): Promise<number>;
 }
 
 /** A pipeline of a connection with Herald's scripts: each script is a command of it too. */

@@ -80,6 +80,12 @@ describe('docker-compose.yml as shipped', () => {
     expect(heraldEnv).toBe(services.worker!.environment);
   });
 
+  it("checks the worker's health on its own listener (HERALD_WORKER_METRICS_PORT)", () => {
+    const port = heraldEnv.HERALD_WORKER_METRICS_PORT;
+    expect(port).toBe('9464');
+    expect(services.worker!.healthcheck?.test?.join(' ')).toContain(`http://127.0.0.1:${port}/healthz`);
+  });
+
   it("runs the emulators from the Dockerfile's sandbox target, never from Herald's image", () => {
     expect(services.sandbox!.build).toEqual({ context: '.', target: 'sandbox' });
     expect(services.sandbox!.command).toEqual(['node', 'packages/sandbox/dist/main.js']);

@@ -128,6 +128,15 @@ describe('configuration', () => {
     expect(problemsOf({ HERALD_PROVIDERS: 'live', POSTMARK_API_URL: 'http://127.0.0.1:8080' }).join()).not.toMatch(/POSTMARK_API_URL/);
   });
 
+  it('HERALD_WORKER_METRICS_PORT gives the worker a listener of its own, and none when unset', () => {
+    expect(loadConfig({}).workerMetricsPort).toBeUndefined();
+    expect(loadConfig({ HERALD_WORKER_METRICS_PORT: '9464' }).workerMetricsPort).toBe(9464);
+    expect(problemsOf({ HERALD_WORKER_METRICS_PORT: 'nine' }).join('\n')).toMatch(
+      /HERALD_WORKER_METRICS_PORT="nine" must be a whole number/,
+    );
+    expect(problemsOf({ HERALD_WORKER_METRICS_PORT: '70000' }).join('\n')).toMatch(/HERALD_WORKER_METRICS_PORT/);
+  });
+
   describe('the webhook variables', () => {
     it('takes HERALD_POSTMARK_WEBHOOK_AUTH only as `user:password`', () => {
       expect(loadConfig({ HERALD_POSTMARK_WEBHOOK_AUTH: 'hooks:s3cret-Pw-of-16+chars' }).webhooks.postmarkAuth).toBe(
