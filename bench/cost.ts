@@ -127,7 +127,7 @@ async function retirementMemory(ctx: BenchContext, herald: HeraldDeployment, not
     const now = Date.now();
     await indexUnretired(ctx.redis, keys, now);
     for (const shard of keys.allShards()) {
-      const ids = await ctx.redis.zrange(keys.retire(shard), 0, -1);
+      const ids = await ctx.redis.zrange(keys.retire(shard), 0, '-1');
       if (ids.length > 0) await ctx.redis.zadd(keys.retire(shard), 'XX', ...ids.flatMap((id) => [now, id]));
     }
     const deps = {

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchemaOptions, type TUnsafe } from 'typebox';
 import { METADATA_LIMITS, METADATA_NAME } from '../notice/accept.js';
 import { MAX_HORIZON_MS } from '../notice/planner.js';
 import { FALLBACK_REASONS, STATES } from '../notice/states.js';
@@ -93,13 +93,23 @@ export const AcceptedResponse = Type.Object({
   plannedChecks: Type.Array(Time, { description: 'Planned email status checks; the last is the deadline itself.' }),
 });
 
+/**
+ * One `const` per value, in an `anyOf`, typed as the union of the values: TypeBox resolves a
+ * union's static type from a tuple of its members, and `values.map` makes an array of them.
+ */
+function literalUnion<Value extends string>(values: readonly Value[], options?: TSchemaOptions): TUnsafe<Value> {
+  return Type.Unsafe<Value>(
+    Type.Union(
+      values.map((value) => Type.Literal(value)),
+      options,
+    ),
+  );
+}
+
 /** A notice's state, as the API and the log spell it. */
-export const NoticeStateSchema = Type.Union(
-  STATES.map((state) => Type.Literal(state)),
-  { description: "The notice state machine's state" },
-);
+export const NoticeStateSchema = literalUnion(STATES, { description: "The notice state machine's state" });
 /** Why the fallback to SMS was decided. */
-export const FallbackReasonSchema = Type.Union(FALLBACK_REASONS.map((reason) => Type.Literal(reason)));
+export const FallbackReasonSchema = literalUnion(FALLBACK_REASONS);
 
 export const NoticeViewSchema = Type.Object({
   id: Type.String(),
@@ -174,10 +184,14 @@ export const EventEndpointView = Type.Object({
   failingSince: NullableTime,
 });
 
-export const CreatedEventEndpoint = Type.Intersect([
-  EventEndpointView,
-  Type.Object({ secret: Type.String({ description: 'whsec_…: shown once; verify deliveries with it (Standard Webhooks)' }) }),
-]);
+// `type: 'object'` beside the `allOf`, as the document had it before TypeBox 1 left it out.
+export const CreatedEventEndpoint = Type.Intersect(
+  [
+    EventEndpointView,
+    Type.Object({ secret: Type.String({ description: 'whsec_…: shown once; verify deliveries with it (Standard Webhooks)' }) }),
+  ],
+  { type: 'object' },
+);
 
 export const EventEndpointList = Type.Object({ endpoints: Type.Array(EventEndpointView) });
 

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './deps.js';
 import { DAY } from '../clock.js';

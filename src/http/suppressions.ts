@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../clock.js';
 import type { AppDeps } from './deps.js';

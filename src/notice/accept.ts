@@ -5,7 +5,7 @@
  * deadline jobs. No provider call is made here.
  */
 import { AddressLookup, addressMembers } from './address-lookup.js';
-import canonicalizeModule from 'canonicalize';
+import canonicalize from 'canonicalize';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
@@ -89,9 +89,27 @@ export type AcceptResult =
   | { kind: 'replayed'; id: string }
   | { kind: 'conflict'; id: string };
 
-/** RFC 8785 canonical JSON: bodies compare as JSON values, whatever their key order. */
-// The package is CommonJS whose typings claim an ES default export; at run time the default is the function.
-const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
+// With the `u` flag a surrogate pair is one code point: only a lone surrogate is in class Cs.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Refuses a request with a string (or a name) that is not well-formed Unicode, a lone surrogate
+ * in it: RFC 8785 canonical JSON, which bodies are compared and content hashed as, has no form
+ * for one (canonicalize throws), and no provider could carry it as UTF-8 anyway.
+ */
+function refuseLoneSurrogates(value: unknown, path: string): void {
+  if (typeof value === 'string') {
+    if (LONE_SURROGATE.test(value)) throw new RejectedRequest(path, `${path} is not well-formed Unicode (a lone surrogate)`);
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => refuseLoneSurrogates(item, `${path}.${i}`));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [name, item] of Object.entries(value)) {
+      const at = path === '' ? name : `${path}.${name}`;
+      refuseLoneSurrogates(name, at);
+      refuseLoneSurrogates(item, at);
+    }
+  }
+}
 
 /** An email address as Herald keeps it (the suppression list, the notice): lower-case. */
 export function normalizeEmail(address: string): string {
@@ -246,6 +264,7 @@ export async function acceptNotice(
   policy: RecipientPolicy,
   ctx: { now: number; apiKeyId: string; tenant: string; idempotencyKey?: string; emailSuppressed: boolean; settings: AcceptSettings },
 ): Promise<AcceptResult> {
+  refuseLoneSurrogates(request, '');
   // Only a request with an Idempotency-Key is compared with another, so only then is its body hashed.
   const bodyHash = ctx.idempotencyKey === undefined ? '' : sha256Hex(canonicalize(request) ?? '');
   // Idempotency keys are the tenant's: any of its API keys replays the notice another made.

@@ -3,10 +3,11 @@
  *
  * - Send: `POST /v3/{domain}/messages`, Herald's key in the user variable `v:herald_key`,
  *   which comes back on every event as `user-variables.herald_key`.
- * - Status: the message's events (`GET /v3/{domain}/events?message-id=`, the id without the
- *   angle brackets the send answer puts around it), newest first from now.
- * - A send in doubt: the `accepted` events to the recipient, newest first from now, matched
- *   on the user variable (Mailgun has no filter on user variables).
+ * - Status: the message's log (Logs API, `POST /v1/analytics/logs` filtered on the domain and the
+ *   `message-id`, the id without the angle brackets the send answer puts around it), newest
+ *   first. The Events API it replaces is deprecated, and the SDK warns at every read of it.
+ * - A send in doubt: the `accepted` log items to the recipient, newest first, matched on the
+ *   user variable (Mailgun has no filter on user variables).
  *
  * Two SDK traps are handled in `classifyMailgunError`: a request that got no answer (timeout,
  * refused connection) becomes an `APIError` with status 400 and the axios code as its message,
@@ -42,14 +43,19 @@ export const MAILGUN_KEY_VARIABLE = 'herald_key';
 const OPTIONS_LIMIT_BYTES = 16_000;
 /** Longest user-variable value Herald sends; a longer key is sent as its SHA-256. */
 const KEY_VALUE_LIMIT = 200;
-/** Events per page (Mailgun's maximum). */
-const EVENTS_PAGE_SIZE = 300;
-/** Pages of `accepted` events read while looking for a send in doubt; past them the search fails rather than guess. */
-const SEARCH_PAGES = 20;
-/** Pages of one message's events read by a status read. */
-const STATUS_PAGES = 5;
-/** Mailgun's clock may run ahead of Herald's: the newest-first windows start a little in the future. */
-const CLOCK_SKEW_SECONDS = 60;
+/** Log items per page (the Logs API's maximum). */
+const LOGS_PAGE_SIZE = 100;
+/** Pages of `accepted` items read while looking for a send in doubt; past them the search fails rather than guess. */
+const SEARCH_PAGES = 60;
+/** Pages of one message's items read by a status read. */
+const STATUS_PAGES = 15;
+/** Mailgun's clock may run ahead of Herald's: the windows end a little in the future. */
+const CLOCK_SKEW_MS = 60 * 1000;
+/**
+ * How far back the windows reach: the Logs API wants a start, and Mailgun keeps a message's log
+ * for days to weeks by plan (30 days at most), so older items are gone anyway.
+ */
+const LOGS_LOOKBACK_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** Creates the Mailgun email provider. */
 export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvider {
@@ -66,38 +72,47 @@ export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvid
   });
   const transport = createTransport();
   useAgents(client, transport);
-  // The SDK warns on the console at every events read that the Events API is deprecated in
-  // favour of the Logs API; Herald reads events on purpose (per-message filter, user variables).
-  Object.assign(client.events, { logger: { warn: () => undefined } });
   const domain = opts.domain;
   const call = <T>(request: () => Promise<T>): Promise<T> => traced(request, classifyMailgunError);
 
-  /** Reads events page by page (newest first from now) until `stop` is satisfied, the pages run out, or `maxPages`. */
-  async function readEvents(
+  /**
+   * Reads the domain's log items that meet `filter` page by page, newest first, until `stop` is
+   * satisfied, the pages run out, or `maxPages`. Every page asks the same window and filter,
+   * with the token of the page before.
+   */
+  async function readLogs(
     filter: Record<string, string>,
+    events: string[] | undefined,
     maxPages: number,
     stop: (items: MailgunEventItem[]) => boolean,
   ): Promise<{ items: MailgunEventItem[]; complete: boolean }> {
+    const now = Date.now();
+    const query: LogsQuery = {
+      start: new Date(now - LOGS_LOOKBACK_MS),
+      end: new Date(now + CLOCK_SKEW_MS),
+      ...(events ? { events } : {}),
+      filter: {
+        AND: Object.entries({ domain, ...filter }).map(([attribute, value]) => ({
+          attribute,
+          comparator: '=',
+          values: [{ label: value, value }],
+        })),
+      },
+      pagination: { sort: 'timestamp:desc', limit: LOGS_PAGE_SIZE },
+    };
     const items: MailgunEventItem[] = [];
-    let page: string | undefined;
+    let token: string | undefined;
     for (let n = 0; n < maxPages; n++) {
-      const query = page
-        ? { page }
-        : {
-            ...filter,
-            begin: String(Math.floor(Date.now() / 1000) + CLOCK_SKEW_SECONDS),
-            ascending: 'no' as const,
-            limit: EVENTS_PAGE_SIZE,
-          };
-      const answer = await call(() => client.events.get(domain, query));
-      if (!Array.isArray(answer?.items)) throw new ProviderError('mailgun: unparseable events answer', { kind: 'server_error' });
-      const got = answer.items as unknown as MailgunEventItem[];
+      const page: LogsQuery = token === undefined ? query : { ...query, pagination: { ...query.pagination, token } };
+      const answer = await call(() => client.logs.list(page));
+      if (!Array.isArray(answer?.items)) throw new ProviderError('mailgun: unparseable logs answer', { kind: 'server_error' });
+      const got = answer.items.map(asEvent);
       items.push(...got);
       if (stop(got)) return { items, complete: true };
-      // Mailgun always links a next page; a page short of the limit is the last one.
-      const next = answer.pages?.next?.page;
-      if (got.length < EVENTS_PAGE_SIZE || typeof next !== 'string' || next === '') return { items, complete: true };
-      page = next;
+      // A page short of the limit, or one without a next token, is the last one.
+      const next = answer.pagination?.next;
+      if (got.length < LOGS_PAGE_SIZE || typeof next !== 'string' || next === '') return { items, complete: true };
+      token = next;
     }
     return { items, complete: false };
   }
@@ -132,9 +147,9 @@ export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvid
 
     async status(providerMessageId: string): Promise<StatusObservation> {
       const id = bareMessageId(providerMessageId);
-      const { items, complete } = await readEvents({ 'message-id': id }, STATUS_PAGES, () => false);
+      const { items, complete } = await readLogs({ 'message-id': id }, undefined, STATUS_PAGES, () => false);
       if (!complete)
-        throw new ProviderError(`mailgun: more than ${STATUS_PAGES * EVENTS_PAGE_SIZE} events for one message`, { kind: 'server_error' });
+        throw new ProviderError(`mailgun: more than ${STATUS_PAGES * LOGS_PAGE_SIZE} log items for one message`, { kind: 'server_error' });
       return mailgunObservation(items.filter((e) => eventMessageId(e) === undefined || eventMessageId(e) === id));
     },
 
@@ -143,16 +158,16 @@ export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvid
       const recipient = to.trim().toLowerCase();
       const matches = (e: MailgunEventItem): boolean =>
         e.event === 'accepted' &&
-        e['user-variables']?.[MAILGUN_KEY_VARIABLE] === wanted &&
+        userVariables(e)[MAILGUN_KEY_VARIABLE] === wanted &&
         (e.recipient ?? '').trim().toLowerCase() === recipient &&
         eventMessageId(e) !== undefined;
-      const { items, complete } = await readEvents({ event: 'accepted', recipient: to }, SEARCH_PAGES, (page) => page.some(matches));
+      const { items, complete } = await readLogs({ recipient: to }, ['accepted'], SEARCH_PAGES, (page) => page.some(matches));
       const found = items.find(matches);
       if (found) return { providerMessageId: eventMessageId(found)!, providerStatus: 'accepted' };
       // Not having read every accepted event to this address says nothing: the search failed.
       if (!complete) {
         throw new ProviderError(
-          `mailgun: more than ${SEARCH_PAGES * EVENTS_PAGE_SIZE} accepted events to one address; the send stays in doubt`,
+          `mailgun: more than ${SEARCH_PAGES * LOGS_PAGE_SIZE} accepted log items to one address; the send stays in doubt`,
           {
             kind: 'server_error',
           },
@@ -164,6 +179,8 @@ export function createMailgunProvider(opts: MailgunProviderOptions): EmailProvid
 }
 
 type MailgunClient = ReturnType<Mailgun['client']>;
+type LogsQuery = Parameters<MailgunClient['logs']['list']>[0];
+type LogsItem = Awaited<ReturnType<MailgunClient['logs']['list']>>['items'][number];
 
 /** Every request of `client` goes through the transport's agents (added to what makeRequest hands axios). */
 function useAgents(client: MailgunClient, transport: ProviderTransport): void {
@@ -181,11 +198,30 @@ function mailgunContent(message: EmailMessage): { html: string; text?: string } 
   return message.text === undefined ? { html: message.html } : { html: message.html, text: message.text };
 }
 
-/** The parts of an events item the adapter reads besides the status mapping's. */
+/** The parts of a log item the adapter reads besides the status mapping's. */
 interface MailgunEventItem extends MailgunEvent {
   recipient?: string;
-  'user-variables'?: Record<string, unknown>;
+  /** JSON text in the Logs API (an object in the Events API and the webhooks). */
+  'user-variables'?: string | Record<string, unknown>;
   message?: { headers?: { 'message-id'?: string } };
+}
+
+/** A log item as the status mapping reads events: its time in epoch seconds. */
+function asEvent(item: LogsItem): MailgunEventItem {
+  const at = item['@timestamp'] instanceof Date ? item['@timestamp'].getTime() : NaN;
+  return { ...(item as unknown as MailgunEventItem), ...(Number.isFinite(at) ? { timestamp: at / 1000 } : {}) };
+}
+
+/** An item's user variables, whether Mailgun wrote them as JSON text or as an object. */
+function userVariables(event: MailgunEventItem): Record<string, unknown> {
+  const variables = event['user-variables'];
+  if (typeof variables !== 'string') return variables ?? {};
+  try {
+    const parsed: unknown = JSON.parse(variables);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 function eventMessageId(event: MailgunEventItem): string | undefined {
@@ -193,7 +229,7 @@ function eventMessageId(event: MailgunEventItem): string | undefined {
   return typeof id === 'string' && id !== '' ? bareMessageId(id) : undefined;
 }
 
-/** A Message-Id without the angle brackets of the send answer (`<id@domain>`): the form the events filter wants. */
+/** A Message-Id without the angle brackets of the send answer (`<id@domain>`): the form the log's filter wants. */
 export function bareMessageId(id: string): string {
   return id.trim().replace(/^<(.*)>$/, '$1');
 }

@@ -51,7 +51,7 @@ export class ApiKeyStore {
 
   /** Every key, oldest first. */
   async list(): Promise<ApiKeyRecord[]> {
-    const ids = await this.redis.zrange(this.keys.apiKeys, 0, -1);
+    const ids = await this.redis.zrange(this.keys.apiKeys, 0, '-1');
     const records = await Promise.all(ids.map((id) => this.get(id)));
     return records.filter((r): r is ApiKeyRecord => r !== undefined);
   }

@@ -73,7 +73,7 @@ export class EventEndpointStore {
 
   /** Every endpoint, or a tenant's, oldest first. */
   async list(tenant?: string): Promise<EventEndpoint[]> {
-    const ids = await this.redis.zrange(this.keys.eventEndpoints, 0, -1);
+    const ids = await this.redis.zrange(this.keys.eventEndpoints, 0, '-1');
     if (ids.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (const id of ids) pipeline.hgetall(this.keys.eventEndpoint(id));
@@ -148,7 +148,7 @@ export class EventEndpointStore {
   async undelivered(): Promise<{ count: number; oldestAt: number | undefined }> {
     const [count, oldest] = await Promise.all([
       this.redis.zcard(this.keys.eventsUndelivered),
-      this.redis.zrange(this.keys.eventsUndelivered, 0, 0, 'WITHSCORES'),
+      this.redis.zrange(this.keys.eventsUndelivered, 0, '0', 'WITHSCORES'),
     ]);
     return { count, oldestAt: oldest.length === 2 ? Number(oldest[1]) : undefined };
   }

@@ -28,18 +28,21 @@ export type RedisRole = 'web' | 'web-queues' | 'worker' | 'worker-steps';
  * pipeline's other commands never (an uncaught `results[i] is not iterable`).
  */
 export function connectRedis(target: RedisTarget | string, role: RedisRole, name: string): RedisClient {
+  // RESP2, as BullMQ's and Herald's scripts and reply parsing were written and tested for: ioredis
+  // 6 would otherwise say HELLO 3. Every connection BullMQ duplicates from these keeps it.
+  const common = { connectionName: name, protocol: 2 } as const;
   const options: RedisOptions =
     role === 'worker'
-      ? { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: name }
+      ? { ...common, maxRetriesPerRequest: null, enableReadyCheck: true }
       : role === 'worker-steps'
-        ? { maxRetriesPerRequest: null, enableReadyCheck: true, enableAutoPipelining: true, connectionName: name }
+        ? { ...common, maxRetriesPerRequest: null, enableReadyCheck: true, enableAutoPipelining: true }
         : {
+            ...common,
             maxRetriesPerRequest: 1,
             enableOfflineQueue: false,
             connectTimeout: 1000,
             commandTimeout: 1000,
             enableAutoPipelining: role === 'web',
-            connectionName: name,
             retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
           };
   if (typeof target === 'string') return new Redis(target, options);

@@ -82,7 +82,7 @@ export class CreatedIndex {
   ) {}
 
   members(shard: number): Promise<string[]> {
-    return this.redis.zrange(this.keys.created(shard), 0, -1);
+    return this.redis.zrange(this.keys.created(shard), 0, '-1');
   }
 
   /** Drops the members created before `before` (ms). */

@@ -152,6 +152,114 @@ describe('Mailgun emulator', () => {
     });
   });
 
+  describe('POST /v1/analytics/logs', () => {
+    /** A Logs API search, as JSON. */
+    const logs = async (body: unknown, auth: string | null = AUTH): Promise<HttpAnswer> => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (auth !== null) headers['authorization'] = auth;
+      const response = await fetch(`${sandbox.url}/v1/analytics/logs`, { method: 'POST', headers, body: JSON.stringify(body) });
+      const text = await response.text();
+      return { status: response.status, headers: response.headers, body: text.startsWith('{') ? JSON.parse(text) : text };
+    };
+    const rfc2822 = (ms: number) => `${new Date(ms).toUTCString().slice(0, 25)} -0000`;
+    const is = (attribute: string, value: string) => ({ attribute, comparator: '=', values: [{ label: value, value }] });
+
+    it('lists a message’s log items by domain and message-id, newest first, with @timestamp and the user variables', async () => {
+      const sent = await mailgun('POST', `/v3/${DOMAIN}/messages`, email('delivered+100ms@example.com', { 'v:herald_key': 'k3' }));
+      const id = (sent.body.id as string).slice(1, -1);
+      const search = {
+        start: rfc2822(Date.now() - 60_000),
+        end: rfc2822(Date.now() + 60_000),
+        filter: { AND: [is('domain', DOMAIN), is('message-id', id)] },
+        pagination: { sort: 'timestamp:desc', limit: 100 },
+      };
+      // Not in the log until it is indexed (600 ms here).
+      expect((await logs(search)).body).toMatchObject({ items: [], pagination: {} });
+      await sleep(700);
+      const listed = await logs(search);
+      expect(listed.status).toBe(200);
+      expect(listed.body).toMatchObject({ start: search.start, end: search.end, aggregates: {} });
+      expect(listed.body.items.map((e: { event: string }) => e.event)).toEqual(['delivered', 'accepted']);
+      const [delivered, accepted] = listed.body.items;
+      expect(accepted).toMatchObject({
+        event: 'accepted',
+        '@timestamp': expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        domain: { name: DOMAIN },
+        recipient: 'delivered+100ms@example.com',
+        message: { headers: { 'message-id': id } },
+      });
+      expect(JSON.parse(accepted['user-variables'])).toEqual({ herald_key: 'k3' });
+      expect(Date.parse(delivered['@timestamp'])).toBeGreaterThan(Date.parse(accepted['@timestamp']));
+      expect(delivered).toMatchObject({ 'delivery-status': { code: 250 } });
+      expect(listed.body.pagination.next).toBeUndefined();
+      expect(
+        sandbox
+          .requests()
+          .filter((r) => r.operation === 'mailgun.logs')
+          .map((r) => [r.method, r.path, r.recipient]),
+      ).toEqual([
+        ['POST', '/v1/analytics/logs', 'delivered+100ms@example.com'],
+        ['POST', '/v1/analytics/logs', 'delivered+100ms@example.com'],
+      ]);
+    });
+
+    it('pages with tokens: the next page is the same search with pagination.token, and include_totals counts them all', async () => {
+      for (let i = 0; i < 5; i++) await mailgun('POST', `/v3/${DOMAIN}/messages`, email(`never+${i}@example.com`));
+      await sleep(700);
+      const first = await logs({
+        start: rfc2822(Date.now() - 60_000),
+        events: ['accepted'],
+        filter: { AND: [is('domain', DOMAIN)] },
+        include_totals: true,
+        pagination: { sort: 'timestamp:asc', limit: 2 },
+      });
+      expect(first.body.pagination).toMatchObject({
+        total: 5,
+        next: expect.any(String),
+        first: expect.any(String),
+        last: expect.any(String),
+      });
+      const seen = [...first.body.items];
+      let next: string | undefined = first.body.pagination.next;
+      while (next) {
+        const page = await logs({ pagination: { token: next } });
+        expect(page.status).toBe(200);
+        seen.push(...page.body.items);
+        next = page.body.pagination.next;
+      }
+      expect(seen.map((e: { recipient: string }) => e.recipient)).toEqual([0, 1, 2, 3, 4].map((i) => `never+${i}@example.com`));
+    });
+
+    it('filters by recipient (any case) and event type, and != excludes', async () => {
+      await mailgun('POST', `/v3/${DOMAIN}/messages`, email('never+x@example.com'));
+      await mailgun('POST', `/v3/${DOMAIN}/messages`, email('never+y@example.com'));
+      await sleep(700);
+      const start = rfc2822(Date.now() - 60_000);
+      const found = await logs({ start, events: ['accepted'], filter: { AND: [is('recipient', 'Never+X@example.com')] } });
+      expect(found.body.items.map((e: { recipient: string }) => e.recipient)).toEqual(['never+x@example.com']);
+      const others = await logs({
+        start,
+        filter: { AND: [{ attribute: 'recipient', comparator: '!=', values: [{ label: 'x', value: 'never+x@example.com' }] }] },
+      });
+      expect(others.body.items.map((e: { recipient: string }) => e.recipient)).toEqual(['never+y@example.com']);
+      expect((await logs({ start, events: ['delivered'] })).body.items).toEqual([]);
+    });
+
+    it('refuses bad searches with 400 { message }, and a bad key with 401', async () => {
+      for (const body of [
+        { start: 'yesterday-ish' },
+        { filter: { OR: [] } },
+        { filter: { AND: [{ attribute: 'colour', comparator: '=', values: [{ label: 'a', value: 'a' }] }] } },
+        { filter: { AND: [{ attribute: 'recipient', comparator: '=', values: [{ value: 'a' }] }] } },
+        { pagination: { limit: 101 } },
+        { pagination: { token: 'unknown-token' } },
+      ]) {
+        expect(await logs(body)).toMatchObject({ status: 400, body: { message: expect.any(String) } });
+      }
+      expect(await logs({}, `Basic ${Buffer.from('api:bad-token').toString('base64')}`)).toMatchObject({ status: 401, body: 'Forbidden' });
+    });
+  });
+
   describe('routes', () => {
     it('answers unknown Mailgun paths with 404 { message }, never with the root text', async () => {
       const answer = await mailgun('GET', `/v3/${DOMAIN}/messages`);

@@ -80,6 +80,15 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
       expect(last?.status).toBe('delivered');
     });
 
+    it('reads the status through the Logs API only, never the deprecated Events API', async () => {
+      const to = `delivered+100ms+${unique()}@example.com`;
+      const sent = await email.send(message(to));
+      await sleep(400);
+      expect(await email.status(sent.providerMessageId)).toMatchObject({ providerStatus: 'accepted+delivered', status: 'delivered' });
+      const reads = sandbox.requests().filter((r) => r.recipient === to && r.operation !== 'mailgun.send');
+      expect(reads.map((r) => [r.operation, r.method, r.path, r.status])).toEqual([['mailgun.logs', 'POST', '/v1/analytics/logs', 200]]);
+    });
+
     it('never: pending forever', async () => {
       const observations = await timeline('never');
       expect(observations.map((o) => o.status)).toEqual(['pending', 'pending', 'pending', 'pending']);
@@ -218,9 +227,9 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
       expect(await failure(email.send(message(to)))).toMatchObject({ kind, httpStatus });
     });
 
-    it('status_429 on events → rate_limited with the retry time of the message text', async () => {
+    it('status_429 on the logs → rate_limited with the retry time of the message text', async () => {
       const to = `p+${unique()}@example.com`;
-      sandbox.injectFault({ operation: 'mailgun.events', mode: 'status_429', retryAfterSeconds: 3, match: to });
+      sandbox.injectFault({ operation: 'mailgun.logs', mode: 'status_429', retryAfterSeconds: 3, match: to });
       const sent = await email.send(message(to));
       const error = await failure(email.status(sent.providerMessageId));
       expect(error).toMatchObject({ kind: 'rate_limited', httpStatus: 429 });
@@ -248,9 +257,8 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
       expect(stored?.metadata['herald_key']).toBe(key);
       const found = await email.findByIdempotencyKey(key, to);
       expect(found).toEqual({ providerMessageId: stored?.messageId, providerStatus: 'accepted' });
-      const search = sandbox.requests().filter((r) => r.operation === 'mailgun.events' && r.recipient === to);
-      expect(search).toHaveLength(1);
-      expect(new URL(search[0]!.url, 'http://x').searchParams.get('event')).toBe('accepted');
+      const search = sandbox.requests().filter((r) => r.recipient === to && r.operation !== 'mailgun.send');
+      expect(search.map((r) => [r.operation, r.method, r.path])).toEqual([['mailgun.logs', 'POST', '/v1/analytics/logs']]);
     });
 
     it('finds an email whose connection was dropped after sending', async () => {
@@ -273,7 +281,7 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
       expect(await email.findByIdempotencyKey(`never-${unique()}`, to)).toBeNull();
     });
 
-    it('follows the events pages to an older send to the same address', async () => {
+    it('follows the log pages (their tokens) to an older send to the same address', async () => {
       const to = `p+${unique()}@example.com`;
       const key = `ntc_${unique()}-first`;
       const first = await email.send(message(to, key));
@@ -281,13 +289,14 @@ describe('Mailgun adapter against the sandbox, through mailgun.js', () => {
       for (let i = 0; i < 300; i += 20) await Promise.all(Array.from({ length: 20 }, () => email.send(message(to))));
       await sleep(350);
       expect(await email.findByIdempotencyKey(key, to)).toEqual({ providerMessageId: first.providerMessageId, providerStatus: 'accepted' });
-      const pages = sandbox.requests().filter((r) => r.operation === 'mailgun.events' && r.url.includes('/events/'));
-      expect(pages.length).toBeGreaterThanOrEqual(1);
+      // 301 accepted items, 100 a page, newest first: the first send is on the fourth page.
+      const pages = sandbox.requests().filter((r) => r.operation === 'mailgun.logs' && r.recipient === to);
+      expect(pages).toHaveLength(4);
     });
 
     it('a search that fails (5xx) throws: it never answers "not found"', async () => {
       const to = `p+${unique()}@example.com`;
-      sandbox.injectFault({ operation: 'mailgun.events', mode: 'status_503', match: to });
+      sandbox.injectFault({ operation: 'mailgun.logs', mode: 'status_503', match: to });
       expect(await failure(email.findByIdempotencyKey('k', to))).toMatchObject({ kind: 'server_error', httpStatus: 503 });
     });
   });

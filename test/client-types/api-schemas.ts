@@ -4,7 +4,7 @@
  * decision log's vocabulary. Not run: compiled by tsc (test/pure/client-package.test.ts), so
  * that a field added, removed or retyped on either side fails the build of this file.
  */
-import type { Static } from '@sinclair/typebox';
+import type { Static } from 'typebox';
 import type * as Client from '@herald/client';
 import type {
   AcceptedResponse,

@@ -82,7 +82,7 @@ describe('a live notice', () => {
 
     // What Redis indexes: the HMAC under the address key, never the address or its plain SHA-256.
     const lookup = new AddressLookup(stack.config.addressKeys);
-    const members = await stack.web.redis.zrange(stack.web.store.keys.addresses(shardOfNoticeId(first)!), 0, -1);
+    const members = await stack.web.redis.zrange(stack.web.store.keys.addresses(shardOfNoticeId(first)!), 0, '-1');
     const hmac = lookup.hashOf('email', 'never+case.one@example.com');
     expect(members).toContain(`${hmac}:${first}`);
     for (const member of members) {
@@ -108,7 +108,7 @@ describe('a notice Redis let go of', () => {
     const id = await create({ email: 'delivered+0ms+Retired@example.com', phone }, undefined, 60);
     await waitFor(async () => (await stack.web.store.get(id)) === null, 30_000, `${id} to retire`);
     // Its members left the live index with it.
-    const members = await stack.web.redis.zrange(stack.web.store.keys.addresses(shardOfNoticeId(id)!), 0, -1);
+    const members = await stack.web.redis.zrange(stack.web.store.keys.addresses(shardOfNoticeId(id)!), 0, '-1');
     expect(members.filter((m) => m.endsWith(`:${id}`))).toEqual([]);
 
     expect(await listed('email=delivered%2B0ms%2Bretired%40EXAMPLE.com')).toEqual([id]);

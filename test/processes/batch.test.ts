@@ -78,7 +78,7 @@ describe('POST /v1/notices/batch', () => {
     const redis = plainRedis();
     try {
       const keys = [];
-      for (let shard = 0; shard < 16; shard += 1) keys.push(...(await redis.zrange(`${prefix}:{s${shard}}:notices`, 0, -1)));
+      for (let shard = 0; shard < 16; shard += 1) keys.push(...(await redis.zrange(`${prefix}:{s${shard}}:notices`, 0, '-1')));
       for (const r of first) expect(keys.filter((k) => k === r.id)).toHaveLength(1);
       // Each new notice has its email-send job and its deadline job, added in bulk.
       for (const r of first.slice(0, 5)) {

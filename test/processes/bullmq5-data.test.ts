@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 // The BullMQ of Herald's earlier releases, installed under another name for this test only.
-import { Queue as QueueOfV5 } from 'bullmq-v5';
+import { Queue as QueueOfV5, type ConnectionOptions as ConnectionOfV5 } from 'bullmq-v5';
 import type { Queue } from 'bullmq';
 import type { RedisClient } from '../../src/store/redis.js';
 import { connectRedis } from '../../src/store/redis.js';
@@ -29,9 +29,12 @@ afterEach(async () => {
   stack = undefined;
 });
 
-/** The same queue, opened with BullMQ 5 on the same keys. */
+/**
+ * The same queue, opened with BullMQ 5 on the same keys. BullMQ 5's types name the ioredis 5 it
+ * was installed with; it drives Herald's ioredis 6 connection through the same client API.
+ */
 function asOfV5(queue: Queue): QueueOfV5 {
-  const opened = new QueueOfV5(queue.name, { connection: redis!, prefix: queue.opts.prefix });
+  const opened = new QueueOfV5(queue.name, { connection: redis! as unknown as ConnectionOfV5, prefix: queue.opts.prefix });
   earlier.push(opened);
   return opened;
 }

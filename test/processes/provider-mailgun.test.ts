@@ -13,6 +13,7 @@ import { startStack, WorkerProcess, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
 let mailgun: Sandbox;
+const MAILGUN_DOMAIN = 'mg.sandbox.example';
 let phones = 0;
 /** A fresh fictional number per notice. */
 const phone = () => `+1${301 + (phones++ % 600)}5550100`;
@@ -24,7 +25,7 @@ beforeAll(async () => {
   mailgun = await startSandbox();
   stack = await startStack({
     prefix: testPrefix('mailgun'),
-    env: { HERALD_EMAIL_PROVIDER: 'mailgun', MAILGUN_API_URL: mailgun.url, MAILGUN_DOMAIN: 'mg.sandbox.example' },
+    env: { HERALD_EMAIL_PROVIDER: 'mailgun', MAILGUN_API_URL: mailgun.url, MAILGUN_DOMAIN },
   });
 });
 afterAll(async () => {
@@ -41,7 +42,7 @@ function notice(email: string, to: string, deadlineInSeconds: number) {
 
 describe('with HERALD_EMAIL_PROVIDER=mailgun', () => {
   describe('when the email is delivered before the deadline', () => {
-    it('ends email_delivered through the Mailgun events, sends no SMS, and names the provider', async () => {
+    it('ends email_delivered through the Mailgun Logs API, sends no SMS, and names the provider', async () => {
       const to = phone();
       const email = address('delivered+300ms');
       const id = await stack.createNotice(notice(email, to, 8));
@@ -55,10 +56,21 @@ describe('with HERALD_EMAIL_PROVIDER=mailgun', () => {
       const [sent] = emailsTo(email);
       expect(sent?.metadata).toMatchObject({ herald_key: `${id}-email`, notice_id: id });
       expect(ofType(events, 'email.accepted')[0]).toMatchObject({ providerMessageId: sent?.messageId });
-      // One send and the status reads: each a request to the emulator's API.
+      // One send and the status reads: each a request to the emulator's API, the reads to the Logs
+      // API (never the deprecated Events API).
       const calls = mailgun.requests().filter((r) => r.recipient === email);
       expect(calls[0]).toMatchObject({ operation: 'mailgun.send', status: 200 });
-      expect(calls.slice(1).every((r) => r.operation === 'mailgun.events' && r.status === 200)).toBe(true);
+      expect(calls.length).toBeGreaterThan(1);
+      expect(calls.slice(1).map((r) => [r.operation, r.method, r.path, r.status])).toEqual(
+        calls.slice(1).map(() => ['mailgun.logs', 'POST', '/v1/analytics/logs', 200]),
+      );
+      // Each read asks for the message's items in the domain, by the id without its angle brackets.
+      expect((calls[1]!.search as { filter: unknown }).filter).toEqual({
+        AND: [
+          { attribute: 'domain', comparator: '=', values: [{ label: MAILGUN_DOMAIN, value: MAILGUN_DOMAIN }] },
+          { attribute: 'message-id', comparator: '=', values: [{ label: sent!.messageId, value: sent!.messageId }] },
+        ],
+      });
     });
   });
 
@@ -171,9 +183,21 @@ describe('with HERALD_EMAIL_PROVIDER=mailgun', () => {
       expect(emailsTo(email)).toHaveLength(1);
       const events = await stack.events(id);
       expect(ofType(events, 'email.requested').map((e) => e.attempt)).toEqual([1, 2]);
-      expect(
-        mailgun.requests().filter((r) => r.recipient === email && r.operation === 'mailgun.events' && r.url.includes('event=accepted')),
-      ).toHaveLength(1);
+      // One search, through the Logs API: the accepted items of the domain to the address.
+      const searches = mailgun
+        .requests()
+        .filter((r) => r.recipient === email && r.operation === 'mailgun.logs' && (r.search as { events?: string[] }).events !== undefined);
+      expect(searches.map((r) => r.search)).toEqual([
+        expect.objectContaining({
+          events: ['accepted'],
+          filter: {
+            AND: [
+              { attribute: 'domain', comparator: '=', values: [{ label: MAILGUN_DOMAIN, value: MAILGUN_DOMAIN }] },
+              { attribute: 'recipient', comparator: '=', values: [{ label: email, value: email }] },
+            ],
+          },
+        }),
+      ]);
     });
   });
 
@@ -182,7 +206,7 @@ describe('with HERALD_EMAIL_PROVIDER=mailgun', () => {
       const to = phone();
       const email = address('delivered+300ms');
       mailgun.injectFault({ operation: 'mailgun.send', mode: 'accept_then_hang', match: email });
-      mailgun.injectFault({ operation: 'mailgun.events', mode: 'status_503', match: email, count: 1000 });
+      mailgun.injectFault({ operation: 'mailgun.logs', mode: 'status_503', match: email, count: 1000 });
       const id = await stack.createNotice(notice(email, to, 5));
       const view = await stack.waitForState(id, ['sms_sent', 'sms_delivered']);
       expect(view.fallback.reason).toBe('email_deadline_elapsed');
@@ -198,7 +222,7 @@ describe('with HERALD_EMAIL_PROVIDER=mailgun', () => {
 
   describe('when the worker is its own process, configured by the environment alone', () => {
     it('sends through Mailgun, says the emulator stands in, and reaches email_delivered', async () => {
-      const env = { HERALD_EMAIL_PROVIDER: 'mailgun', MAILGUN_API_URL: mailgun.url, MAILGUN_DOMAIN: 'mg.sandbox.example' };
+      const env = { HERALD_EMAIL_PROVIDER: 'mailgun', MAILGUN_API_URL: mailgun.url, MAILGUN_DOMAIN };
       const own = await startStack({ prefix: testPrefix('mailgun-proc'), inProcessWorker: false, env });
       const worker = new WorkerProcess({ ...own.env, LOG_LEVEL: 'info' }).start();
       try {

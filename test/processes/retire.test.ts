@@ -322,7 +322,7 @@ describe('the retire sweep', () => {
     await new RetireIndex(redis, store.keys).add(shard, [{ noticeId: id, at: now }]);
     expect(await sweep()).toEqual({ retired: 0, waiting: 0 });
     expect(await redis.zcard(store.keys.retire(shard))).toBe(0);
-    expect(await redis.zrange(store.keys.created(shard), 0, -1)).toEqual([]);
+    expect(await redis.zrange(store.keys.created(shard), 0, '-1')).toEqual([]);
 
     // A record whose bytes no longer match its SHA-256 is refused, never read.
     await writeFile(join(dir.path, recordKey(prefix, id)), gzipSync('{"id":"forged"}'));

@@ -20,7 +20,7 @@ describe('Mailgun webhooks', () => {
   } = emailWebhookSuite({
     provider: 'mailgun',
     tag: 'mg',
-    statusReads: ['mailgun.events'],
+    statusReads: ['mailgun.logs'],
     bounce: {
       named: 'permanent-failure',
       providerStatus: 'failed(permanent:bounce)',

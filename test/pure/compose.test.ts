@@ -8,6 +8,8 @@ const read = (name: string) => readFileSync(`${ROOT}${name}`, 'utf8');
 
 interface Service {
   image?: string;
+  entrypoint?: string[];
+  depends_on?: Record<string, { condition: string }>;
   build?: unknown;
   command?: string[];
   ports?: string[];
@@ -38,18 +40,29 @@ const example = Object.fromEntries(
 );
 
 describe('docker-compose.yml as shipped', () => {
-  it('has no default API key, admin token, archive key or MinIO password: .env must give them', () => {
+  it('has no default API key, admin token, archive key or S3 secret: .env must give them', () => {
     for (const name of ['HERALD_API_KEYS', 'HERALD_ARCHIVE_KEY', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']) {
       const [ref] = interpolations(heraldEnv[name]!);
       expect(ref, name).toMatchObject({ required: true, fallback: undefined });
     }
     expect(interpolations(heraldEnv.HERALD_ADMIN_TOKEN!)).toEqual([{ name: 'HERALD_ADMIN_TOKEN', required: false, fallback: '' }]);
-    for (const name of ['MINIO_ROOT_USER', 'MINIO_ROOT_PASSWORD']) {
-      expect(interpolations(services.minio!.environment![name]!)[0], name).toMatchObject({ name, required: true });
+    for (const name of ['HERALD_S3_ACCESS_KEY', 'HERALD_S3_SECRET_KEY']) {
+      expect(interpolations(services.s3!.environment![name]!)[0], name).toMatchObject({ name, required: true });
     }
     // .env.example leaves every secret for the user to fill in.
-    for (const name of ['HERALD_API_KEYS', 'HERALD_ADMIN_TOKEN', 'HERALD_ARCHIVE_KEY', 'MINIO_ROOT_PASSWORD'])
+    for (const name of ['HERALD_API_KEYS', 'HERALD_ADMIN_TOKEN', 'HERALD_ARCHIVE_KEY', 'HERALD_S3_SECRET_KEY'])
       expect(example[name], name).toBe('');
+  });
+
+  it('pins a maintained S3 server by its release, and no MinIO image is left', () => {
+    expect(services.s3!.image).toMatch(/^chrislusf\/seaweedfs:\d+\.\d+$/);
+    for (const [name, service] of Object.entries(services)) expect(service.image ?? '', name).not.toMatch(/minio/i);
+    expect(heraldEnv.S3_ENDPOINT).toBe('http://s3:8333');
+    expect(services.s3!.ports).toEqual(['127.0.0.1:8333:8333']);
+    // Herald starts once the server answers, and the server makes the bucket itself.
+    expect(JSON.stringify(services.s3!.healthcheck?.test)).toContain('/healthz');
+    expect(JSON.stringify(services.s3!.entrypoint)).toContain('-bucket=herald-archive');
+    for (const name of ['web', 'worker']) expect(services[name]!.depends_on?.s3, name).toEqual({ condition: 'service_healthy' });
   });
 
   it('publishes ports on 127.0.0.1 only', () => {
@@ -101,18 +114,25 @@ describe('docker-compose.yml gives Herald no more than it needs', () => {
     expect(example.HERALD_PROVIDERS).toBe('sandbox');
   });
 
-  it("reaches the archive as a MinIO user of its own, never with MinIO's root credentials", () => {
+  it("reaches the archive as the S3 server's one identity, allowed the archive bucket alone", () => {
     const [id] = interpolations(heraldEnv.AWS_ACCESS_KEY_ID!);
     const [secret] = interpolations(heraldEnv.AWS_SECRET_ACCESS_KEY!);
     expect(id!.name).toBe('HERALD_S3_ACCESS_KEY');
     expect(secret!.name).toBe('HERALD_S3_SECRET_KEY');
-    for (const value of Object.values(heraldEnv)) expect(String(value)).not.toMatch(/MINIO_ROOT/);
-    // minio-bucket creates that user with a policy naming the archive bucket alone.
-    const setup = JSON.stringify(services['minio-bucket']);
-    expect(setup).toMatch(/mc admin user add local/);
-    expect(setup).toMatch(/mc admin policy attach local herald-archive --user/);
-    expect(setup).toMatch(/arn:aws:s3:::herald-archive\/\*/);
-    expect(setup).not.toMatch(/arn:aws:s3:::\*/);
+    // The identities file the s3 service writes at start-up, as the shell will see it.
+    const script = services.s3!.entrypoint!.at(-1)!;
+    const json = /<<JSON\n([\s\S]*?)\nJSON\n/.exec(script)?.[1];
+    const identities = JSON.parse(json!.replace('$$HERALD_S3_ACCESS_KEY', 'access').replace('$$HERALD_S3_SECRET_KEY', 'secret')) as {
+      identities: { name: string; credentials: unknown[]; actions: string[] }[];
+    };
+    expect(identities.identities).toEqual([
+      {
+        name: 'herald',
+        credentials: [{ accessKey: 'access', secretKey: 'secret' }],
+        actions: ['Read:herald-archive', 'Write:herald-archive', 'List:herald-archive'],
+      },
+    ]);
+    expect(script).toMatch(/-s3\.config=\/etc\/seaweedfs\/s3\.json/);
     expect(example.HERALD_S3_SECRET_KEY).toBe('');
   });
 });

@@ -35,6 +35,8 @@ export interface ExchangeSpec {
   operation: Operation;
   /** The email or number the request is about; faults with `match` look at it. */
   recipient?: string | undefined;
+  /** A search's JSON body, recorded with the request when the question is not in its URL. */
+  search?: unknown;
   /** Checks credentials; an answer here ends the request before any fault applies. */
   authorize(): Answer | undefined;
   /** The provider's error answer for an injected `status_*` fault. */
@@ -54,6 +56,7 @@ export async function exchange(ctx: SandboxContext, request: FastifyRequest, rep
     path: request.url.split('?')[0] ?? request.url,
     url: request.url,
     ...(spec.recipient ? { recipient: spec.recipient } : {}),
+    ...(spec.search !== undefined ? { search: spec.search } : {}),
     status: null,
     outcome: 'pending',
     at: Date.now(),

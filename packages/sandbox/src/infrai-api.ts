@@ -14,15 +14,13 @@
  * (src/providers/infrai.ts) reads exactly what is defined here.
  */
 import { randomBytes } from 'node:crypto';
-import canonicalizeModule from 'canonicalize';
+import canonicalize from 'canonicalize';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { emailAddress, planEmail, statusHangs, type EmailBehaviour } from './email-behaviour.js';
 import { exchange, type Answer, type SandboxContext } from './exchange.js';
 import { BAD_TOKEN } from './postmark-api.js';
 import { plannedSteps, smsBehaviour, stepAt, type SmsBehaviour, type TwilioStatus } from './sms-behaviour.js';
 import type { EmailEvent, EmailRecord, SmsRecord } from './state.js';
-
-const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
 
 /** The API key the emulator answers 402 INSUFFICIENT_CREDIT for (an account out of credit). */
 export const NO_CREDIT_KEY = 'no-credit';

@@ -1,9 +1,10 @@
 /**
  * The Mailgun endpoints Herald uses, with Mailgun's shapes: `multipart/form-data` sends,
- * basic auth `api:<key>`, ids in angle brackets, events with epoch-second timestamps and
- * absolute paging URLs, errors as `{ message }`. Only `/v3/{domain}/messages`,
- * `/v3/{domain}/events[/{page}]` and `/v4/domains/{domain}` are served: no catch-all, so other
- * emulated APIs under `/v3/` keep their routes.
+ * basic auth `api:<key>`, ids in angle brackets, errors as `{ message }`; the Logs API
+ * (`POST /v1/analytics/logs`: a JSON search of the account's log, `@timestamp` times, page
+ * tokens) and the Events API it replaces (epoch-second timestamps, absolute paging URLs).
+ * Only `/v3/{domain}/messages`, `/v3/{domain}/events[/{page}]`, `/v1/analytics/logs` and
+ * `/v4/domains/{domain}` are served: no catch-all, so other emulated APIs keep their routes.
  *
  * The messages are the shared sandbox model's (state.ts, email-behaviour.ts); this file only
  * says them the way Mailgun would: an `accepted` event at creation, `delivered`, `failed` with a
@@ -25,6 +26,18 @@ export const UNKNOWN_MAILGUN_DOMAIN = 'unknown.mailgun.invalid';
 const OPTIONS_LIMIT_BYTES = 16_000;
 const EVENTS_MAX_LIMIT = 300;
 const EVENTS_DEFAULT_LIMIT = 100;
+const LOGS_MAX_LIMIT = 100;
+const LOGS_DEFAULT_LIMIT = 100;
+/** Without a `start`, the Logs API reads the day before `end`. */
+const LOGS_DEFAULT_SPAN_MS = 24 * 60 * 60 * 1000;
+/** The Logs API filter attributes the emulator knows, with how to read each from a log item. */
+const LOGS_ATTRIBUTES: Record<string, (item: Json) => string[]> = {
+  domain: (item) => [String((item['domain'] as Json | undefined)?.['name'] ?? '')],
+  'message-id': (item) => [String((item['message'] as { headers?: Json } | undefined)?.headers?.['message-id'] ?? '')],
+  recipient: (item) => [String(item['recipient'] ?? '')],
+  event: (item) => [String(item['event'] ?? '')],
+  tags: (item) => ((item['tags'] as string[] | undefined) ?? []).map(String),
+};
 const PAGE_TOKENS_KEPT = 10_000;
 const ADDRESS = /^[^@\s<>,]+@[^@\s<>,]+\.[^@\s<>,]+$/;
 
@@ -37,7 +50,9 @@ export function mailgunError(status: number, message: string, headers?: Record<s
 
 /** True for the paths this emulator serves (for the sandbox's not-found and error handlers). */
 export function isMailgunPath(url: string): boolean {
-  return /^\/v3\/[^/?]+\/(messages|events)(\/|\?|$)/.test(url) || /^\/v4\/domains(\/|\?|$)/.test(url);
+  return (
+    /^\/v3\/[^/?]+\/(messages|events)(\/|\?|$)/.test(url) || /^\/v4\/domains(\/|\?|$)/.test(url) || /^\/v1\/analytics\/logs(\?|$)/.test(url)
+  );
 }
 
 /** Mailgun's date in its 429 text: `Mon, 20 Dec 2021 20:33:21 UTC`. */
@@ -97,7 +112,8 @@ export function registerMailgun(app: FastifyInstance, ctx: SandboxContext): void
   };
   const slowDelay = (behaviour: EmailBehaviour): number => (behaviour === 'slow' ? ctx.slowMs : 0);
   const indexed = (record: EmailRecord, now: number): boolean => record.createdAt + ctx.indexLagMs <= now;
-  const tokens = new PageTokens();
+  const tokens = new PageTokens<EventSearch>();
+  const logTokens = new PageTokens<LogsSearch>();
 
   app.post<{ Params: { domain: string }; Body: Record<string, string[]> | undefined }>('/v3/:domain/messages', async (request, reply) => {
     const form = request.body ?? {};
@@ -227,6 +243,68 @@ export function registerMailgun(app: FastifyInstance, ctx: SandboxContext): void
     };
   }
 
+  // The Logs API: one search of the account's log in a JSON body; the next page is the same
+  // search with the answer's `pagination.next` token.
+  app.post<{ Body: unknown }>('/v1/analytics/logs', async (request, reply) => {
+    const body = request.body;
+    const token = isJson(body) && isJson(body['pagination']) ? body['pagination']['token'] : undefined;
+    const search =
+      typeof token === 'string' && token !== '' ? (logTokens.decode(token) ?? 'Invalid pagination token') : parseLogsSearch(body);
+    const wanted = typeof search === 'object' ? search.filter : [];
+    const messageId = wanted.find((f) => f.attribute === 'message-id' && f.comparator === '=')?.values[0];
+    const record = messageId === undefined ? undefined : state.emails.get(messageId.replace(/^<(.*)>$/, '$1'));
+    const recipient = wanted.find((f) => f.attribute === 'recipient' && f.comparator === '=')?.values[0] ?? record?.recipients[0];
+    await exchange(ctx, request, reply, {
+      provider: 'mailgun',
+      operation: 'mailgun.logs',
+      recipient,
+      search: body,
+      // The Logs API is the account's: no domain in its path.
+      authorize: authorize(request, ''),
+      faultAnswer: faultAnswerFor(record?.messageStream ?? 'the account'),
+      run: () => {
+        if (typeof search === 'string') return mailgunError(400, search);
+        if (record && statusHangs(record.plan.behaviour)) return { status: 0, hang: true };
+        const delayMs = recipient ? slowDelay(planEmail(recipient).behaviour) : 0;
+        return { status: 200, body: logsPage(search), delayMs };
+      },
+    });
+  });
+
+  /** The log items a Logs API search selects, in its order, then cut to its page. */
+  function logsPage(search: LogsSearch): Json {
+    const now = Date.now();
+    const items: Json[] = [];
+    for (const record of state.emails.values()) {
+      if (!indexed(record, now)) continue;
+      for (const event of mailgunEvents(record, now)) {
+        const at = (event['timestamp'] as number) * 1000;
+        if (at < search.start || at > search.end) continue;
+        if (search.events !== undefined && !search.events.includes(String(event['event']))) continue;
+        const item = logItem(record, event);
+        if (search.filter.every((f) => matches(f, item))) items.push(item);
+      }
+    }
+    const time = (item: Json) => Date.parse(String(item['@timestamp']));
+    items.sort((a, b) => (time(a) - time(b)) * (search.ascending ? 1 : -1));
+    const page = items.slice(search.offset, search.offset + search.limit);
+    const token = (offset: number) => logTokens.encode({ ...search, offset: Math.max(0, offset) });
+    const lastOffset = Math.max(0, Math.floor((items.length - 1) / search.limit) * search.limit);
+    return {
+      start: rfc2822(search.start),
+      end: rfc2822(search.end),
+      items: page,
+      pagination: {
+        first: token(0),
+        last: token(lastOffset),
+        ...(search.offset > 0 ? { previous: token(search.offset - search.limit) } : {}),
+        ...(search.offset + search.limit < items.length ? { next: token(search.offset + search.limit) } : {}),
+        ...(search.totals ? { total: items.length } : {}),
+      },
+      aggregates: {},
+    };
+  }
+
   // The domain itself (`herald doctor`'s authenticated call that sends nothing).
   app.get<{ Params: { domain: string } }>('/v4/domains/:domain', async (request, reply) => {
     const domain = request.params.domain;
@@ -302,21 +380,125 @@ function parseSearch(query: Record<string, string | undefined>): EventSearch | s
   return search;
 }
 
-/**
- * Page tokens: a short id per page link handed out, kept here (bounded; the oldest go first),
- * since a search does not fit in a path segment.
- */
-class PageTokens {
-  private readonly pages = new Map<string, EventSearch>();
+/** One condition of a Logs API filter: the attribute compared with any of the values. */
+interface LogsCondition {
+  attribute: string;
+  comparator: '=' | '!=';
+  values: string[];
+}
 
-  encode(search: EventSearch): string {
+/** What a Logs API search asks for, kept behind the page tokens of its answer. */
+interface LogsSearch {
+  /** Epoch milliseconds, both ends included. */
+  start: number;
+  end: number;
+  events?: string[];
+  filter: LogsCondition[];
+  ascending: boolean;
+  limit: number;
+  offset: number;
+  totals: boolean;
+}
+
+function isJson(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Reads the body of a first Logs API request; a string says what is wrong with it. */
+function parseLogsSearch(body: unknown): LogsSearch | string {
+  if (!isJson(body)) return 'The request body must be a JSON object';
+  const time = (name: string): number | undefined | string => {
+    const raw = body[name];
+    if (raw === undefined || raw === '') return undefined;
+    const ms = typeof raw === 'string' ? Date.parse(raw) : NaN;
+    return Number.isFinite(ms) ? ms : `Invalid '${name}': must be an RFC 2822 date, got ${JSON.stringify(raw)}`;
+  };
+  const startAt = time('start');
+  const endAt = time('end');
+  if (typeof startAt === 'string') return startAt;
+  if (typeof endAt === 'string') return endAt;
+  const end = endAt ?? Date.now();
+  const start = startAt ?? end - LOGS_DEFAULT_SPAN_MS;
+  if (start > end) return "'start' must not be after 'end'";
+  const events = body['events'];
+  if (events !== undefined && (!Array.isArray(events) || events.some((e) => typeof e !== 'string')))
+    return "'events' must be an array of strings";
+  const filter: LogsCondition[] = [];
+  const given = body['filter'];
+  if (given !== undefined) {
+    if (!isJson(given) || !Array.isArray(given['AND'])) return "'filter' must have an AND array";
+    for (const condition of given['AND'] as unknown[]) {
+      if (!isJson(condition)) return 'Each filter condition must be an object';
+      const { attribute, comparator, values } = condition;
+      if (typeof attribute !== 'string' || !(attribute in LOGS_ATTRIBUTES)) return `Unknown filter attribute: ${JSON.stringify(attribute)}`;
+      if (comparator !== '=' && comparator !== '!=') return `Unsupported comparator: ${JSON.stringify(comparator)}`;
+      if (!Array.isArray(values) || values.length === 0) return 'Each filter condition needs values';
+      const read = values.map((v) =>
+        isJson(v) && typeof v['value'] === 'string' && typeof v['label'] === 'string' ? v['value'] : undefined,
+      );
+      if (read.some((v) => v === undefined)) return 'Each filter value needs a label and a value';
+      filter.push({ attribute, comparator, values: read as string[] });
+    }
+  }
+  const pagination = isJson(body['pagination']) ? body['pagination'] : {};
+  const sort = pagination['sort'] ?? 'timestamp:desc';
+  if (sort !== 'timestamp:asc' && sort !== 'timestamp:desc') return "'pagination.sort' must be timestamp:asc or timestamp:desc";
+  const limit = pagination['limit'] ?? LOGS_DEFAULT_LIMIT;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > LOGS_MAX_LIMIT)
+    return `'pagination.limit' must be an integer from 1 to ${LOGS_MAX_LIMIT}`;
+  const search: LogsSearch = {
+    start,
+    end,
+    filter,
+    ascending: sort === 'timestamp:asc',
+    limit,
+    offset: 0,
+    totals: body['include_totals'] === true,
+  };
+  if (events !== undefined) search.events = events as string[];
+  return search;
+}
+
+/** Whether a log item meets one condition; addresses compare in any case. */
+function matches(condition: LogsCondition, item: Json): boolean {
+  const fold = (v: string) => (condition.attribute === 'recipient' ? emailAddress(v).toLowerCase() : v.replace(/^<(.*)>$/, '$1'));
+  const have = LOGS_ATTRIBUTES[condition.attribute]!(item).map(fold);
+  const hit = condition.values.some((v) => have.includes(fold(v)));
+  return condition.comparator === '=' ? hit : !hit;
+}
+
+/** An event as the Logs API lists it: an ISO `@timestamp`, the domain and account, the user variables as JSON text. */
+function logItem(record: EmailRecord, event: Json): Json {
+  const { timestamp, 'user-variables': variables, ...rest } = event;
+  return {
+    ...rest,
+    '@timestamp': new Date((timestamp as number) * 1000).toISOString(),
+    account: { id: 'sandbox-account' },
+    domain: { name: record.messageStream },
+    'user-variables': JSON.stringify(variables ?? {}),
+  };
+}
+
+/** A time as the Logs API writes `start` and `end`: `Mon, 08 Jul 2024 00:00:00 -0000`. */
+function rfc2822(ms: number): string {
+  return `${new Date(ms).toUTCString().slice(0, 25)} -0000`;
+}
+
+/**
+ * Page tokens: a short id per page handed out, kept here (bounded; the oldest go first), since
+ * a search does not fit in a path segment.
+ */
+class PageTokens<Search> {
+  private readonly pages = new Map<string, Search>();
+
+  encode(search: Search): string {
     const token = randomBytes(12).toString('base64url');
     this.pages.set(token, search);
     if (this.pages.size > PAGE_TOKENS_KEPT) this.pages.delete(this.pages.keys().next().value as string);
     return token;
   }
 
-  decode(token: string): EventSearch | undefined {
+  decode(token: string): Search | undefined {
     return this.pages.get(token);
   }
 }

@@ -29,6 +29,7 @@ export type Operation =
   | 'sqs.create'
   | 'mailgun.send'
   | 'mailgun.events'
+  | 'mailgun.logs'
   | 'mailgun.domain'
   | 'infrai.email.send'
   | 'infrai.email.get'
@@ -62,6 +63,7 @@ export const OPERATIONS: readonly Operation[] = [
   'sqs.create',
   'mailgun.send',
   'mailgun.events',
+  'mailgun.logs',
   'mailgun.domain',
   'infrai.email.send',
   'infrai.email.get',
@@ -188,6 +190,8 @@ export interface SandboxRequest {
   url: string;
   /** Email or phone number the request is about, when known. */
   recipient?: string;
+  /** The JSON body of a search whose question is in its body (Mailgun's Logs API), as sent. */
+  search?: unknown;
   /** HTTP status answered; null while pending or when the request was never answered. */
   status: number | null;
   outcome: 'pending' | 'answered' | 'hang' | 'dropped';
