@@ -12,37 +12,52 @@ describe('the timeline labels an entry field', () => {
   });
 });
 
-describe('the timeline marks where each observation came from', () => {
-  const at = (s: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, s)).toISOString();
+const at = (s: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, s)).toISOString();
+type View = Parameters<typeof renderTimeline>[0];
+
+/** The timeline page of a notice of deadline at(50) and checks at 10, 30 and 50 s, with these fields and entries. */
+function timelineOf(fields: Record<string, unknown>, entries: [number, Record<string, unknown>][]): string {
   const view = {
-    id: 'ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa',
-    state: 'email_delivered',
     category: 'terms_change',
-    recipientId: 'player-42',
     createdAt: at(0),
     deadline: at(50),
     policyVersion: 0,
     plannedChecks: [at(10), at(30), at(50)],
-    email: { status: 'delivered', providerMessageId: 'm-1', lastObservedAt: at(12), nextCheckAt: null },
-    fallback: null,
     sms: null,
-  } as unknown as Parameters<typeof renderTimeline>[0];
-  const entry = (seq: number, fields: Record<string, unknown>) =>
-    ({ id: `1-${seq}`, seq, at: at(seq), noticeId: view.id, ...fields }) as unknown as StoredEntry;
-  const html = renderTimeline(view, [
-    entry(1, { type: 'notice.accepted', providerTimeoutMs: 5000 }),
-    entry(10, { type: 'email.observed', status: 'pending', providerStatus: 'Sent', nextCheckAt: at(30), source: 'poll' }),
-    entry(12, {
-      type: 'email.observed',
-      status: 'delivered',
-      providerStatus: 'Delivered',
-      nextCheckAt: null,
-      source: 'webhook',
-      checksSaved: 2,
-      event: 'ev',
-    }),
-    entry(13, { type: 'email.observed', status: 'pending', providerStatus: 'Sent', nextCheckAt: null }),
-  ]).value;
+    ...fields,
+  } as unknown as View;
+  const entry = ([seq, entryFields]: [number, Record<string, unknown>]) =>
+    ({ id: `1-${seq}`, seq, at: at(seq), noticeId: view.id, ...entryFields }) as unknown as StoredEntry;
+  return renderTimeline(view, entries.map(entry)).value;
+}
+
+describe('the timeline marks where each observation came from', () => {
+  const html = timelineOf(
+    {
+      id: 'ntc_00aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      state: 'email_delivered',
+      recipientId: 'player-42',
+      email: { status: 'delivered', providerMessageId: 'm-1', lastObservedAt: at(12), nextCheckAt: null },
+      fallback: null,
+    },
+    [
+      [1, { type: 'notice.accepted', providerTimeoutMs: 5000 }],
+      [10, { type: 'email.observed', status: 'pending', providerStatus: 'Sent', nextCheckAt: at(30), source: 'poll' }],
+      [
+        12,
+        {
+          type: 'email.observed',
+          status: 'delivered',
+          providerStatus: 'Delivered',
+          nextCheckAt: null,
+          source: 'webhook',
+          checksSaved: 2,
+          event: 'ev',
+        },
+      ],
+      [13, { type: 'email.observed', status: 'pending', providerStatus: 'Sent', nextCheckAt: null }],
+    ],
+  );
 
   it('with a webhook or poll badge on each observation, and the checks a webhook saved', () => {
     expect(html.match(/<span class="badge badge-(poll|webhook)" data-source="(poll|webhook)">/g)).toEqual([
@@ -60,29 +75,22 @@ describe('the timeline marks where each observation came from', () => {
 });
 
 describe('the timeline of a blocked notice', () => {
-  const at = (s: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, s)).toISOString();
-  const view = {
-    id: 'ntc_00bbbbbbbbbbbbbbbbbbbbbbbbbb',
-    state: 'blocked',
-    category: 'terms_change',
-    recipientId: 'player-43',
-    createdAt: at(0),
-    deadline: at(50),
-    policyVersion: 0,
-    plannedChecks: [at(10), at(30), at(50)],
-    email: { status: 'pending', providerMessageId: 'm-2', lastObservedAt: at(50), nextCheckAt: null },
-    fallback: { reason: 'email_deadline_elapsed', decidedAt: at(51) },
-    sms: null,
-  } as unknown as Parameters<typeof renderTimeline>[0];
-  const entry = (seq: number, fields: Record<string, unknown>) =>
-    ({ id: `1-${seq}`, seq, at: at(seq), noticeId: view.id, ...fields }) as unknown as StoredEntry;
-  const html = renderTimeline(view, [
-    entry(1, { type: 'notice.accepted', providerTimeoutMs: 5000 }),
-    entry(50, { type: 'email.observed', status: 'pending', providerStatus: 'Sent', nextCheckAt: null, source: 'poll' }),
-    entry(51, { type: 'policy.checked', channel: 'sms', outcome: 'no_consent', policyVersion: 0 }),
-    entry(52, { type: 'fallback.blocked', reason: 'sms_consent_missing', fallbackReason: 'email_deadline_elapsed', decidedAt: at(51) }),
-    entry(53, { type: 'notice.completed', state: 'blocked' }),
-  ]).value;
+  const html = timelineOf(
+    {
+      id: 'ntc_00bbbbbbbbbbbbbbbbbbbbbbbbbb',
+      state: 'blocked',
+      recipientId: 'player-43',
+      email: { status: 'pending', providerMessageId: 'm-2', lastObservedAt: at(50), nextCheckAt: null },
+      fallback: { reason: 'email_deadline_elapsed', decidedAt: at(51) },
+    },
+    [
+      [1, { type: 'notice.accepted', providerTimeoutMs: 5000 }],
+      [50, { type: 'email.observed', status: 'pending', providerStatus: 'Sent', nextCheckAt: null, source: 'poll' }],
+      [51, { type: 'policy.checked', channel: 'sms', outcome: 'no_consent', policyVersion: 0 }],
+      [52, { type: 'fallback.blocked', reason: 'sms_consent_missing', fallbackReason: 'email_deadline_elapsed', decidedAt: at(51) }],
+      [53, { type: 'notice.completed', state: 'blocked' }],
+    ],
+  );
 
   it('names the blocked reason, whole, in the header, with the fallback it stopped', () => {
     const header = /<header class="notice">([\s\S]*?)<\/header>/.exec(html)![1]!;
@@ -105,7 +113,16 @@ describe('the timeline of a blocked notice', () => {
   });
 
   it('has no blocked line for a notice that was not blocked', () => {
-    const delivered = renderTimeline({ ...view, state: 'sms_delivered' } as typeof view, [entry(1, { type: 'notice.accepted' })]).value;
+    const delivered = timelineOf(
+      {
+        id: 'ntc_00cccccccccccccccccccccccccc',
+        state: 'sms_delivered',
+        recipientId: 'player-44',
+        email: { status: 'pending', providerMessageId: 'm-3', lastObservedAt: at(50), nextCheckAt: null },
+        fallback: { reason: 'email_deadline_elapsed', decidedAt: at(51) },
+      },
+      [[1, { type: 'notice.accepted' }]],
+    );
     expect(delivered).not.toContain('id="blocked-reason"');
   });
 });
