@@ -12,7 +12,7 @@
  * Env: REDIS_URL, SCRIPT_COST_CALLS (default 4000).
  */
 import { randomBytes } from 'node:crypto';
-import { DelayedError, Queue, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, Worker, type Job, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { iso } from '../src/clock.js';
 import type { LogEntry } from '../src/notice/entries.js';
@@ -355,7 +355,14 @@ async function bullmqCosts(ids: string[]) {
       ),
     );
     rows.push(await measure('BullMQ: remove a delayed job', ids, (id) => queue.remove(`${id}-deadline`)));
-    const drain = async (name: string, processor: (job: Job, token?: string) => Promise<void>, jobs: number) => {
+    const drain = async (
+      name: string,
+      processor: (job: Job, token?: string) => Promise<void>,
+      jobs: number,
+      finished: Pick<WorkerOptions, 'removeOnComplete'> = keep,
+      // Leaves the finished jobs in the queue, for the next drain to start with a full completed set.
+      leave = false,
+    ) => {
       await queue.pause();
       await queue.addBulk(ids.slice(0, jobs).map((id) => ({ name: 'step', data: { noticeId: id }, opts: { jobId: `${id}-${name}` } })));
       const worker = new Worker('cost', processor, {
@@ -363,10 +370,11 @@ async function bullmqCosts(ids: string[]) {
         prefix: queuePrefix,
         concurrency: 20,
         ...keep,
+        ...finished,
       });
       await worker.waitUntilReady();
       const cpu0 = await redisCpuMs(redis);
-      const finished = new Promise<void>((resolve) => {
+      const done = new Promise<void>((resolve) => {
         let count = 0;
         worker.on('completed', () => {
           count += 1;
@@ -374,10 +382,10 @@ async function bullmqCosts(ids: string[]) {
         });
       });
       await queue.resume();
-      await finished;
+      await done;
       const cpu1 = await redisCpuMs(redis);
       await worker.close();
-      await queue.obliterate({ force: true });
+      if (!leave) await queue.obliterate({ force: true });
       return Math.round(((cpu1 - cpu0) * 1000 * 10) / jobs) / 10;
     };
     const jobs = Math.min(ids.length, 2000);
@@ -391,8 +399,15 @@ async function bullmqCosts(ids: string[]) {
       },
       jobs,
     );
+    // What keeping the last 1,000 finished jobs (for Bull Board) costs once a queue holds 1,000:
+    // each finish also removes the oldest; against a job removed at its finish.
+    await drain('fill', async () => undefined, 1000, keep, true);
+    const runKeptFull = await drain('full', async () => undefined, jobs);
+    const runRemoved = await drain('removed', async () => undefined, jobs, { removeOnComplete: { count: 0 } });
     for (const [name, cpuUsPerCall] of [
       ['BullMQ: a worker runs a job (fetch, run, finish)', runOnce],
+      ['BullMQ: the same, 1,000 finished jobs kept and the oldest removed at each finish', runKeptFull],
+      ['BullMQ: the same, the job removed at its finish (removeOnComplete: { count: 0 })', runRemoved],
       ['BullMQ: the same job moved back to delayed once and run again (the extra cost)', Math.round((runTwice - runOnce) * 10) / 10],
     ] as const) {
       console.log(`${name.padEnd(44)} ${String(cpuUsPerCall).padStart(6)} µs Redis CPU`);

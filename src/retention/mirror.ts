@@ -44,7 +44,7 @@ export interface MirrorDeps {
   archive: Archive;
   clock: Clock;
   log: Logger;
-  /** This mirror's name in the consumer group: unique per process. */
+  /** This mirror's name, which holds the batches it takes: unique per process. */
   consumer: string;
   settings: MirrorSettings;
   /** The content TTL, to index when each accepted notice's content expires. */
@@ -66,17 +66,19 @@ export interface MirrorReport {
 
 /**
  * The log mirror: copies each shard's decision log into the archive as batch objects, through
- * the consumer group `mirror`, and trims Redis only below what the archive has confirmed.
+ * a cursor on each (the consumer group `mirror`, read without its pending list), and trims Redis
+ * only below what the archive has confirmed.
  *
  * One batch goes: read (or reclaim) → index content expiry and retirement → upload →
- * acknowledge; then the shard is trimmed. A crash after the upload leaves the batch pending: it
- * is uploaded again as the same object (by this consumer, or by another after
- * `reclaimAfterMs`). A crash after the acknowledgement only delays the trim, which any later
+ * acknowledge; then the shard is trimmed. Each batch handed out is recorded, with this consumer
+ * as its holder, until acknowledged. A crash after the upload leaves the batch recorded: it is
+ * uploaded again as the same object (by this consumer, or by another `reclaimAfterMs` after
+ * this one took it). A crash after the acknowledgement only delays the trim, which any later
  * sweep does. When the archive cannot be reached the batch stays pending and the stream grows;
  * nothing is dropped.
  */
 export class LogMirror {
-  /** The Redis side: consumer group, batch records, trimming. */
+  /** The Redis side: cursor, batch records, trimming. */
   readonly stream: LogMirrorStore;
   private readonly expiry: ContentExpiryIndex;
   private readonly retirement: RetireIndex;
@@ -109,9 +111,18 @@ export class LogMirror {
 
   private async mirrorShard(shard: number, report: MirrorReport, until: number): Promise<void> {
     const { settings, archive, hooks, log } = this.deps;
+    // The last entry of the new batch just stored: the next one is read on from it.
+    let after: string | undefined;
     while (!this.stopping) {
-      // The script begins the shard's chain in Redis if it has none, even when it hands out nothing.
-      const batch = await this.stream.next(shard, this.deps.consumer, settings.batchSize, settings.reclaimAfterMs, this.deps.clock.now());
+      // The first call begins the shard's chain in Redis if it has none, even when it hands out nothing.
+      const batch = await this.stream.next(
+        shard,
+        this.deps.consumer,
+        settings.batchSize,
+        settings.reclaimAfterMs,
+        this.deps.clock.now(),
+        after,
+      );
       if (!batch) {
         // A shard with nothing new is anchored all the same (the first run after an upgrade).
         await this.anchor(shard).catch((error: unknown) =>
@@ -128,7 +139,7 @@ export class LogMirror {
         const prev = await this.linkBefore(batch);
         ({ outcome, digest } = await archive.putBatch(shard, batch.entries, { firstAttempt: batch.mode === 'new', prev }));
       } catch (error) {
-        // The batch stays pending and is tried again on the next sweep; the stream keeps growing meanwhile.
+        // The batch stays recorded and is tried again on the next sweep; the stream keeps growing meanwhile.
         report.failures += 1;
         this.warn(
           shard,
@@ -148,6 +159,7 @@ export class LogMirror {
       // A batch that took every unread entry ends the shard's sweep: asking again would find none
       // (another consumer's stale batch waits for the next sweep).
       if (!batch.more || performance.now() >= until) break;
+      after = batch.mode === 'new' ? batch.lastId : undefined;
     }
     const now = this.deps.clock.now();
     const { removed } = await this.stream.trim(shard, now - settings.keepHotMs, settings.reclaimAfterMs);
@@ -195,7 +207,7 @@ export class LogMirror {
   /**
    * The link to the batch before this one in the shard's chain. Its digest is of its content,
    * which only its entries decide: the tip Redis keeps when that batch was the last acknowledged
-   * (the usual case), else its entries while the stream still holds them (it is still pending,
+   * (the usual case), else its entries while the stream still holds them (it is still recorded,
    * held by another consumer), else its object, read back and checked.
    */
   private async linkBefore(batch: MirrorBatch): Promise<ChainLink | null> {

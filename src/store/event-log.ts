@@ -8,8 +8,8 @@ export const EVENTS_GROUP = 'events';
 /**
  * The decision log as the callers' events read it: a consumer group of its own on each shard's
  * stream, so that an entry read and not yet turned into deliveries stays pending, is handed out
- * again after a crash, and holds back the log's trim (trimMirroredLog-1.lua counts this group's
- * pending entries as it counts the mirror's).
+ * again after a crash, and holds back the log's trim (trimMirroredLog-2.lua counts this group's
+ * pending entries as it counts the mirror's batch records).
  */
 export class EventLogStore {
   private readonly groupsReady = new Set<number>();

@@ -4,10 +4,14 @@ import { EVENTS_GROUP } from './event-log.js';
 import type { Keys } from './keys.js';
 import { defineScripts, type HeraldScripts } from './scripts.js';
 import type { ChainStart } from '../archive/anchor.js';
-import { PARTITION_MS } from '../archive/names.js';
+import { idTime, PARTITION_MS } from '../archive/names.js';
 import type { ChainLink } from '../archive/seal.js';
 
-/** The consumer group the log mirror reads every shard's log through. */
+/**
+ * The consumer group on every shard's log that is the log mirror's cursor: its last-delivered
+ * ID is the newest entry handed out. Batches are read from it without its pending list (NOACK);
+ * a batch's record holds it until the archive confirms it.
+ */
 export const MIRROR_GROUP = 'mirror';
 
 /** A batch handed to one consumer: `own` (its earlier batch), `claimed` (a dead consumer's), `new`. */
@@ -53,13 +57,13 @@ function parseTip(text: string | null | undefined): ChainLink | undefined {
 }
 
 /**
- * The Redis side of the log mirror: the consumer group on each shard's log, the batch records
- * (`<prefix>:{s<N>}:mirror-batches`), acknowledgement and trimming. Every script touches the
+ * The Redis side of the log mirror: the cursor on each shard's log (a consumer group read
+ * without its pending list), the batch records (`<prefix>:{s<N>}:mirror-batches`, each also the
+ * lease of the consumer that holds the batch), acknowledgement and trimming. Every script touches the
  * keys of one shard only, passed through KEYS.
  */
 export class LogMirrorStore {
   private readonly redis: RedisClient & HeraldScripts;
-  private readonly groupsReady = new Set<number>();
 
   constructor(
     redis: RedisClient,
@@ -98,62 +102,84 @@ export class LogMirrorStore {
     return new Set(Object.entries(records).map(([firstId, record]) => `${firstId}_${record.split(' ')[0]}`));
   }
 
-  /** Creates the group at the start of the stream (so nothing written before is skipped). */
-  async ensureGroup(shard: number): Promise<void> {
-    if (this.groupsReady.has(shard)) return;
-    try {
-      await this.redis.xgroup('CREATE', this.keys.log(shard), MIRROR_GROUP, '0', 'MKSTREAM');
-    } catch (error) {
-      if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
-    }
-    this.groupsReady.add(shard);
-  }
-
-  /** The consumer's next batch of the shard (nextMirrorBatch-3.lua), or null when there is none. */
-  async next(shard: number, consumer: string, most: number, reclaimAfterMs: number, now: number): Promise<MirrorBatch | null> {
-    await this.ensureGroup(shard);
-    let reply;
-    try {
-      reply = await this.redis.nextMirrorBatch(
+  /**
+   * The consumer's next batch of the shard, or null when there is none: its own or a stale batch
+   * (nextMirrorBatch-3.lua), else the entries after the cursor, read here and taken
+   * (takeMirrorBatch-3.lua). `after` is the last entry of the new batch this consumer took just
+   * before, in the same sweep: the entries after it are read at once, without asking for the
+   * consumer's own or stale batches again.
+   */
+  async next(
+    shard: number,
+    consumer: string,
+    most: number,
+    reclaimAfterMs: number,
+    now: number,
+    after?: string,
+  ): Promise<MirrorBatch | null> {
+    let cursor = after;
+    if (cursor === undefined) {
+      const reply = await this.redis.nextMirrorBatch(
         this.keys.log(shard),
         this.keys.mirrorBatches(shard),
         this.keys.archiveChain(shard),
         MIRROR_GROUP,
         consumer,
-        most,
         reclaimAfterMs,
-        PARTITION_MS,
         now,
       );
-    } catch (error) {
-      // The stream was deleted under us (a test cleaning up, an operator): create the group again next time.
-      if (String((error as Error).message).includes('NOGROUP')) this.groupsReady.delete(shard);
-      throw error;
+      if (reply[0] !== 'new') {
+        const [mode, firstId, lastId, count, prev, tip] = reply;
+        const entries = await this.read(shard, firstId, lastId, Number(count));
+        if (entries.length === 0) return null;
+        return { shard, mode, entries, firstId, lastId: entries.at(-1)!.id, prev, tip: parseTip(tip), more: true };
+      }
+      cursor = reply[1];
     }
-    const [mode, rows, prev, tip, more] = reply;
-    const entries = (rows ?? [])
-      .filter((row): row is [string, string[]] => Array.isArray(row[1]))
-      .map(([id, fields]) => decodeEntry(id, fields));
-    if (mode === 'none' || entries.length === 0) return null;
-    return {
-      shard,
-      mode: mode as MirrorBatch['mode'],
-      entries,
-      firstId: entries[0]!.id,
-      lastId: entries.at(-1)!.id,
-      prev: prev ?? '',
-      tip: parseTip(tip),
-      more: more !== '0',
-    };
+    // Another consumer that takes the same entries first moves the cursor: read on from there.
+    for (;;) {
+      const read = await this.read(shard, `(${cursor}`, '+', most);
+      if (read.length === 0) return null;
+      // Never across a partition boundary, so that each object lies in one partition.
+      const partition = Math.floor(idTime(read[0]!.id) / PARTITION_MS);
+      const entries = read.filter((entry) => Math.floor(idTime(entry.id) / PARTITION_MS) === partition);
+      const firstId = entries[0]!.id;
+      const lastId = entries.at(-1)!.id;
+      const reply = await this.redis.takeMirrorBatch(
+        this.keys.log(shard),
+        this.keys.mirrorBatches(shard),
+        this.keys.archiveChain(shard),
+        MIRROR_GROUP,
+        consumer,
+        cursor,
+        firstId,
+        lastId,
+        entries.length,
+        now,
+      );
+      if (reply[0] === 'moved') {
+        // The stream was deleted under us (a test cleaning up, an operator): nothing to hand out.
+        if (reply[1] === '') return null;
+        cursor = reply[1];
+        continue;
+      }
+      const [, prev, tip] = reply;
+      const more = entries.length < read.length || read.length >= most;
+      return { shard, mode: 'new', entries, firstId, lastId, prev, tip: parseTip(tip), more };
+    }
   }
 
-  /** Acknowledges a batch the archive confirmed, `digest` its content's SHA-256 (ackMirrorBatch-3.lua). */
+  /** The shard's entries from `start` to `end` (XRANGE, so `(id` excludes id), at most `count`. */
+  private async read(shard: number, start: string, end: string, count: number): Promise<StoredEntry[]> {
+    const rows = (await this.redis.xrange(this.keys.log(shard), start, end, 'COUNT', count)) as [string, string[]][];
+    return rows.map(([id, fields]) => decodeEntry(id, fields));
+  }
+
+  /** Acknowledges a batch the archive confirmed, `digest` its content's SHA-256 (ackMirrorBatch-2.lua). */
   async ack(batch: MirrorBatch, digest: string): Promise<number> {
     return this.redis.ackMirrorBatch(
-      this.keys.log(batch.shard),
       this.keys.mirrorBatches(batch.shard),
       this.keys.archiveChain(batch.shard),
-      MIRROR_GROUP,
       batch.firstId,
       batch.lastId,
       batch.entries.length,
@@ -170,11 +196,12 @@ export class LogMirrorStore {
 
   /**
    * Trims the shard's log below what the archive confirmed and below `keepFromMs` (the hot
-   * window), and forgets consumers idle and empty for `forgetAfterMs` (trimMirroredLog-1.lua).
+   * window), and forgets consumers idle and empty for `forgetAfterMs` (trimMirroredLog-2.lua).
    */
   async trim(shard: number, keepFromMs: number, forgetAfterMs: number): Promise<{ removed: number; trimPoint: string }> {
     const [removed, trimPoint] = await this.redis.trimMirroredLog(
       this.keys.log(shard),
+      this.keys.mirrorBatches(shard),
       MIRROR_GROUP,
       `${Math.max(0, Math.floor(keepFromMs))}-0`,
       forgetAfterMs,
@@ -188,7 +215,7 @@ export class LogMirrorStore {
   async backlog(shards: readonly number[]): Promise<ShardBacklog[]> {
     const replies = await execAll(
       this.redis,
-      shards.map((shard) => ['mirrorBacklog', this.keys.log(shard), MIRROR_GROUP]),
+      shards.map((shard) => ['mirrorBacklog', this.keys.log(shard), this.keys.mirrorBatches(shard), MIRROR_GROUP]),
     );
     return replies.map(([error, reply], i) => {
       if (error) throw error;

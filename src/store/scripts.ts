@@ -19,9 +19,10 @@ export const SCRIPTS = [
   'backfillStats-3',
   'addSuppression-1',
   'nextMirrorBatch-3',
-  'ackMirrorBatch-3',
-  'trimMirroredLog-1',
-  'mirrorBacklog-1',
+  'takeMirrorBatch-3',
+  'ackMirrorBatch-2',
+  'trimMirroredLog-2',
+  'mirrorBacklog-2',
   'recordFeedEvent-1',
   'releaseLease-1',
   'holdLease-1',
@@ -34,7 +35,10 @@ export interface HeraldScripts {
   retireNotice(...args: (string | number)[]): Promise<number>;
   backfillStats(...args: (string | number)[]): Promise<number>;
   addSuppression(...args: (string | number)[]): Promise<number>;
-  nextMirrorBatch(...args: (string | number)[]): Promise<[string, [string, string[] | null][]?, string?, string?, string?]>;
+  nextMirrorBatch(
+    ...args: (string | number)[]
+  ): Promise<['own' | 'claimed', string, string, number, string, string] | ['new', string, string]>;
+  takeMirrorBatch(...args: (string | number)[]): Promise<['taken', string, string] | ['moved', string]>;
   ackMirrorBatch(...args: (string | number)[]): Promise<number>;
   trimMirroredLog(...args: (string | number)[]): Promise<[number, string]>;
   mirrorBacklog(...args: (string | number)[]): Promise<[number, number, string]>;

@@ -5,7 +5,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive, encodeObject } from '../../src/archive/archive.js';
-import { MIRROR_GROUP, LogMirrorStore } from '../../src/store/log-mirror.js';
+import { MIRROR_GROUP } from '../../src/store/log-mirror.js';
 import { idTime, objectKey } from '../../src/archive/names.js';
 import { anchorKey } from '../../src/archive/anchor.js';
 import { openArchive, openObjectStorage } from '../../src/archive/open.js';
@@ -533,8 +533,8 @@ describe('an archive an earlier version began', () => {
     const { prefix, env, config, store, archive, raw } = setUp('file');
     const shard = 7;
     const written = await writeNotices(store, redis, shard, 3);
-    const log = new LogMirrorStore(redis, store.keys);
-    await log.ensureGroup(shard);
+    // The group the earlier version read through, as it created it.
+    await redis.xgroup('CREATE', store.keys.log(shard), MIRROR_GROUP, '0', 'MKSTREAM');
     const readAsOld = () => redis.xreadgroup('GROUP', MIRROR_GROUP, 'old-worker', 'COUNT', 3, 'STREAMS', store.keys.log(shard), '>');
 
     // The earlier version stored its first batch unsigned and acknowledged it ...

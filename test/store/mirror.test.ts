@@ -52,9 +52,17 @@ function setUp(kind: 'file' | 's3') {
 
 const ids = (entries: readonly StoredEntry[]) => entries.map((e) => e.id);
 
-async function pendingOf(log: string): Promise<{ count: number; consumers: Record<string, number> }> {
-  const [count, , , consumers] = (await redis.xpending(log, MIRROR_GROUP)) as [number, string, string, [string, string][] | null];
-  return { count: Number(count), consumers: Object.fromEntries((consumers ?? []).map(([name, n]) => [name, Number(n)])) };
+/** The entries of the shard's batches handed out and not confirmed, by the consumer holding each, from their records. */
+async function pendingOf(store: NoticeStore, shard: number): Promise<{ count: number; consumers: Record<string, number> }> {
+  const held: Record<string, number> = {};
+  for (const record of Object.values(await redis.hgetall(store.keys.mirrorBatches(shard)))) {
+    const [, count, , holder] = record.split(' ');
+    held[holder!] = (held[holder!] ?? 0) + Number(count);
+  }
+  // Nothing waits in the consumer group's pending list: the records alone hold the batches.
+  const [inGroup] = (await redis.xpending(store.keys.log(shard), MIRROR_GROUP)) as [number];
+  expect(Number(inGroup)).toBe(0);
+  return { count: Object.values(held).reduce((sum, n) => sum + n, 0), consumers: held };
 }
 
 /** The archive read back holds exactly the given entries, each once, in stream order. */
@@ -78,7 +86,7 @@ describe.each(['file', 's3'] as const)('the log mirror on the %s store', (kind) 
       await expect(first.mirrorOnce([shard])).rejects.toThrow('killed');
       const [, unacknowledged] = seen.batches as [string[], string[]];
       expect(await redis.xlen(log)).toBe(24);
-      expect(await pendingOf(log)).toEqual({ count: unacknowledged.length, consumers: { 'worker-a': unacknowledged.length } });
+      expect(await pendingOf(store, shard)).toEqual({ count: unacknowledged.length, consumers: { 'worker-a': unacknowledged.length } });
 
       // A live mirror does not take a batch another consumer held only briefly; it goes on with
       // new entries and trims only below the oldest unconfirmed entry.
@@ -95,7 +103,7 @@ describe.each(['file', 's3'] as const)('the log mirror on the %s store', (kind) 
       const again = await third.mirrorOnce([shard]);
       expect(again).toMatchObject({ batches: 1, existed: 1, written: 0, entries: unacknowledged.length });
       expect(await redis.xlen(log)).toBe(0);
-      expect((await pendingOf(log)).count).toBe(0);
+      expect((await pendingOf(store, shard)).count).toBe(0);
       await expectArchivedExactlyOnce(archive, shard, written);
     });
   });
@@ -112,7 +120,7 @@ describe.each(['file', 's3'] as const)('the log mirror on the %s store', (kind) 
       await expect(first.mirrorOnce([shard])).rejects.toThrow('killed');
       const [confirmed] = seen.batches as [string[]];
       expect(await redis.xlen(log)).toBe(written.length);
-      expect((await pendingOf(log)).count).toBe(0);
+      expect((await pendingOf(store, shard)).count).toBe(0);
 
       const { removed } = await first.stream.trim(shard, Date.now(), 60_000);
       expect(removed).toBe(confirmed.length);
@@ -132,6 +140,42 @@ describe.each(['file', 's3'] as const)('the log mirror on the %s store', (kind) 
     expect(report.entries).toBe(written.length);
     expect(await redis.xlen(store.keys.log(2))).toBe(written.length);
     await expectArchivedExactlyOnce(archive, 2, written);
+  });
+});
+
+describe('after an upgrade from a version that kept handed-out batches in the consumer group', () => {
+  it("finishes the batches it left in the group's pending list, once each, and goes on from the group's position", async () => {
+    const { prefix, store, archive } = setUp('file');
+    const shard = 11;
+    const log = store.keys.log(shard);
+    const written = await writeNotices(store, redis, shard, 4);
+    const e = ids(written);
+
+    // The state that version left: it read two batches of 3 through the group, recorded each
+    // (`lastId count prev`) and the chain's `last`, and was stopped before storing either.
+    const now = Date.now();
+    await redis.xgroup('CREATE', log, MIRROR_GROUP, '0', 'MKSTREAM');
+    await redis.hset(store.keys.archiveChain(shard), 'last', '-', 'since', now, 'genesis', '0-1', 'v1through', '-', 'v2since', now);
+    await redis.xreadgroup('GROUP', MIRROR_GROUP, 'old-worker', 'COUNT', 3, 'STREAMS', log, '>');
+    await redis.hset(store.keys.mirrorBatches(shard), e[0]!, `${e[2]} 3 -`);
+    await redis.xreadgroup('GROUP', MIRROR_GROUP, 'old-worker', 'COUNT', 3, 'STREAMS', log, '>');
+    await redis.hset(store.keys.mirrorBatches(shard), e[3]!, `${e[5]} 3 ${e[0]}_${e[2]}`);
+    await redis.hset(store.keys.archiveChain(shard), 'last', `${e[3]}_${e[5]}`);
+    const [inGroup] = (await redis.xpending(log, MIRROR_GROUP)) as [number];
+    expect(Number(inGroup)).toBe(6);
+    const { backlog } = await readinessWarnings(redis, store.keys, Date.now(), { warnLagMs: 3_600_000, warnBacklog: 1_000 });
+    expect(backlog.unarchivedEntries).toBe(written.length);
+
+    const report = await mirrorFor({ redis, store, archive, consumer: 'new-worker', settings: { batchSize: 3 } }).mirrorOnce([shard]);
+    expect(report).toMatchObject({ batches: 4, written: 4, existed: 0, failures: 0, entries: written.length });
+    // The old batches under the names that version would have given them, then the new ones.
+    const names = [];
+    for await (const ref of archive.shardObjects(shard)) names.push(ref.key);
+    expect(names).toEqual([0, 3, 6, 9].map((i) => objectKey(prefix, shard, e[i]!, e[i + 2]!)));
+    await expectArchivedExactlyOnce(archive, shard, written);
+    expect(await pendingOf(store, shard)).toEqual({ count: 0, consumers: {} });
+    expect(await redis.xlen(log)).toBe(0);
+    expect((await redis.hget(store.keys.archiveChain(shard), 'tip'))?.split(' ')[0]).toBe(`${e[9]}_${e[11]}`);
   });
 });
 
@@ -195,6 +239,21 @@ describe('archive objects', () => {
       // The last one took every unread entry.
       [[`${hour + PARTITION_MS}-0`], false],
     ]);
+  });
+
+  it('are each handed to one consumer when two read after the same cursor at once; the other reads on', async () => {
+    const { store } = setUp('file');
+    const mirror = new LogMirrorStore(redis, store.keys);
+    const written = await writeNotices(store, redis, 3, 6);
+    const now = Date.now();
+    // On one connection the two calls interleave: both read after the same cursor, one takes.
+    const [a, b] = await Promise.all([mirror.next(3, 'a', 5, 60_000, now), mirror.next(3, 'b', 5, 60_000, now)]);
+    const taken = [a!, b!].sort((x, y) => idTime(x.firstId) - idTime(y.firstId) || (x.firstId < y.firstId ? -1 : 1));
+    expect(taken.map((batch) => ids(batch.entries))).toEqual([ids(written).slice(0, 5), ids(written).slice(5, 10)]);
+    expect(taken[1]!.prev).toBe(`${taken[0]!.firstId}_${taken[0]!.lastId}`);
+    expect(await pendingOf(store, 3)).toEqual({ count: 10, consumers: { a: 5, b: 5 } });
+    const [backlog] = await mirror.backlog([3]);
+    expect(backlog).toEqual({ shard: 3, length: written.length, unarchived: written.length, oldestUnarchivedId: written[0]!.id });
   });
 
   it('are byte-identical when the same batch is encoded again, and checked against their SHA-256 on read', async () => {
