@@ -155,7 +155,7 @@ describe('a completed notice records a bounded number of late webhook observatio
     expect(late.length).toBe(5);
     expect(ofType(events, 'notice.completed')).toHaveLength(1);
     const metrics = (await stack.web.call('GET', '/metrics')).text;
-    // The rest were counted: over the limit, or (the few that lost every race for the count) not stored.
+    // The rest were counted: over the limit, or (any that lost every race for the notice) not stored.
     const counted = (outcome: string) =>
       Number(
         new RegExp(`^herald_webhook_events_ignored_total\\{provider="postmark",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ??
