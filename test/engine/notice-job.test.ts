@@ -1,13 +1,16 @@
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock, systemClock } from '../../src/clock.js';
+import { newNoticeId } from '../../src/notice/ids.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import { readNotice } from '../../src/notice/notice.js';
 import type { StepOutcome } from '../../src/notice/outcome.js';
 import { StatusReadLimiter } from '../../src/store/status-reads.js';
 import { startSandbox, type Sandbox } from '@herald/sandbox';
-import { jobIds } from '../../queues/index.js';
+import { jobIds, QueueScheduler } from '../../queues/index.js';
 import { engineUnderTest } from '../helpers/engine.js';
-import { testConfig, testPrefix } from '../helpers/env.js';
+import { REDIS_URL, testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 
 const prefix = testPrefix('notice-job');
@@ -145,5 +148,57 @@ describe("a notice's one job", () => {
       expect(await limiter.take('email', now)).toBeGreaterThan(now + 59_000);
       expect(await limiter.take('sms', now)).toBeUndefined();
     });
+  });
+});
+
+describe("asking for a notice's run from outside its job (a webhook, the reconciler, a job of before)", () => {
+  const scheduler = () => new QueueScheduler(web.queues, systemClock);
+  const jobOf = (id: string) => jobIds.deadline(id);
+
+  it('adds the job when there is none, due when asked', async () => {
+    const id = newNoticeId(3, Date.now());
+    const at = Date.now() + 60_000;
+    await scheduler().emailPoll(id, at);
+    expect(await web.queues.deadline.getJobState(jobOf(id))).toBe('delayed');
+    expect(Math.abs((await web.queues.deadline.delayedUntil(jobOf(id)))! - at)).toBeLessThan(1_000);
+  });
+
+  it('brings a job delayed until later forward, promotes it when the time has come, and never puts it later', async () => {
+    const id = newNoticeId(4, Date.now());
+    await web.queues.deadline.add('deadline', {}, { jobId: jobOf(id), delay: 600_000 });
+    const sooner = Date.now() + 30_000;
+    await scheduler().smsSend(id, sooner);
+    expect(Math.abs((await web.queues.deadline.delayedUntil(jobOf(id)))! - sooner)).toBeLessThan(1_000);
+    await scheduler().smsPoll(id, sooner + 300_000);
+    expect(Math.abs((await web.queues.deadline.delayedUntil(jobOf(id)))! - sooner)).toBeLessThan(1_000);
+    await scheduler().deadline(id, Date.now());
+    expect(await web.queues.deadline.getJobState(jobOf(id))).toBe('waiting');
+  });
+
+  it('removes the job once the notice is settled, and a finished job makes way for a new one', async () => {
+    const id = newNoticeId(5, Date.now());
+    await scheduler().emailPoll(id, Date.now() + 60_000);
+    await scheduler().dropDeadline(id);
+    expect(await web.queues.deadline.getJob(jobOf(id))).toBeUndefined();
+
+    // The job runs and completes (a worker of the test's own takes the waiting jobs one by one).
+    await web.queues.deadline.add('deadline', {}, { jobId: jobOf(id) });
+    const queue = web.queues.deadline.of(id);
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const worker = new Worker(queue.name, null, { connection, prefix: queue.opts.prefix, autorun: false });
+    try {
+      for (;;) {
+        const next = await worker.getNextJob('test-token');
+        if (!next) break;
+        await next.moveToCompleted('done', 'test-token', false);
+        if (next.id === jobOf(id)) break;
+      }
+    } finally {
+      await worker.close();
+      connection.disconnect();
+    }
+    expect(await web.queues.deadline.getJobState(jobOf(id))).toBe('completed');
+    await scheduler().smsSend(id, Date.now());
+    expect(await web.queues.deadline.getJobState(jobOf(id))).toBe('waiting');
   });
 });
