@@ -119,6 +119,39 @@ describe("a notice's one job", () => {
     });
   });
 
+  describe('when the notice moves under its last check before the deadline (a webhook decides an early fallback)', () => {
+    it('comes back at once for the SMS instead of at the deadline', async () => {
+      const email = 'never+moved@example.com';
+      const { id, plan, deadline } = await accepted(email);
+      // The webhook's path runs on an engine of its own while this check's read is on its way.
+      const outside = engineUnderTest(web, sandbox, clock);
+      const moving = engineUnderTest(
+        web,
+        sandbox,
+        clock,
+        {},
+        {
+          statusReads: {
+            take: async () => {
+              await outside.decideFallback(id, 'email_bounced');
+              return undefined;
+            },
+            pause: async () => undefined,
+          },
+        },
+      );
+      expect(plan.filter((at) => at < deadline)).toEqual([plan[0]]);
+      expect(comesBackAt(await engine.runNotice(id))).toBe(plan[0]);
+      clock.set(plan[0]!);
+      const checked = await moving.runNotice(id);
+      expect((await web.store.get(id))!.state).toBe('sms_pending');
+      expect(comesBackAt(checked)).toBe(plan[0]);
+      expect(statusReads(email)).toBe(1);
+      // Its next run sends the SMS.
+      expect((await engine.runNotice(id)).note).toBe('sms accepted');
+    });
+  });
+
   describe("when the provider's status reads are at their limit", () => {
     it('holds a planned check to the next second the limit allows, and never the deadline', async () => {
       const first = await accepted('never+limit-a@example.com');

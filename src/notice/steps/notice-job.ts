@@ -1,5 +1,6 @@
 import type { Channel } from '../../providers/types.js';
 import { done, retryAt, type Scheduler, type StepOutcome } from '../outcome.js';
+import { isTerminal, UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
 import { runDeadline } from './deadline.js';
 import { pollEmail, pollSms } from './observe.js';
@@ -47,10 +48,19 @@ export async function runNotice(ctx: StepContext, id: string): Promise<StepOutco
     default:
       outcome = done(`state is ${notice.state}`);
   }
+  let next: number | undefined;
+  if (waitsForDeadline && !run.deadlineDropped && outcome.kind === 'done' && run.at === undefined) {
+    // The step asked for nothing before the deadline: the plan's last check ran, or the notice
+    // moved under it (a webhook's early fallback, whose ask found this job running): then its
+    // next step is due now, not at the deadline.
+    const [state] = await ctx.store.statesOf([id]);
+    if (state === undefined || isTerminal(state)) return outcome;
+    if (!UNDECIDED_STATES.includes(state)) next = now;
+  }
   const times = [
     outcome.kind === 'retry' ? outcome.at : undefined,
     run.at,
-    waitsForDeadline && !run.deadlineDropped ? deadline : undefined,
+    next ?? (waitsForDeadline && !run.deadlineDropped ? deadline : undefined),
   ];
   const at = Math.min(...times.filter((t): t is number => t !== undefined));
   return Number.isFinite(at) ? retryAt(at, outcome.note) : done(outcome.note);
