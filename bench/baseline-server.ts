@@ -2,11 +2,11 @@
  * The accept baseline: a Fastify route that does one BullMQ `add` per request with the body
  * as job data, on the same kind of Redis connection and job options as the queues of Herald's
  * web process. What Herald's `POST /v1/notices` adds on top (validation, policy, the stored
- * notice and its log, two jobs) is what the ratio measures. Env: REDIS_URL, BENCH_PREFIX, PORT.
+ * notice and its log, its job) is what the ratio measures. Env: REDIS_URL, BENCH_PREFIX, PORT.
  *
  * `POST /v1/floor` is the least a notice's acceptance may cost under the design: Herald's creation
  * script with the arguments of the body's notice (prepared once, at start) under a new ID, then
- * its two jobs, on the web process's own connections, with nothing else: no validation, rate
+ * its job, on the web process's own connections, with nothing else: no validation, rate
  * limit, policy or suppression read, plan or digest per request.
  */
 import Fastify from 'fastify';
@@ -50,7 +50,7 @@ app.post('/v1/floor', async (request, reply) => {
   });
   const id = newNoticeId(store.newShard(), now);
   await store.create({ ...floor.input, id, createdAt: now, due: now });
-  await Promise.all([scheduler.emailSend(id, now), scheduler.deadline(id, now + 3_600_000)]);
+  await scheduler.accepted([{ noticeId: id, emailAt: now, deadline: now + 3_600_000 }]);
   return reply.status(202).send({ id });
 });
 

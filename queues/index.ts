@@ -171,6 +171,15 @@ export class PartitionedQueue {
     }
     return 'unknown';
   }
+  /** When a job waiting in a delayed set is due (ms), from its score there; undefined when no delayed set holds it. */
+  async delayedUntil(jobId: string): Promise<number | undefined> {
+    for (const queue of this.holding(jobId)) {
+      const score = await (await queue.backend.client).zscore(queue.toKey('delayed'), jobId);
+      // BullMQ scores a delayed job by its time shifted left 12 bits, a counter in the low bits.
+      if (score !== null) return Math.floor(Number(score) / 0x1000);
+    }
+    return undefined;
+  }
   /**
    * Removes the job wherever it is. BullMQ's removal is a script that answers 1 whether or not the
    * job was there, so a queue other than the notice's own partition (the earlier one, where a job
@@ -337,7 +346,16 @@ export async function closeQueues(queues: HeraldQueues): Promise<void> {
   await Promise.allSettled(Object.values(queues).map((q) => q.close()));
 }
 
-/** The engine's Scheduler over BullMQ: delays come from the injected clock. */
+/**
+ * The engine's Scheduler over BullMQ: delays come from the injected clock. A notice has one job,
+ * `<id>-deadline` in the `deadline` queue (it is the deadline job, SPEC §3): the web adds it due
+ * at once, and it sends the email, runs each planned check, the deadline and the SMS, moving
+ * itself back to delayed in between (src/notice/steps/notice-job.ts), so what a step asks for
+ * from inside that job is a time the job comes back at, not a job. What is asked for from outside
+ * it (a webhook, a cancel, the reconciler, a job of another queue queued before one job per
+ * notice) makes the notice's job due no later than asked: added when it is missing or finished,
+ * brought forward when it is delayed until later, left as it is when it is waiting or running.
+ */
 export class QueueScheduler implements Scheduler {
   constructor(
     private readonly queues: HeraldQueues,
@@ -349,51 +367,62 @@ export class QueueScheduler implements Scheduler {
   }
 
   async emailSend(id: string, at: number): Promise<void> {
-    await this.queues.emailSend.add('email-send', {}, { jobId: jobIds.emailSend(id), delay: this.delay(at) });
+    await this.noticeDue(id, at);
   }
+  /** The jobs of notices just accepted: each one's job, due when its email is to be sent. */
   async accepted(notices: readonly { noticeId: string; emailAt: number; deadline: number }[]): Promise<void> {
+    if (notices.length === 1) {
+      const [n] = notices;
+      await this.queues.deadline.add('deadline', {}, { jobId: jobIds.deadline(n!.noticeId), delay: this.delay(n!.emailAt) });
+      return;
+    }
     if (notices.length === 0) return;
-    await Promise.all([
-      this.queues.emailSend.addBulk(
-        notices.map((n) => ({ name: 'email-send', data: {}, opts: { jobId: jobIds.emailSend(n.noticeId), delay: this.delay(n.emailAt) } })),
-      ),
-      this.queues.deadline.addBulk(
-        notices.map((n) => ({ name: 'deadline', data: {}, opts: { jobId: jobIds.deadline(n.noticeId), delay: this.delay(n.deadline) } })),
-      ),
-    ]);
+    await this.queues.deadline.addBulk(
+      notices.map((n) => ({ name: 'deadline', data: {}, opts: { jobId: jobIds.deadline(n.noticeId), delay: this.delay(n.emailAt) } })),
+    );
   }
   async emailPoll(id: string, at: number): Promise<void> {
-    await this.statusCheck(this.queues.emailPoll, 'email-poll', jobIds.emailPoll(id), at);
+    await this.noticeDue(id, at);
   }
   async deadline(id: string, at: number): Promise<void> {
-    await this.queues.deadline.add('deadline', {}, { jobId: jobIds.deadline(id), delay: this.delay(at) });
+    await this.noticeDue(id, at);
   }
+  /** Removes the notice's job: the notice needs no run of it any more (a job already running stays). */
   async dropDeadline(id: string): Promise<void> {
     // Notice jobs have no child jobs (no flows): the removal skips BullMQ's search for them.
     await this.queues.deadline.remove(jobIds.deadline(id), { removeChildren: false });
   }
-  async dropChecks(id: string, channel: 'email' | 'sms'): Promise<void> {
-    if (channel === 'email') await this.queues.emailPoll.remove(jobIds.emailPoll(id), { removeChildren: false });
-    else await this.queues.smsPoll.remove(jobIds.smsPoll(id), { removeChildren: false });
+  /** A channel settled by a webhook: the notice's job, which runs its checks, goes. */
+  async dropChecks(id: string): Promise<void> {
+    await this.dropDeadline(id);
   }
   async smsSend(id: string, at: number): Promise<void> {
-    await this.queues.smsSend.add('sms-send', {}, { jobId: jobIds.smsSend(id), delay: this.delay(at) });
+    await this.noticeDue(id, at);
   }
   async smsPoll(id: string, at: number): Promise<void> {
-    await this.statusCheck(this.queues.smsPoll, 'sms-poll', jobIds.smsPoll(id), at);
+    await this.noticeDue(id, at);
   }
 
   /**
-   * A channel's status checks run in one job, which moves itself back to delayed for each
-   * planned check. BullMQ ignores an add whose job ID exists, finished jobs included. The job is
-   * asked for again only when it finished without moving the notice on (a duplicate that ran
-   * too early, a job that failed for good), and then it must run: the finished job makes way.
-   * A job still waiting, delayed or running keeps its place, so asking twice stays harmless.
+   * Makes the notice's job due no later than `at`. BullMQ ignores an add whose job ID exists,
+   * finished jobs included: a finished job makes way for the new one. A job delayed until after
+   * `at` is brought forward (promoted when `at` has come); one waiting or running keeps its place,
+   * so asking twice stays harmless.
    */
-  private async statusCheck(queue: PartitionedQueue, name: string, jobId: string, at: number): Promise<void> {
-    const existing = await queue.getJob(jobId);
-    if (existing?.finishedOn) await queue.remove(jobId);
-    await queue.add(name, {}, { jobId, delay: this.delay(at) });
+  private async noticeDue(id: string, at: number): Promise<void> {
+    const queue = this.queues.deadline;
+    const jobId = jobIds.deadline(id);
+    const job = await queue.getJob(jobId);
+    if (job && !job.finishedOn) {
+      const due = await queue.delayedUntil(jobId);
+      if (due === undefined || due <= at) return;
+      const delay = this.delay(at);
+      // A job that left the delayed set meanwhile is running or about to: it reads the notice then.
+      await (delay === 0 ? job.promote() : job.changeDelay(delay)).catch(() => undefined);
+      return;
+    }
+    if (job) await queue.remove(jobId, { removeChildren: false });
+    await queue.add('deadline', {}, { jobId, delay: this.delay(at) });
   }
 }
 

@@ -14,12 +14,16 @@ import { noticeOfJob, runStep, type NoticeJob, type NoticeQueueKey, type StepCon
 
 /** The engine step each notice queue runs, by queue. */
 export const NOTICE_STEPS: Readonly<Record<NoticeQueueKey, (engine: NoticeEngine, noticeId: string) => Promise<StepOutcome>>> = {
+  // The notice's job (`<id>-deadline`, the one job a notice has): whatever its state needs now,
+  // coming back (moved to delayed) for the next: the email's send, each planned check, the
+  // deadline's read and decision, the SMS's send and checks. A deadline job queued before one job
+  // per notice, due at the deadline, runs the deadline's step here.
+  deadline: (engine, id) => engine.runNotice(id),
+  // The queues below run the jobs queued before one job per notice (and duplicates of them).
   // Hands the email to the provider once; a send in doubt is searched for first.
   emailSend: (engine, id) => engine.sendEmail(id),
   // One planned status check; the job comes back (moved to delayed) for the next one before the deadline.
   emailPoll: (engine, id) => engine.pollEmail(id),
-  // At or after the deadline: the last read, the fallback decision, the SMS when nothing makes it wait.
-  deadline: (engine, id) => engine.runDeadline(id),
   // An SMS that waited (quiet hours, a send in doubt, a Retry-After, an early fallback).
   smsSend: (engine, id) => engine.sendSms(id),
   // One SMS status check, coming back for each check of the SMS plan.

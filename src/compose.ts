@@ -30,6 +30,7 @@ import { PolicyStore } from './store/policies.js';
 import { connectRedis, waitReady, type RedisRole } from './store/redis.js';
 import { LogMirrorStore } from './store/log-mirror.js';
 import { SuppressionStore } from './store/suppressions.js';
+import { StatusReadLimiter } from './store/status-reads.js';
 import { closeQueues, deliveryQueue, openQueues, QueueScheduler, type HeraldQueues } from '../queues/index.js';
 import { deliverEvent, type DeliveryStep } from './events/deliver.js';
 import { EventDispatch, type EventDeliveryJob } from './events/dispatch.js';
@@ -216,7 +217,20 @@ export function composeWorker(
   const stepRedis = openRedis(config, 'worker-steps', 'herald-worker-steps', log);
   const stores = openStores(stepRedis, config, { openContent: true });
   const { queues, scheduler } = openScheduling(redis, stores.store, clock, config.queuePartitions);
-  const engine = new NoticeEngine({ ...stores, ...opts.providers, clock, log, schedule: scheduler, settings: engineSettings(config) });
+  // The planned checks of the notices' jobs take their provider's status reads here, shared by every worker.
+  const statusReads = new StatusReadLimiter(stepRedis, stores.store.keys, {
+    email: { provider: opts.providers.email.name, perSecond: config.statusChecksPerSecond.email },
+    sms: { provider: opts.providers.sms.name, perSecond: config.statusChecksPerSecond.sms },
+  });
+  const engine = new NoticeEngine({
+    ...stores,
+    ...opts.providers,
+    clock,
+    log,
+    schedule: scheduler,
+    settings: engineSettings(config),
+    statusReads,
+  });
   const reconciler: ReconcilerDeps = {
     store: stores.store,
     engine,

@@ -36,6 +36,12 @@ import { retentionSweepOnce } from './retention/sweep.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
 const STALLED_AFTER_MS = 10_000;
+/**
+ * The notices' jobs run this many times HERALD_WORKER_CONCURRENCY at once: each notice's send,
+ * checks, deadline and SMS are runs of its one job, which the other notice queues (kept for jobs
+ * queued before) shared.
+ */
+const NOTICE_JOB_CONCURRENCY_FACTOR = 4;
 /** How often the decision log's new entries become deliveries of events to callers. */
 const EVENT_DISPATCH_EVERY_MS = 500;
 /** How often the feed sweep (SES, AWS SMS events) runs. */
@@ -101,20 +107,28 @@ export async function startWorker(
   const { redis, stepRedis, store, queues, engine, reconciler, archive, mirror, events } = parts;
 
   const prefix = store.keys.queuePrefix;
-  // Status calls are limited per provider for all workers together (BullMQ's limiter is global
-  // per queue, so each partition gets its share); a 429 pauses every partition for its Retry-After
-  // (the queue's rateLimit, which BullMQ keeps where it deprecates the worker's).
+  // The notice's job (the `deadline` queue) takes its checks' status reads from the limiter every
+  // worker shares (src/store/status-reads.ts), never from BullMQ's, which would hold deadlines back.
+  // Jobs of the poll queues, queued before one job per notice, keep BullMQ's per-queue limiter
+  // (global per queue, so each partition gets its share); a 429 there pauses every partition for
+  // its Retry-After (the queue's rateLimit, which BullMQ keeps where it deprecates the worker's).
   const pause = (queue: PartitionedQueue) => async (ms: number) => {
     await Promise.all(queue.all.map((partition) => partition.rateLimit(ms)));
   };
-  const processors: [PartitionedQueue, Processor<NoticeJob>, { max: number; duration: number } | undefined][] = [
+  const processors: [PartitionedQueue, Processor<NoticeJob>, { max: number; duration: number } | undefined, number?][] = [
+    // Every step of every notice runs in its job here, so this queue runs many at once.
+    [
+      queues.deadline,
+      noticeProcessor('deadline', engine, { clock, log }),
+      undefined,
+      config.workerConcurrency * NOTICE_JOB_CONCURRENCY_FACTOR,
+    ],
     [queues.emailSend, noticeProcessor('emailSend', engine, { clock, log }), undefined],
     [
       queues.emailPoll,
       noticeProcessor('emailPoll', engine, { clock, log, pause: pause(queues.emailPoll) }),
       { max: config.statusChecksPerSecond.email, duration: 1000 },
     ],
-    [queues.deadline, noticeProcessor('deadline', engine, { clock, log }), undefined],
     [queues.smsSend, noticeProcessor('smsSend', engine, { clock, log }), undefined],
     [
       queues.smsPoll,
@@ -124,7 +138,7 @@ export async function startWorker(
   ];
   // One BullMQ Worker per partition of each notice queue (and per earlier unpartitioned queue
   // still drained): every worker process consumes every partition.
-  const workers: Worker[] = processors.flatMap(([partitioned, processor, limiter]) => {
+  const workers: Worker[] = processors.flatMap(([partitioned, processor, limiter, concurrency]) => {
     const each = partitioned.all;
     const shares = limiter ? shareLimit(limiter, each.length) : [];
     return each.map(
@@ -132,7 +146,7 @@ export async function startWorker(
         new Worker<NoticeJob>(queue.name, metrics.counted(queue.name, processor), {
           connection: redis,
           prefix: queue.opts.prefix,
-          concurrency: config.workerConcurrency,
+          concurrency: concurrency ?? config.workerConcurrency,
           limiter: shares[i],
           ...KEEP_JOBS,
           // A job whose worker was killed is given back within seconds, not BullMQ's default 30 s:

@@ -166,7 +166,7 @@ export interface AcceptCaller {
 /**
  * The accept use case, whole: the recipient's policy and the address's suppression (one round
  * trip), the notice stored (or the earlier one an idempotency key names), and, for a new notice,
- * its `email-send` job now and its `deadline` job at the deadline. A job that could not be
+ * its job (`<id>-deadline`), due now for the email's send. A job that could not be
  * queued is left to the reconciler: the notice is stored and due now. Throws RejectedRequest
  * for a request the schema let through and Herald refuses.
  */
@@ -184,7 +184,7 @@ export async function accept(
   const result = await acceptNotice(deps.store, request, policy, { now, ...caller, emailSuppressed, settings: deps.settings });
   if (result.kind !== 'created') return result;
   try {
-    await Promise.all([deps.scheduler.emailSend(result.id, now), deps.scheduler.deadline(result.id, result.deadline)]);
+    await deps.scheduler.accepted([{ noticeId: result.id, emailAt: now, deadline: result.deadline }]);
   } catch (error) {
     log.warn({ err: error, noticeId: result.id }, 'jobs not enqueued; the reconciler will pick the notice up');
   }

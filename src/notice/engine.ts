@@ -9,6 +9,7 @@ import { StepContext, type EngineDeps } from './steps/context.js';
 import { runDeadline } from './steps/deadline.js';
 import { decideFallback } from './steps/decide.js';
 import { drive } from './steps/drive.js';
+import { runNotice } from './steps/notice-job.js';
 import { pollEmail, pollSms } from './steps/observe.js';
 import { sendEmail, sendSms } from './steps/send.js';
 import type { StepOutcome } from './outcome.js';
@@ -46,6 +47,14 @@ export class NoticeEngine {
   /** At or after the deadline: the last email status read, the fallback decision, and the SMS send when nothing makes it wait. */
   runDeadline(id: string): Promise<StepOutcome> {
     return runDeadline(this.ctx, id);
+  }
+
+  /**
+   * One run of the notice's job: the step its state needs now (send, a planned check, the
+   * deadline, the SMS's send or checks), coming back for the next one.
+   */
+  runNotice(id: string): Promise<StepOutcome> {
+    return runNotice(this.ctx, id);
   }
 
   /** Decides the fallback at most once (or blocks it when SMS may not be used). */

@@ -7,21 +7,26 @@ export const done = (note: string, pauseMs?: number): StepOutcome => (pauseMs ? 
 export const retryAt = (at: number, note: string, pauseMs?: number): StepOutcome =>
   pauseMs ? { kind: 'retry', at, note, pauseMs } : { kind: 'retry', at, note };
 
-/** The jobs the engine asks for; queues/index.ts implements it over BullMQ. Adding twice is harmless. */
+/**
+ * What the engine asks to run when; queues/index.ts implements it over BullMQ, where each notice
+ * has one job that comes back for each of these (asked from inside that job, a time it moves
+ * itself back to delayed for). Asking twice is harmless.
+ */
 export interface Scheduler {
+  /** The email's send, at `at`. */
   emailSend(noticeId: string, at: number): Promise<void>;
   /**
-   * The first jobs of many notices accepted together (a batch): each one's `email-send` job at
-   * `emailAt` and its `deadline` job at its deadline, added in bulk.
+   * The first runs of many notices accepted together: each one's job due at `emailAt`, for the
+   * email's send, added in bulk (one notice: one add).
    */
   accepted(notices: readonly { noticeId: string; emailAt: number; deadline: number }[]): Promise<void>;
-  /** The channel's status-check job, due at `at`; it moves itself back to delayed for each later check. */
+  /** The channel's next planned status check, due at `at`. */
   emailPoll(noticeId: string, at: number): Promise<void>;
   deadline(noticeId: string, at: number): Promise<void>;
-  /** Removes the deadline job of a notice that no longer needs it (a job already running stays). */
+  /** The notice no longer waits for its deadline (settled before it): its job goes (a job already running stays). */
   dropDeadline(noticeId: string): Promise<void>;
   smsSend(noticeId: string, at: number): Promise<void>;
   smsPoll(noticeId: string, at: number): Promise<void>;
-  /** Removes a channel's status-check job (a job already running stays). */
+  /** A channel settled by a webhook: its checks are not needed (a job already running stays). */
   dropChecks(noticeId: string, channel: 'email' | 'sms'): Promise<void>;
 }

@@ -173,6 +173,14 @@ export class Keys {
   webhookOnce(provider: string, digest: string): string {
     return `${this.prefix}:{wh}:once:${provider}:${digest}`;
   }
+  /**
+   * The status reads a provider has had in one second (`window`, seconds since the epoch), all
+   * workers together, and the key that holds them all back for a provider's Retry-After
+   * (`window` `pause`): src/store/status-reads.ts.
+   */
+  statusReads(provider: string, window: number | 'pause'): string {
+    return `${this.prefix}:{lim}:status:${provider}:${window}`;
+  }
   /** Failed authentications of one client address (an IPv6 /64) in the current minute (src/http/auth-failures.ts). */
   authFailures(ip: string): string {
     return `${this.prefix}:{rl}:authfail:${ip}`;

@@ -182,7 +182,9 @@ describe('status checks after an early fallback', () => {
 
     // Before the deadline, with checks still planned: the next one is not asked for.
     const checks = async () =>
-      (await web.queues.emailPoll.getJobs(['delayed', 'waiting'])).filter((job) => noticeOfJob(job) === id).map((job) => job.id);
+      (await web.queues.deadline.getJobs(['delayed', 'waiting']))
+        .filter((job) => noticeOfJob(job) === id)
+        .map((job) => [job.id, job.delay]);
     const before = await checks();
     clock.set(plan[1]!);
     sandbox.injectFault({ operation: 'postmark.details', mode: 'status_500', match: 'bounce+0ms' });
@@ -224,13 +226,13 @@ describe('the reconciler, on the injected clock', () => {
   it('resolves an SMS send in doubt by asking the provider, and does not send again', async () => {
     const { id, deadline } = await acceptedAndSent('+12055550100');
     // The deadline step sends the SMS; it leaves, the answer never comes back: the attempt is in
-    // doubt, and the sms-send job takes the send over.
+    // doubt, and the notice's job comes back for the send.
     sandbox.injectFault({ operation: 'twilio.create', mode: 'accept_then_hang', match: '+12055550100' });
     const realNow = Math.max(Date.now(), deadline);
     clock.set(realNow);
     const outcome = await engine.runDeadline(id);
-    expect(outcome.note).toMatch(/^fallback decided: email_deadline_elapsed; sms send: timeout; the sms-send job sends it at /);
-    expect(await web.queues.smsSend.getJob(jobIds.smsSend(id))).toBeDefined();
+    expect(outcome.note).toMatch(/^fallback decided: email_deadline_elapsed; sms send: timeout; the sms is sent at /);
+    expect(await web.queues.deadline.getJobState(jobIds.deadline(id))).toMatch(/^(waiting|delayed)$/);
     expect(sandbox.sms().filter((m) => m.to === '+12055550100')).toHaveLength(1);
 
     clock.set(realNow + 60_000);

@@ -41,8 +41,8 @@ describe('on the injected clock', () => {
     sandbox.injectFault({ operation: 'twilio.create', mode: 'accept_then_hang', match: phone });
     const realNow = Math.max(Date.now(), deadline);
     clock.set(realNow);
-    // The deadline step's send is left in doubt, for the sms-send job.
-    expect((await engine.runDeadline(id)).note).toMatch(/sms send: timeout; the sms-send job sends it at /);
+    // The deadline step's send is left in doubt, for the notice's job to come back to.
+    expect((await engine.runDeadline(id)).note).toMatch(/sms send: timeout; the sms is sent at /);
 
     await web.store.deleteContent(id);
     clock.set(realNow + 60_000);

@@ -28,10 +28,10 @@ describe('an SMS send in doubt whose message the provider creates after the clie
 
     // The deadline step decides and sends the SMS. Twilio takes the request, answers nothing
     // within the provider timeout (1 s here), and creates the message 1.5 s after it arrived;
-    // the send in doubt goes to the sms-send job.
+    // the notice's job comes back for the send in doubt.
     sandbox.injectFault({ operation: 'twilio.create', mode: 'hang_then_accept', acceptAfterMs: 1_500, match: phone });
     const first = await engine.runDeadline(id);
-    expect(first.note).toMatch(/^fallback decided: email_deadline_elapsed; sms send: timeout; the sms-send job sends it at /);
+    expect(first.note).toMatch(/^fallback decided: email_deadline_elapsed; sms send: timeout; the sms is sent at /);
     expect((await web.store.get(id))?.smsChannel).toMatchObject({ attemptInDoubt: true, attemptSettled: true, attempts: 1 });
 
     // The retry's backoff (1 s) comes before the margin: the step waits instead of searching.

@@ -1,7 +1,7 @@
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { DEFAULT_PRICES } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { NoticeEngine, type EngineSettings } from '../../src/notice/engine.js';
+import { NoticeEngine, type EngineDeps, type EngineSettings } from '../../src/notice/engine.js';
 import { createPostmarkProvider } from '../../src/providers/postmark.js';
 import { createTwilioProvider } from '../../src/providers/twilio.js';
 import { startSandbox, type Sandbox } from '@herald/sandbox';
@@ -13,9 +13,16 @@ import { cleanUp, startWebUnderTest, type WebUnderTest } from './herald.js';
  * An engine the test drives step by step on its own clock (no worker runs), with the real
  * provider adapters talking to the sandbox.
  */
-export function engineUnderTest(web: WebUnderTest, sandbox: Sandbox, clock: Clock, settings: Partial<EngineSettings> = {}): NoticeEngine {
+export function engineUnderTest(
+  web: WebUnderTest,
+  sandbox: Sandbox,
+  clock: Clock,
+  settings: Partial<EngineSettings> = {},
+  extra: Pick<EngineDeps, 'statusReads'> = {},
+): NoticeEngine {
   const { store, policies, suppressions } = web.deps;
   return new NoticeEngine({
+    ...extra,
     store,
     policies,
     suppressions,

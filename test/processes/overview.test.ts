@@ -6,6 +6,7 @@ import { TERMINAL_STATES } from '../../src/notice/states.js';
 import { testConfig, testPrefix } from '../helpers/env.js';
 import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
+import { jobIds } from '../../queues/index.js';
 
 const ADMIN = 'admin-token-overview-0123456789';
 const HOSTILE_REASON = '<img src=x onerror=alert(1)>';
@@ -246,27 +247,29 @@ describe('the admin overview at /admin', () => {
       await cleanUp(prefix);
     });
 
-    it('shows how long the oldest job of each queue has waited: a send nobody took, a deadline nobody ran', async () => {
+    it('shows how long the oldest job of each queue has waited: a send nobody took, a delayed job nobody ran', async () => {
       // BullMQ stamps jobs with the system clock: start the manual one there.
       clock.set(Date.now());
       const created = await web.call('POST', '/v1/notices', noticeBody({ deadlineInSeconds: 60 }));
       expect(created.statusCode).toBe(202);
+      // Beside the notice's job (due at once, for its send), a job of an earlier version's queue, delayed 60 s.
+      await web.queues.smsSend.add('sms-send', {}, { jobId: jobIds.smsSend(created.json().id as string), delay: 60_000 });
       const read = async () => pageMetrics((await web.call('GET', '/admin', undefined, admin)).body);
       const waited = (page: Map<string, number>, queue: string) => page.get(sampleKey('herald_queue_oldest_waiting_seconds', { queue }));
 
       clock.advance(30_000);
       const early = await read();
-      expect(early.get(sampleKey('herald_queue_jobs', { queue: 'email-send', state: 'wait' }))).toBe(1);
-      expect(waited(early, 'email-send')).toBeGreaterThanOrEqual(29);
-      expect(waited(early, 'deadline'), 'a delayed job before its time is not waiting').toBe(0);
+      expect(early.get(sampleKey('herald_queue_jobs', { queue: 'deadline', state: 'wait' }))).toBe(1);
+      expect(waited(early, 'deadline')).toBeGreaterThanOrEqual(29);
+      expect(waited(early, 'sms-send'), 'a delayed job before its time is not waiting').toBe(0);
 
       clock.advance(120_000);
       const late = await read();
-      expect(waited(late, 'email-send')).toBeGreaterThanOrEqual(149);
-      const deadlineWaited = waited(late, 'deadline')!;
-      expect(deadlineWaited, 'the deadline job, due 60 s after acceptance, has waited since then').toBeGreaterThanOrEqual(89);
-      expect(deadlineWaited).toBeLessThanOrEqual(waited(late, 'email-send')!);
-      expect(waited(late, 'sms-send')).toBe(0);
+      expect(waited(late, 'deadline')).toBeGreaterThanOrEqual(149);
+      const delayedWaited = waited(late, 'sms-send')!;
+      expect(delayedWaited, 'the delayed job, due 60 s after acceptance, has waited since then').toBeGreaterThanOrEqual(89);
+      expect(delayedWaited).toBeLessThanOrEqual(waited(late, 'deadline')!);
+      expect(waited(late, 'email-send')).toBe(0);
     });
   });
 });

@@ -4,7 +4,7 @@ import { earlierPartitionOfNotice, partitionOfNotice } from '../../src/store/key
 import { newNoticeId } from '../../src/notice/ids.js';
 import { startWorker, shareLimit, type WorkerHandle } from '../../src/worker.js';
 import { jobIds } from '../../queues/index.js';
-import { testConfig, testPrefix } from '../helpers/env.js';
+import { testConfig, testPrefix, waitFor } from '../helpers/env.js';
 import { noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -26,8 +26,8 @@ describe('HERALD_QUEUE_PARTITIONS raised on a running deployment', () => {
     const before = await stack.createNotice(
       noticeBody({ recipient: { id: 'parts-1', email: 'delivered+100ms@example.com' }, deadlineInSeconds: 60 }),
     );
-    const waiting = await stack.web.queues.emailSend.getJob(jobIds.emailSend(before));
-    expect(waiting?.queueQualifiedName).toBe(`${prefix}:{q}:email-send`);
+    const waiting = await stack.web.queues.deadline.getJob(jobIds.deadline(before));
+    expect(waiting?.queueQualifiedName).toBe(`${prefix}:{q}:deadline`);
 
     // Web and worker now run with 3 partitions.
     const config = testConfig(prefix, { ...stack.env, HERALD_QUEUE_PARTITIONS: '3' });
@@ -41,13 +41,14 @@ describe('HERALD_QUEUE_PARTITIONS raised on a running deployment', () => {
     expect(res.statusCode).toBe(202);
     const after = res.json().id as string;
     const partition = partitionOfNotice(after, 3);
-    const job = await web3.queues.emailSend.getJob(jobIds.emailSend(after));
-    expect(job?.queueQualifiedName).toBe(`${web3.queues.emailSend.partitions[partition]!.opts.prefix}:email-send`);
-    expect(job?.queueQualifiedName).toMatch(new RegExp(`^${prefix}:\\{q3\\.${partition}\\.[0-9a-z]+\\}:email-send$`));
+    const job = await web3.queues.deadline.getJob(jobIds.deadline(after));
+    expect(job?.queueQualifiedName).toBe(`${web3.queues.deadline.partitions[partition]!.opts.prefix}:deadline`);
+    expect(job?.queueQualifiedName).toMatch(new RegExp(`^${prefix}:\\{q3\\.${partition}\\.[0-9a-z]+\\}:deadline$`));
 
     // Both are delivered: the one of before from the drained `{q}` queue, the new one from its partition.
     for (const id of [before, after]) expect((await stack.waitForState(id, ['email_delivered'], 30_000)).state).toBe('email_delivered');
-    expect(await web3.queues.deadline.getJob(jobIds.deadline(after))).toBeUndefined();
+    // The new notice's one job ends with the delivery, in its partition.
+    await waitFor(async () => (await web3!.queues.deadline.getJobState(jobIds.deadline(after))) === 'completed', 5_000, 'its job to end');
   });
 });
 

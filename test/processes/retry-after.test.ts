@@ -43,7 +43,7 @@ describe('a 429 on a status read, through the worker', () => {
     stack = undefined;
   });
 
-  it("holds every worker's status checks of that kind for the Retry-After (the queue's rate limit)", async () => {
+  it("holds every worker's status checks of that kind for the Retry-After (the status-read limiter's hold)", async () => {
     stack = await startStack({ prefix: testPrefix('status-429'), env: { HERALD_MAX_RETRY_AFTER: '10m' } });
     stack.sandbox.injectFault({ operation: 'postmark.details', mode: 'status_429', retryAfterSeconds: 300, match: 'never+held', count: 1 });
     const id = await stack.createNotice(
@@ -58,12 +58,10 @@ describe('a 429 on a status read, through the worker', () => {
       20_000,
       'the status read refused with a 429',
     );
-    // Every partition of the status-check queue is held (its limiter key lives for the Retry-After).
-    await waitFor(
-      async () => (await Promise.all(stack!.web.queues.emailPoll.all.map((q) => q.getRateLimitTtl()))).every((ttl) => ttl > 60_000),
-      5_000,
-      'the status-check queue to be held',
-    );
-    expect(await stack.web.queues.emailSend.of(id).getRateLimitTtl()).toBeLessThanOrEqual(0);
+    // The provider's status reads are held for every worker (the hold's key lives for the
+    // Retry-After); the notices' jobs, deadlines among them, are not.
+    const held = stack.web.store.keys.statusReads('postmark-sandbox', 'pause');
+    await waitFor(async () => (await stack!.web.redis.pttl(held)) > 60_000, 5_000, 'the status reads to be held');
+    expect(await stack.web.queues.deadline.of(id).getRateLimitTtl()).toBeLessThanOrEqual(0);
   });
 });

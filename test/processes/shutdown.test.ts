@@ -40,7 +40,7 @@ describe('a worker process sent SIGTERM while a job runs', () => {
     const view = await stack.view(id);
     expect(view.state).toBe('email_sent');
     expect((await stack.events(id)).filter((e) => e.type === 'email.accepted')).toHaveLength(1);
-    expect(await stack.web.queues.emailSend.getActiveCount()).toBe(0);
+    expect(await stack.web.queues.deadline.getActiveCount()).toBe(0);
   });
 });
 

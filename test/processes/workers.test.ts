@@ -124,8 +124,8 @@ describe('worker processes', () => {
 
   it('a status-check job an earlier version queued (one job per check) still runs the checks, coming back for each', async () => {
     stack = await startStack({ prefix: testPrefix('legacy'), inProcessWorker: false });
-    const { emailPoll } = stack.web.queues;
-    // Status checks wait while the notice's jobs are swapped for the ones an earlier version queued.
+    const { emailPoll, deadline } = stack.web.queues;
+    // Status checks wait while the notice's job is swapped for the one an earlier version queued.
     await emailPoll.pause();
     workers.push(new WorkerProcess(stack.env).start());
     const id = await stack.createNotice(
@@ -136,8 +136,16 @@ describe('worker processes', () => {
       }),
     );
     await stack.waitForState(id, ['email_sent'], 10_000);
-    await waitFor(async () => (await emailPoll.getJob(jobIds.emailPoll(id))) !== undefined, 5_000, 'the notice status-check job');
-    await emailPoll.remove(jobIds.emailPoll(id));
+    // The notice's own job (which would run the checks now) goes once it has moved back to delayed.
+    await deadline.pause();
+    await waitFor(
+      async () => {
+        await deadline.remove(jobIds.deadline(id)).catch(() => 0);
+        return (await deadline.getJob(jobIds.deadline(id))) === undefined;
+      },
+      5_000,
+      "the notice's job to be removed",
+    );
     const legacy = jobIds.emailCheck(id, 1);
     await emailPoll.add('email-poll', { noticeId: id }, { jobId: legacy });
     await emailPoll.resume();

@@ -16,6 +16,7 @@ import { costOf } from '../cost.js';
 import type { NoticeCompleted, SmsUnconfirmed } from '../entries.js';
 import { readNotice, type Notice } from '../notice.js';
 import type { Scheduler } from '../outcome.js';
+import type { StatusReadLimit } from '../../store/status-reads.js';
 import type { PlanLimits } from '../planner.js';
 import type { NoticeState } from '../states.js';
 
@@ -48,15 +49,36 @@ export interface EngineDeps extends Providers {
   log: Logger;
   schedule: Scheduler;
   settings: EngineSettings;
+  /**
+   * The providers' status-read limits, shared by every worker, for the planned checks the
+   * notice's job runs (src/store/status-reads.ts); none: checks are not limited here.
+   */
+  statusReads?: StatusReadLimit;
 }
 
 /** Optimistic steps re-read the notice this many times when another worker moved it meanwhile. */
 export const MAX_RACES = 3;
 
-export class StepContext {
-  private readonly lateChecks = { email: { count: 0, warnedAt: -Infinity }, sms: { count: 0, warnedAt: -Infinity } };
+type LateChecks = Record<Channel, { count: number; warnedAt: number }>;
 
-  constructor(readonly deps: EngineDeps) {}
+export class StepContext {
+  /** The notice a run read before its step: the step's own first read of it (`notice`) takes it instead of Redis. */
+  private firstRead: Notice | undefined;
+
+  constructor(
+    readonly deps: EngineDeps,
+    private readonly lateChecks: LateChecks = { email: { count: 0, warnedAt: -Infinity }, sms: { count: 0, warnedAt: -Infinity } },
+  ) {}
+
+  /**
+   * The context of one run of a notice's job: its steps schedule through `schedule`, and the
+   * first read of the notice is `read`, which the run has just made.
+   */
+  forRun(schedule: Scheduler, read: Notice): StepContext {
+    const run = new StepContext({ ...this.deps, schedule }, this.lateChecks);
+    run.firstRead = read;
+    return run;
+  }
 
   /**
    * Notes how late a planned status check ran. Checks run late when the status limiter
@@ -94,6 +116,11 @@ export class StepContext {
 
   /** The notice as it is now, its plans laid out; null when Redis does not hold it. */
   notice(id: string): Promise<Notice | null> {
+    const first = this.firstRead;
+    if (first?.id === id) {
+      this.firstRead = undefined;
+      return Promise.resolve(first);
+    }
     return readNotice(this.store, id);
   }
 

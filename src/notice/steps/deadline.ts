@@ -107,13 +107,13 @@ async function withSms(ctx: StepContext, id: string, decided: StepOutcome): Prom
 }
 
 /**
- * The SMS send of a fallback the deadline job decided, in the same job. What makes it wait (an
- * attempt in flight or in doubt, a provider's Retry-After) hands it to an `sms-send` job at that
- * time, the job a send that waits has always had.
+ * The SMS send of a fallback the deadline decided, in the same run. What makes it wait (an
+ * attempt in flight or in doubt, a provider's Retry-After) is asked of the scheduler: the
+ * notice's job comes back for it then.
  */
 async function sendSmsHere(ctx: StepContext, id: string): Promise<StepOutcome> {
   const outcome = await sendSms(ctx, id);
   if (outcome.kind !== 'retry') return outcome;
   await ctx.deps.schedule.smsSend(id, outcome.at);
-  return done(`${outcome.note}; the sms-send job sends it at ${iso(outcome.at)}`);
+  return done(`${outcome.note}; the sms is sent at ${iso(outcome.at)}`);
 }

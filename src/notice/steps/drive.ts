@@ -19,8 +19,8 @@ export async function drive(ctx: StepContext, id: string): Promise<StepOutcome> 
       return now >= notice.deadline ? runDeadline(ctx, id, { sendSms: false }) : sendEmail(ctx, id);
     case 'email_sent': {
       if (now >= notice.deadline) return runDeadline(ctx, id, { sendSms: false });
-      // Polls go through their queue, so the provider's shared status-call limit holds for
-      // repairs too; the job ID makes this a no-op when the check is already queued.
+      // The check runs in the notice's job, made due now (added when it was lost), so the
+      // provider's shared status-read limit holds for repairs too.
       await schedule.emailPoll(id, now);
       return retryAt(now + settings.minPollIntervalMs, 'status check queued');
     }

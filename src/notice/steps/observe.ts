@@ -195,11 +195,8 @@ export async function recordEmailObservation(
       };
     }
     // Delivered before its deadline (a planned check or a webhook, not the deadline's own read):
-    // its deadline job has nothing left to do, nor, for a webhook, its status-check job.
-    if (undecided && delivers && !final) {
-      await ctx.dropDeadline(current.id);
-      if (webhook) await ctx.dropChecks(current.id, 'email');
-    }
+    // the notice waits for its deadline no more, nor, for a webhook, for its checks.
+    if (undecided && delivers && !final) await (webhook ? ctx.dropChecks(current.id, 'email') : ctx.dropDeadline(current.id));
     return {
       outcome: done(`email ${observation.status}`),
       stored: 'recorded',

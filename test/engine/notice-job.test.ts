@@ -1,0 +1,237 @@
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock, systemClock } from '../../src/clock.js';
+import { newNoticeId } from '../../src/notice/ids.js';
+import type { NoticeEngine } from '../../src/notice/engine.js';
+import { readNotice } from '../../src/notice/notice.js';
+import type { StepOutcome } from '../../src/notice/outcome.js';
+import { StatusReadLimiter } from '../../src/store/status-reads.js';
+import { startSandbox, type Sandbox } from '@herald/sandbox';
+import { jobIds, QueueScheduler } from '../../queues/index.js';
+import { engineUnderTest } from '../helpers/engine.js';
+import { REDIS_URL, testConfig, testPrefix } from '../helpers/env.js';
+import { cleanUp, noticeBody, startWebUnderTest, type WebUnderTest } from '../helpers/herald.js';
+
+const prefix = testPrefix('notice-job');
+const START = Date.parse('2026-11-29T14:00:00Z');
+const clock = new ManualClock(START);
+let sandbox: Sandbox;
+let web: WebUnderTest;
+let engine: NoticeEngine;
+let limiter: StatusReadLimiter;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0, indexLagMs: 0 });
+  web = await startWebUnderTest(testConfig(prefix, { HERALD_MIN_POLL_INTERVAL_MS: '30000' }), clock);
+  // One status read per second per provider, all workers together.
+  limiter = new StatusReadLimiter(web.redis, web.store.keys, {
+    email: { provider: 'postmark', perSecond: 1 },
+    sms: { provider: 'twilio', perSecond: 1 },
+  });
+  engine = engineUnderTest(web, sandbox, clock, {}, { statusReads: limiter });
+});
+afterAll(async () => {
+  await web.close();
+  await sandbox.close();
+  await cleanUp(prefix);
+});
+
+let n = 0;
+/** A notice accepted n minutes after START (each in seconds of its own): checks 2 and 7 minutes later, the deadline at 10. */
+async function accepted(email: string): Promise<{ id: string; plan: number[]; deadline: number }> {
+  n += 1;
+  clock.set(START + n * 60_000);
+  const res = await web.call(
+    'POST',
+    '/v1/notices',
+    noticeBody({
+      recipient: { id: `p-job-${n}`, email, phone: '+12025550100' },
+      deadlineInSeconds: 600,
+      policy: { firstCheckAfterSeconds: 120, minCheckIntervalSeconds: 300 },
+    }),
+  );
+  expect(res.statusCode).toBe(202);
+  const id = res.json().id as string;
+  const notice = (await readNotice(web.store, id))!;
+  return { id, plan: notice.pollPlan, deadline: notice.deadline };
+}
+
+const statusReads = (email: string) => sandbox.requests().filter((r) => r.operation === 'postmark.details' && r.recipient === email).length;
+
+function comesBackAt(outcome: StepOutcome): number {
+  expect(outcome.kind).toBe('retry');
+  return outcome.kind === 'retry' ? outcome.at : NaN;
+}
+
+describe("a notice's one job", () => {
+  it('is the only job the web queues: the deadline job, due now for the send', async () => {
+    const { id } = await accepted('never+one@example.com');
+    expect(await web.queues.deadline.getJobState(jobIds.deadline(id))).toBe('waiting');
+    expect(await web.queues.emailSend.getJob(jobIds.emailSend(id))).toBeUndefined();
+  });
+
+  describe('when the email is delivered by the first check', () => {
+    it('sends, comes back at the check (not before), and ends there without waiting for the deadline', async () => {
+      const email = 'delivered+0ms@example.com';
+      const { id, plan } = await accepted(email);
+      const sent = await engine.runNotice(id);
+      expect(sent.note).toBe('email accepted');
+      expect(comesBackAt(sent)).toBe(plan[0]);
+
+      // Run early (a duplicate, a promotion): no read, back at the planned check.
+      clock.set(plan[0]! - 1);
+      expect(comesBackAt(await engine.runNotice(id))).toBe(plan[0]);
+      expect(statusReads(email)).toBe(0);
+
+      clock.set(plan[0]!);
+      const checked = await engine.runNotice(id);
+      expect(checked).toEqual({ kind: 'done', note: 'email delivered' });
+      expect((await web.store.get(id))!.state).toBe('email_delivered');
+      expect(statusReads(email)).toBe(1);
+    });
+  });
+
+  describe('when the email is never delivered', () => {
+    it('runs each planned check, then at the deadline reads once more, decides and sends the SMS in the same run', async () => {
+      const email = 'never+job@example.com';
+      const { id, plan, deadline } = await accepted(email);
+      let at = comesBackAt(await engine.runNotice(id));
+      for (const check of plan.slice(0, -1)) {
+        expect(at).toBe(check);
+        clock.set(check);
+        at = comesBackAt(await engine.runNotice(id));
+      }
+      // The last check before the deadline asks for no other: back at the deadline.
+      expect(at).toBe(deadline);
+      expect(statusReads(email)).toBe(plan.length - 1);
+
+      clock.set(deadline);
+      const decided = await engine.runNotice(id);
+      expect(decided.note).toBe('fallback decided: email_deadline_elapsed; sms accepted');
+      const notice = (await readNotice(web.store, id))!;
+      expect(notice.state).toBe('sms_sent');
+      // Back for the SMS's first check.
+      expect(comesBackAt(decided)).toBe(notice.smsChannel.nextCheckAt);
+      expect(statusReads(email)).toBe(plan.length);
+      const events = await web.store.events(id);
+      expect(events.filter((e) => e.type === 'fallback.decided')).toHaveLength(1);
+    });
+  });
+
+  describe('when the notice moves under its last check before the deadline (a webhook decides an early fallback)', () => {
+    it('comes back at once for the SMS instead of at the deadline', async () => {
+      const email = 'never+moved@example.com';
+      const { id, plan, deadline } = await accepted(email);
+      // The webhook's path runs on an engine of its own while this check's read is on its way.
+      const outside = engineUnderTest(web, sandbox, clock);
+      const moving = engineUnderTest(
+        web,
+        sandbox,
+        clock,
+        {},
+        {
+          statusReads: {
+            take: async () => {
+              await outside.decideFallback(id, 'email_bounced');
+              return undefined;
+            },
+            pause: async () => undefined,
+          },
+        },
+      );
+      expect(plan.filter((at) => at < deadline)).toEqual([plan[0]]);
+      expect(comesBackAt(await engine.runNotice(id))).toBe(plan[0]);
+      clock.set(plan[0]!);
+      const checked = await moving.runNotice(id);
+      expect((await web.store.get(id))!.state).toBe('sms_pending');
+      expect(comesBackAt(checked)).toBe(plan[0]);
+      expect(statusReads(email)).toBe(1);
+      // Its next run sends the SMS.
+      expect((await engine.runNotice(id)).note).toBe('sms accepted');
+    });
+  });
+
+  describe("when the provider's status reads are at their limit", () => {
+    it('holds a planned check to the next second the limit allows, and never the deadline', async () => {
+      const first = await accepted('never+limit-a@example.com');
+      const second = await accepted('never+limit-b@example.com');
+      await engine.runNotice(first.id);
+      await engine.runNotice(second.id);
+      // Both checks are due (the first since a minute) in the same second; the limit is one read a second.
+      const check = second.plan[0]!;
+      clock.set(check);
+      expect(comesBackAt(await engine.runNotice(first.id))).toBe(first.plan[1]);
+      expect(statusReads('never+limit-a@example.com')).toBe(1);
+      const held = await engine.runNotice(second.id);
+      expect(held.note).toBe('email status reads at their limit');
+      expect(comesBackAt(held)).toBe(Math.floor(check / 1000) * 1000 + 1000);
+      expect(statusReads('never+limit-b@example.com')).toBe(0);
+
+      // The limit used up at the deadline: the deadline's own read still goes, and decides.
+      clock.set(second.deadline);
+      await limiter.take('email', second.deadline);
+      expect((await engine.runNotice(second.id)).note).toBe('fallback decided: email_deadline_elapsed; sms accepted');
+      expect(statusReads('never+limit-b@example.com')).toBe(1);
+    });
+
+    it("holds every worker's reads for a provider's Retry-After", async () => {
+      const now = Date.parse('2026-11-29T15:00:00Z');
+      await limiter.pause('email', 60_000);
+      expect(await limiter.take('email', now)).toBeGreaterThan(now + 59_000);
+      expect(await limiter.take('sms', now)).toBeUndefined();
+    });
+  });
+});
+
+describe("asking for a notice's run from outside its job (a webhook, the reconciler, a job of before)", () => {
+  const scheduler = () => new QueueScheduler(web.queues, systemClock);
+  const jobOf = (id: string) => jobIds.deadline(id);
+
+  it('adds the job when there is none, due when asked', async () => {
+    const id = newNoticeId(3, Date.now());
+    const at = Date.now() + 60_000;
+    await scheduler().emailPoll(id, at);
+    expect(await web.queues.deadline.getJobState(jobOf(id))).toBe('delayed');
+    expect(Math.abs((await web.queues.deadline.delayedUntil(jobOf(id)))! - at)).toBeLessThan(1_000);
+  });
+
+  it('brings a job delayed until later forward, promotes it when the time has come, and never puts it later', async () => {
+    const id = newNoticeId(4, Date.now());
+    await web.queues.deadline.add('deadline', {}, { jobId: jobOf(id), delay: 600_000 });
+    const sooner = Date.now() + 30_000;
+    await scheduler().smsSend(id, sooner);
+    expect(Math.abs((await web.queues.deadline.delayedUntil(jobOf(id)))! - sooner)).toBeLessThan(1_000);
+    await scheduler().smsPoll(id, sooner + 300_000);
+    expect(Math.abs((await web.queues.deadline.delayedUntil(jobOf(id)))! - sooner)).toBeLessThan(1_000);
+    await scheduler().deadline(id, Date.now());
+    expect(await web.queues.deadline.getJobState(jobOf(id))).toBe('waiting');
+  });
+
+  it('removes the job once the notice is settled, and a finished job makes way for a new one', async () => {
+    const id = newNoticeId(5, Date.now());
+    await scheduler().emailPoll(id, Date.now() + 60_000);
+    await scheduler().dropDeadline(id);
+    expect(await web.queues.deadline.getJob(jobOf(id))).toBeUndefined();
+
+    // The job runs and completes (a worker of the test's own takes the waiting jobs one by one).
+    await web.queues.deadline.add('deadline', {}, { jobId: jobOf(id) });
+    const queue = web.queues.deadline.of(id);
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const worker = new Worker(queue.name, null, { connection, prefix: queue.opts.prefix, autorun: false });
+    try {
+      for (;;) {
+        const next = await worker.getNextJob('test-token');
+        if (!next) break;
+        await next.moveToCompleted('done', 'test-token', false);
+        if (next.id === jobOf(id)) break;
+      }
+    } finally {
+      await worker.close();
+      connection.disconnect();
+    }
+    expect(await web.queues.deadline.getJobState(jobOf(id))).toBe('completed');
+    await scheduler().smsSend(id, Date.now());
+    expect(await web.queues.deadline.getJobState(jobOf(id))).toBe('waiting');
+  });
+});
