@@ -39,7 +39,7 @@ afterAll(async () => {
 
 let n = 0;
 /** A notice accepted n minutes after START (each in seconds of its own): checks 2 and 7 minutes later, the deadline at 10. */
-async function accepted(email: string): Promise<{ id: string; plan: number[]; deadline: number }> {
+async function accepted(email: string, deadlineInSeconds = 600): Promise<{ id: string; plan: number[]; deadline: number }> {
   n += 1;
   clock.set(START + n * 60_000);
   const res = await web.call(
@@ -47,7 +47,7 @@ async function accepted(email: string): Promise<{ id: string; plan: number[]; de
     '/v1/notices',
     noticeBody({
       recipient: { id: `p-job-${n}`, email, phone: '+12025550100' },
-      deadlineInSeconds: 600,
+      deadlineInSeconds,
       policy: { firstCheckAfterSeconds: 120, minCheckIntervalSeconds: 300 },
     }),
   );
@@ -148,6 +148,43 @@ describe("a notice's one job", () => {
       expect(comesBackAt(checked)).toBe(plan[0]);
       expect(statusReads(email)).toBe(1);
       // Its next run sends the SMS.
+      expect((await engine.runNotice(id)).note).toBe('sms accepted');
+    });
+  });
+
+  describe('when the notice moves under a check with another check still planned', () => {
+    it('comes back at once for the SMS instead of at the next check', async () => {
+      const email = 'never+moved-early@example.com';
+      const { id, plan, deadline } = await accepted(email, 1200);
+      const outside = engineUnderTest(web, sandbox, clock);
+      // The webhook's early fallback lands right after this run's check recorded its read and
+      // asked for the next check (its ask found the job running and left it alone).
+      const store = web.deps.store;
+      const moving = engineUnderTest(
+        web,
+        sandbox,
+        clock,
+        {},
+        {
+          store: new Proxy(store, {
+            get(target, key, receiver) {
+              if (key !== 'transition') return Reflect.get(target, key, receiver) as unknown;
+              return async (...args: Parameters<typeof store.transition>) => {
+                const result = await target.transition(...args);
+                if (args[3].name === 'observeEmail') await outside.decideFallback(id, 'email_bounced');
+                return result;
+              };
+            },
+          }),
+        },
+      );
+      expect(plan.filter((at) => at < deadline).length).toBeGreaterThan(1);
+      expect(comesBackAt(await engine.runNotice(id))).toBe(plan[0]);
+      clock.set(plan[0]!);
+      const checked = await moving.runNotice(id);
+      expect((await web.store.get(id))!.state).toBe('sms_pending');
+      expect(statusReads(email)).toBe(1);
+      expect(comesBackAt(checked)).toBe(plan[0]);
       expect((await engine.runNotice(id)).note).toBe('sms accepted');
     });
   });

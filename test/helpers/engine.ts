@@ -18,12 +18,12 @@ export function engineUnderTest(
   sandbox: Sandbox,
   clock: Clock,
   settings: Partial<EngineSettings> = {},
-  extra: Pick<EngineDeps, 'statusReads'> = {},
+  extra: Partial<Pick<EngineDeps, 'statusReads' | 'store'>> = {},
 ): NoticeEngine {
-  const { store, policies, suppressions } = web.deps;
+  const { policies, suppressions } = web.deps;
   return new NoticeEngine({
     ...extra,
-    store,
+    store: extra.store ?? web.deps.store,
     policies,
     suppressions,
     email: createPostmarkProvider({

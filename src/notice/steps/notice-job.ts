@@ -49,12 +49,12 @@ export async function runNotice(ctx: StepContext, id: string): Promise<StepOutco
       outcome = done(`state is ${notice.state}`);
   }
   let next: number | undefined;
-  if (waitsForDeadline && !run.deadlineDropped && outcome.kind === 'done' && run.at === undefined) {
-    // The step asked for nothing before the deadline: the plan's last check ran, or the notice
-    // moved under it (a webhook's early fallback, whose ask found this job running): then its
-    // next step is due now, not at the deadline.
+  if (waitsForDeadline && !run.deadlineDropped) {
+    // The notice may have moved under this run (a webhook's early fallback or delivery, whose ask
+    // found this job running and so left it alone): a decided notice's next step is due now, not
+    // at the next check or the deadline, and a finished one has none.
     const [state] = await ctx.store.statesOf([id]);
-    if (state === undefined || isTerminal(state)) return outcome;
+    if (state === undefined || isTerminal(state)) return done(outcome.note);
     if (!UNDECIDED_STATES.includes(state)) next = now;
   }
   const times = [
