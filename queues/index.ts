@@ -13,6 +13,7 @@ import type { Clock } from '../src/clock.js';
 import { shardOfNoticeId } from '../src/notice/ids.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
 import { earlierPartitionOfNotice, partitionOfNotice, type Keys } from '../src/store/keys.js';
+import { delayedUntil } from '../src/store/delayed-jobs.js';
 import type { RedisClient } from '../src/store/redis.js';
 import type { DeliveryQueue } from '../src/events/dispatch.js';
 
@@ -174,9 +175,8 @@ export class PartitionedQueue {
   /** When a job waiting in a delayed set is due (ms), from its score there; undefined when no delayed set holds it. */
   async delayedUntil(jobId: string): Promise<number | undefined> {
     for (const queue of this.holding(jobId)) {
-      const score = await (await queue.backend.client).zscore(queue.toKey('delayed'), jobId);
-      // BullMQ scores a delayed job by its time shifted left 12 bits, a counter in the low bits.
-      if (score !== null) return Math.floor(Number(score) / 0x1000);
+      const due = await delayedUntil(queue, jobId);
+      if (due !== undefined) return due;
     }
     return undefined;
   }

@@ -125,8 +125,9 @@ describe('HERALD_WORKER_METRICS_PORT: the worker serves /metrics and /healthz on
       noticeBody({ recipient: { id: 'p-hang', email: hangs, phone: '+12025550100' }, deadlineInSeconds: 30 }),
     );
     const scrape = async () => (await fetch(`${url}/metrics`)).text();
+    // The notice's one job (in the deadline queue) sends its email.
     await waitFor(
-      async () => sample(await scrape(), 'herald_jobs_running', { queue: 'email-send' }) === 1,
+      async () => sample(await scrape(), 'herald_jobs_running', { queue: 'deadline' }) === 1,
       10_000,
       'the send job to be running',
     );
@@ -134,7 +135,7 @@ describe('HERALD_WORKER_METRICS_PORT: the worker serves /metrics and /healthz on
     const after = await waitFor(
       async () => {
         const text = await scrape();
-        return sample(text, 'herald_jobs_running', { queue: 'email-send' }) === 0 && text;
+        return sample(text, 'herald_jobs_running', { queue: 'deadline' }) === 0 && text;
       },
       10_000,
       'the send job to be done',
