@@ -14,7 +14,8 @@ export const OWNER_LEASE_MAX_MS = 10 * 60_000;
  * Which web process exports the cluster-wide series of /metrics (the figures read from Redis and
  * BullMQ, the same whichever process reads them), so that summing a series over the replicas
  * counts it once. The owner holds a lease in Redis (`holdLease-1.lua`), renewed by its scrapes:
- * it lasts three of the owner's scrape intervals (15 s to 10 min), so a replica that dies, or is
+ * it lasts three of the owner's scrape intervals (15 s to 10 min; a lease just taken, three of the
+ * intervals the replica was scraped at before), so a replica that dies, or is
  * no longer scraped, lets go of it, and the next replica scraped takes it. A replica never
  * scraped never owns it. Times are the process's monotonic milliseconds (`performance.now()`).
  */
@@ -26,6 +27,8 @@ export class MetricsOwnerLease {
   private looking: Promise<boolean> | undefined;
   /** When this process last took or renewed the lease; undefined: it does not hold it. */
   private renewedAt: number | undefined;
+  /** When this process was last scraped, owner or not: what a lease it takes learns the interval from. */
+  private scrapedAt: number | undefined;
 
   constructor(
     redis: RedisClient,
@@ -41,10 +44,16 @@ export class MetricsOwnerLease {
    * takes a lease let go of at its next one. Redis unreachable: false.
    */
   owns(now: number): Promise<boolean> {
+    const scraped = this.scrapedAt;
+    this.scrapedAt = now;
     if (this.looking) return this.looking;
     const renewed = this.renewedAt;
     if (renewed !== undefined && now >= renewed && now - renewed < OWNER_RECHECK_MS) return Promise.resolve(true);
-    const leaseMs = Math.min(OWNER_LEASE_MAX_MS, Math.max(OWNER_LEASE_MIN_MS, renewed === undefined ? 0 : 3 * (now - renewed)));
+    // The interval the lease must outlast: since the last renewal, or, for a lease taken now, since
+    // this process's last scrape (a replica scraped every minute that took a 15 s lease would lose
+    // it before its next scrape, and the owners would alternate, each exporting the series).
+    const since = renewed ?? scraped;
+    const leaseMs = Math.min(OWNER_LEASE_MAX_MS, Math.max(OWNER_LEASE_MIN_MS, since === undefined ? 0 : 3 * (now - since)));
     const look = this.redis.holdLease(this.keys.metricsOwner, this.owner, Math.round(leaseMs)).then(
       (held) => held === 1,
       () => false,

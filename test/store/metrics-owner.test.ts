@@ -42,6 +42,20 @@ describe("the lease on /metrics' cluster-wide series", () => {
     expect(await ttl()).toBeGreaterThan(OWNER_LEASE_MAX_MS - 1_000);
   });
 
+  it('is taken for three of the scrape intervals the replica saw before, so that owners scraped every minute do not alternate', async () => {
+    await redis.del(keys.metricsOwner);
+    const [a, b] = [new MetricsOwnerLease(redis, keys), new MetricsOwnerLease(redis, keys)];
+    expect(await a.owns(0)).toBe(true);
+    expect(await b.owns(20_000)).toBe(false);
+    // The owner's first lease (15 s, no interval known yet) runs out before b's next scrape, a minute on.
+    await redis.del(keys.metricsOwner);
+    expect(await b.owns(80_000)).toBe(true);
+    expect(await redis.pttl(keys.metricsOwner)).toBeGreaterThan(180_000 - 1_000);
+    // a, scraped a minute after its last scrape, finds it held: one owner.
+    expect(await a.owns(60_000)).toBe(false);
+    expect(await b.owns(140_000)).toBe(true);
+  });
+
   it('is taken at the next scrape of another replica once it ran out; its owner learns it within OWNER_RECHECK_MS', async () => {
     await redis.del(keys.metricsOwner);
     const [a, b] = [new MetricsOwnerLease(redis, keys), new MetricsOwnerLease(redis, keys)];
