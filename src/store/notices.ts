@@ -158,6 +158,9 @@ export interface TransitionSpec {
   due?: number | 'remove';
 }
 
+/** The content's stored string as read with its notice (`getWithContent`), not yet opened. */
+export type StoredContentRead = Promise<string | null>;
+
 export type TransitionResult =
   | { ok: true; state: NoticeState }
   | { ok: false; reason: 'missing' }
@@ -393,15 +396,27 @@ export class NoticeStore {
   }
 
   /**
-   * The notice's content, opened when sealed; null once it has expired. Throws
-   * ContentUnreadableError when it is there but cannot be opened.
+   * The notice and its stored content, read in the same tick (one round trip on a pipelining
+   * connection); the content is opened only by `content(id, read)`, when a step needs it.
    */
-  async content(id: string): Promise<NoticeContent | null> {
+  async getWithContent(id: string): Promise<{ notice: StoredNotice | null; content: StoredContentRead }> {
+    const content: Promise<string | null> = this.redis.get(this.keys.content(id));
+    // Its failure (a legacy hash's WRONGTYPE) is handled where it is used.
+    content.catch(() => undefined);
+    return { notice: await this.get(id), content };
+  }
+
+  /**
+   * The notice's content, opened when sealed; null once it has expired. Throws
+   * ContentUnreadableError when it is there but cannot be opened. `read`: the content as
+   * `getWithContent` read it, instead of reading it again.
+   */
+  async content(id: string, read?: StoredContentRead): Promise<NoticeContent | null> {
     const key = this.keys.content(id);
     let json: string | null;
     let stored: Record<string, string> | undefined;
     try {
-      json = await this.redis.get(key);
+      json = await (read ?? this.redis.get(key));
     } catch (error) {
       // Content stored before it became one string was a hash of the same fields.
       if (!(error instanceof Error && error.message.startsWith('WRONGTYPE'))) throw error;

@@ -260,5 +260,18 @@ describe('content keys', () => {
     await redis.del(key);
     await redis.hset(key, sealed);
     expect(await store.content(id)).toEqual(SECRET);
+    // Read along with its notice (a run of the notice's job), whose string read meets the hash.
+    expect(await store.content(id, (await store.getWithContent(id)).content)).toEqual(SECRET);
+  });
+
+  it('opens content read along with its notice as the content read alone', async () => {
+    const keyring = new Keyring([current]);
+    const id = await storeSealed(keyring);
+    const store = new NoticeStore(redis, prefix, { keyring });
+    const read = await store.getWithContent(id);
+    expect(read.notice?.id).toBe(id);
+    expect(await store.content(id, read.content)).toEqual(SECRET);
+    await redis.del(store.keys.content(id));
+    expect(await store.content(id, (await store.getWithContent(id)).content)).toBeNull();
   });
 });

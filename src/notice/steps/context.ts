@@ -8,7 +8,7 @@ import { iso, type Clock } from '../../clock.js';
 import type { Prices } from '../../config.js';
 import type { Rules } from '../../policy/rules.js';
 import { ProviderError, type Channel } from '../../providers/types.js';
-import type { NoticeStore } from '../../store/notices.js';
+import type { NoticeContent, NoticeStore, StoredContentRead } from '../../store/notices.js';
 import type { PolicyStore } from '../../store/policies.js';
 import type { SuppressionSource, SuppressionStore } from '../../store/suppressions.js';
 import type { Providers } from '../channels.js';
@@ -64,6 +64,9 @@ type LateChecks = Record<Channel, { count: number; warnedAt: number }>;
 export class StepContext {
   /** The notice a run read before its step: the step's own first read of it (`notice`) takes it instead of Redis. */
   private firstRead: Notice | undefined;
+  /** The content the run read with the notice, for every read of it in the run (`content`). */
+  private contentRead: StoredContentRead | undefined;
+  private firstReadId: string | undefined;
 
   constructor(
     readonly deps: EngineDeps,
@@ -74,10 +77,20 @@ export class StepContext {
    * The context of one run of a notice's job: its steps schedule through `schedule`, and the
    * first read of the notice is `read`, which the run has just made.
    */
-  forRun(schedule: Scheduler, read: Notice): StepContext {
+  forRun(schedule: Scheduler, read: Notice, content?: StoredContentRead): StepContext {
     const run = new StepContext({ ...this.deps, schedule }, this.lateChecks);
     run.firstRead = read;
+    run.firstReadId = read.id;
+    run.contentRead = content;
     return run;
+  }
+
+  /**
+   * The notice's content, opened (null once gone): the run's read of it when there is one (content
+   * never changes while it is kept; a purge comes only after the last send), else from Redis.
+   */
+  content(id: string): Promise<NoticeContent | null> {
+    return this.store.content(id, this.firstReadId === id ? this.contentRead : undefined);
   }
 
   /**

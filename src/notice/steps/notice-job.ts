@@ -1,5 +1,6 @@
 import type { Channel } from '../../providers/types.js';
 import { done, retryAt, type Scheduler, type StepOutcome } from '../outcome.js';
+import { readNoticeWithContent } from '../notice.js';
 import { isTerminal, UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
 import { runDeadline } from './deadline.js';
@@ -17,11 +18,12 @@ import { sendEmail, sendSms } from './send.js';
  * worker shares); the deadline's last read takes none.
  */
 export async function runNotice(ctx: StepContext, id: string): Promise<StepOutcome> {
-  const notice = await ctx.notice(id);
+  // The content comes along: a send needs it, and it costs no round trip of its own so.
+  const { notice, content } = await readNoticeWithContent(ctx.store, id);
   if (!notice) return done('no such notice');
   const now = ctx.now();
   const run = new RunScheduler(id, ctx.deps.schedule);
-  const here = ctx.forRun(run, notice);
+  const here = ctx.forRun(run, notice, content);
   const { deadline } = notice;
   let outcome: StepOutcome;
   // Until the fallback is decided, the notice comes back at its deadline at the latest.

@@ -199,7 +199,7 @@ async function searchInDoubt(
 /** The notice's content, or why it cannot be had: gone (expired, purged) or unreadable (no key opens it). */
 async function readContent(ctx: StepContext, id: string): Promise<{ content: NoticeContent } | { unavailable: 'gone' | 'unreadable' }> {
   try {
-    const content = await ctx.store.content(id);
+    const content = await ctx.content(id);
     return content ? { content } : { unavailable: 'gone' };
   } catch (error) {
     if (!(error instanceof ContentUnreadableError)) throw error;
