@@ -58,6 +58,8 @@ const runs = (part: (typeof PARTS)[number]) => only.includes(part);
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+// Every deployment's stores on this connection watch its reconnects (src/store/replicas.ts), a listener each.
+redis.setMaxListeners(0);
 const sandbox = await startBenchSandbox();
 const runPrefix = `hb${randomBytes(2).toString('hex')}`;
 const started = Date.now();
