@@ -11,7 +11,7 @@ import { DAY, systemClock } from '../src/clock.js';
 import { createNotices, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { ownCpuMs, until } from './processes.js';
 import { RawDeployment } from './raw.js';
-import { countCommands, keysMemory, perItem, top } from './redis-stats.js';
+import { countCommands, keysMemory, perItem, top, type CountedWork } from './redis-stats.js';
 import type { SlowlogProfile } from './slowlog.js';
 
 /** `BENCH_SLOWLOG=1`: profile each cost run with SLOWLOG (bench/slowlog.ts). */
@@ -90,15 +90,8 @@ export async function noticeCost(ctx: BenchContext, path: 'delivered' | 'fallbac
     calls.total = Object.values(calls).reduce((a, b) => a + b, 0);
     const memory = await retirementMemory(ctx, herald, notices);
     return {
+      ...costPerItem(counted, notices),
       memory,
-      items: notices,
-      redisCommandsPerItem: counted.total / notices,
-      redisCpuUsPerItem: (counted.redisCpuMs * 1000) / notices,
-      processCpuUsPerItem: (counted.processCpuMs * 1000) / notices,
-      idleCommandsPerSecond: counted.idlePerSecond,
-      seconds: counted.durationMs / 1000,
-      busiestCommands: top(counted.byCommand, notices, 40),
-      profile: counted.profile,
       providerCallsPerItem: Object.fromEntries(Object.entries(calls).map(([op, n]) => [op, Math.round((n / notices) * 100) / 100])),
     };
   } finally {
@@ -177,17 +170,22 @@ export async function rawJobCost(ctx: BenchContext, jobs: number): Promise<CostR
         profile: PROFILE ? ctx.redisUrl : undefined,
       },
     );
-    return {
-      items: jobs,
-      redisCommandsPerItem: counted.total / jobs,
-      redisCpuUsPerItem: (counted.redisCpuMs * 1000) / jobs,
-      processCpuUsPerItem: (counted.processCpuMs * 1000) / jobs,
-      idleCommandsPerSecond: counted.idlePerSecond,
-      seconds: counted.durationMs / 1000,
-      busiestCommands: top(counted.byCommand, jobs, 40),
-      profile: counted.profile,
-    };
+    return costPerItem(counted, jobs);
   } finally {
     await raw.close();
   }
+}
+
+/** A counted run's figures per item: commands and CPU net of the idle rates, the busiest commands. */
+export function costPerItem(counted: CountedWork, items: number): CostRun {
+  return {
+    items,
+    redisCommandsPerItem: counted.total / items,
+    redisCpuUsPerItem: (counted.redisCpuMs * 1000) / items,
+    processCpuUsPerItem: (counted.processCpuMs * 1000) / items,
+    idleCommandsPerSecond: counted.idlePerSecond,
+    seconds: counted.durationMs / 1000,
+    busiestCommands: top(counted.byCommand, items, 40),
+    profile: counted.profile,
+  };
 }

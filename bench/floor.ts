@@ -14,10 +14,10 @@ import { composeWeb } from '../src/compose.js';
 import { createLogger } from '../src/logger.js';
 import { acceptSettings, prepareNotice, type AcceptRequest } from '../src/notice/accept.js';
 import { newNoticeId } from '../src/notice/ids.js';
-import type { CostRun } from './cost.js';
+import { costPerItem, type CostRun } from './cost.js';
 import { HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
 import { NodeProcess, ownCpuMs, until } from './processes.js';
-import { countCommands, top } from './redis-stats.js';
+import { countCommands } from './redis-stats.js';
 
 /** Accepts in flight at once, as the cost run's 50 connections. */
 const IN_FLIGHT = 50;
@@ -81,16 +81,7 @@ export async function floorCost(ctx: BenchContext, path: 'delivered' | 'fallback
       },
     );
     await finished();
-    return {
-      items: notices,
-      redisCommandsPerItem: counted.total / notices,
-      redisCpuUsPerItem: (counted.redisCpuMs * 1000) / notices,
-      processCpuUsPerItem: (counted.processCpuMs * 1000) / notices,
-      idleCommandsPerSecond: counted.idlePerSecond,
-      seconds: counted.durationMs / 1000,
-      busiestCommands: top(counted.byCommand, notices, 40),
-      profile: counted.profile,
-    };
+    return costPerItem(counted, notices);
   } finally {
     await web.close();
     await herald.close();

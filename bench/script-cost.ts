@@ -19,6 +19,7 @@ import type { LogEntry } from '../src/notice/entries.js';
 import { newNoticeId } from '../src/notice/ids.js';
 import { NoticeStore, type NoticeFields, type TransitionSpec } from '../src/store/notices.js';
 import { LogMirrorStore, type MirrorBatch } from '../src/store/log-mirror.js';
+import { decideAtDeadline } from './floor-steps.js';
 import { commandCounts, deleteKeys, redisCpuMs } from './redis-stats.js';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -241,42 +242,7 @@ try {
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, created + 8000 - Date.now())));
   rows.push(
     await measure("transition: decideFallback with the deadline's read", fallbackIds, (id, i) =>
-      step(id, {
-        name: 'decideFallback',
-        reached: 'deadline',
-        set: {
-          emailStatus: 'pending',
-          emailProviderStatus: 'Sent',
-          emailLastObservedAt: now(),
-          emailChecksDone: 5,
-          fallbackReason: 'email_deadline_elapsed',
-          fallbackDecidedAt: now(),
-          smsIdempotencyKey: `${id}-sms`,
-        },
-        unset: ['emailNextCheckAt'],
-        entries: [
-          { ...observed(i), nextCheckAt: null } as LogEntry,
-          {
-            type: 'policy.checked',
-            channel: 'sms',
-            outcome: 'allowed',
-            policyVersion: 0,
-            rulesVersion: null,
-            region: null,
-            recipientId: 'bench-player',
-            hasPhone: true,
-          } as LogEntry,
-          {
-            type: 'fallback.decided',
-            reason: 'email_deadline_elapsed',
-            deadline: iso(created + 8000),
-            decidedAt: iso(now()),
-            lastEmailStatus: 'pending',
-            smsIdempotencyKey: `${id}-sms`,
-          } as LogEntry,
-        ],
-        due: now(),
-      }),
+      step(id, decideAtDeadline({ id, attempt: `att_${i}`, deadline: created + 8000, now: now(), plannedAt: created + 8000, checks: 5 })),
     ),
   );
   // The log mirror's Redis side, on the log the calls above wrote (7 entries per notice, spread
