@@ -65,6 +65,33 @@ function comesBackAt(outcome: StepOutcome): number {
 }
 
 describe("a notice's one job", () => {
+  it('sends with the content it read along with the notice: no read of the content of its own', async () => {
+    const { id } = await accepted('delivered+0ms+content@example.com');
+    const store = web.deps.store;
+    const contentReads: ('with the notice' | 'alone')[] = [];
+    const counting = engineUnderTest(
+      web,
+      sandbox,
+      clock,
+      {},
+      {
+        store: new Proxy(store, {
+          get(target, key, receiver) {
+            if (key !== 'content') return Reflect.get(target, key, receiver) as unknown;
+            return (...args: Parameters<typeof store.content>) => {
+              contentReads.push(args[1] ? 'with the notice' : 'alone');
+              return target.content(...args);
+            };
+          },
+        }),
+      },
+    );
+    expect((await counting.runNotice(id)).note).toBe('email accepted');
+    expect(contentReads).toEqual(['with the notice']);
+    const sent = sandbox.requests().filter((r) => r.operation === 'postmark.send' && r.recipient === 'delivered+0ms+content@example.com');
+    expect(sent).toHaveLength(1);
+  });
+
   it('is the only job the web queues: the deadline job, due now for the send', async () => {
     const { id } = await accepted('never+one@example.com');
     expect(await web.queues.deadline.getJobState(jobIds.deadline(id))).toBe('waiting');
