@@ -19,13 +19,10 @@ import { composeWorker } from '../src/compose.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import type { TransitionSpec } from '../src/store/notices.js';
-import { createProviders } from '../src/worker.js';
+import { createProviders, NOTICE_JOB_CONCURRENCY_FACTOR, STALLED_AFTER_MS } from '../src/worker.js';
 import { KEEP_JOBS, noticeOfJob, QUEUE_NAMES, type NoticeJob } from '../queues/index.js';
 import { confirmDelivered, decideAtDeadline, observePending, recordAccepted, startAttempt, type FloorNotice } from './floor-steps.js';
 
-/** As src/worker.ts runs the `deadline` queue: this many times HERALD_WORKER_CONCURRENCY, the lock 10 s. */
-const CONCURRENCY_FACTOR = 4;
-const STALLED_AFTER_MS = 10_000;
 const DEADLINE_MS = 8_000;
 const CHECKS = [2_000, 3_500, 5_000, 6_500];
 
@@ -89,7 +86,8 @@ const workers = queues.deadline.all.map(
       {
         connection: redis,
         prefix: queue.opts.prefix,
-        concurrency: config.workerConcurrency * CONCURRENCY_FACTOR,
+        // As src/worker.ts runs the `deadline` queue.
+        concurrency: config.workerConcurrency * NOTICE_JOB_CONCURRENCY_FACTOR,
         ...KEEP_JOBS,
         lockDuration: STALLED_AFTER_MS,
         stalledInterval: STALLED_AFTER_MS / 2,

@@ -35,13 +35,13 @@ import { AddressLookup } from './notice/address-lookup.js';
 import { retentionSweepOnce } from './retention/sweep.js';
 
 /** How soon a job of a dead worker counts as stalled and runs again. */
-const STALLED_AFTER_MS = 10_000;
+export const STALLED_AFTER_MS = 10_000;
 /**
  * The notices' jobs run this many times HERALD_WORKER_CONCURRENCY at once: each notice's send,
  * checks, deadline and SMS are runs of its one job, which the other notice queues (kept for jobs
  * queued before) shared.
  */
-const NOTICE_JOB_CONCURRENCY_FACTOR = 4;
+export const NOTICE_JOB_CONCURRENCY_FACTOR = 4;
 /** How often the decision log's new entries become deliveries of events to callers. */
 const EVENT_DISPATCH_EVERY_MS = 500;
 /** How often the feed sweep (SES, AWS SMS events) runs. */
