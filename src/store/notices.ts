@@ -162,7 +162,8 @@ export interface TransitionSpec {
 export type StoredContentRead = Promise<string | null>;
 
 export type TransitionResult =
-  | { ok: true; state: NoticeState }
+  /** `notice`: the notice as the step left it, when the transition was asked for it (`{ read: true }`). */
+  | { ok: true; state: NoticeState; notice?: StoredNotice }
   | { ok: false; reason: 'missing' }
   | { ok: false; reason: 'state'; state: NoticeState }
   | { ok: false; reason: 'guard'; field: string; value: string };
@@ -289,8 +290,9 @@ export class NoticeStore {
    * metric increments go flat, each list led by its length, so that the script decodes no JSON.
    * A transition whose entries end what Herald sends (`endsSending`) also brings the content's
    * expiry back to createdAt + HERALD_CONTENT_TTL (at once when that has passed), in the same step.
+   * `read`: the reply brings the notice as the step left it, for a step that goes on with it.
    */
-  async transition(id: string, now: number, at: string, spec: TransitionSpec): Promise<TransitionResult> {
+  async transition(id: string, now: number, at: string, spec: TransitionSpec, opts: { read?: boolean } = {}): Promise<TransitionResult> {
     const { from, to } = movesOf(spec);
     const k = this.keys.noticeKeysFor(id);
     const lists: (string | number)[] = [];
@@ -328,6 +330,7 @@ export class NoticeStore {
         ...lists,
         increments.length / 2,
         ...increments,
+        ...(opts.read ? ['1'] : []),
       );
     const increments = metricIncrements(spec.entries, to);
     const replicated = (TRANSITIONS[spec.name] as Transition).replicated;
@@ -336,7 +339,9 @@ export class NoticeStore {
       : ((await script(this.redis, increments)) as unknown[]);
     switch (Number(reply[0])) {
       case 1:
-        return { ok: true, state: String(reply[1]) as NoticeState };
+        return reply[2] === undefined
+          ? { ok: true, state: String(reply[1]) as NoticeState }
+          : { ok: true, state: String(reply[1]) as NoticeState, notice: parseNotice(id, hashOf(reply[2] as string[])) };
       case -1:
         return { ok: false, reason: 'missing' };
       case -2:
@@ -614,6 +619,13 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
     else entry[field] = JSON.parse(raw);
   }
   return entry as unknown as StoredEntry;
+}
+
+/** A hash as a script's HGETALL gives it: field, value, field, value, ... */
+function hashOf(flat: string[]): Partial<Record<NoticeField, string>> {
+  const hash: Partial<Record<string, string>> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i]!] = flat[i + 1];
+  return hash;
 }
 
 /** The notice `id` as its hash holds it (the ID is the key's, not a field: earlier versions also stored it as `id`). */

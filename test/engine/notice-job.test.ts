@@ -92,6 +92,38 @@ describe("a notice's one job", () => {
     expect(sent).toHaveLength(1);
   });
 
+  it("sends the deadline's SMS from the notice as the decision left it: no read of the notice of its own", async () => {
+    const email = 'never+sms-read@example.com';
+    const { id, deadline } = await accepted(email);
+    expect((await engine.runNotice(id)).note).toBe('email accepted');
+    const store = web.deps.store;
+    const reads: string[] = [];
+    const counting = engineUnderTest(
+      web,
+      sandbox,
+      clock,
+      {},
+      {
+        store: new Proxy(store, {
+          get(target, key, receiver) {
+            if (key !== 'get' && key !== 'getWithContent') return Reflect.get(target, key, receiver) as unknown;
+            return (...args: Parameters<typeof store.get>) => {
+              reads.push(String(key));
+              return key === 'get' ? target.get(...args) : target.getWithContent(...args);
+            };
+          },
+        }),
+      },
+    );
+    const smsSends = () => sandbox.requests().filter((r) => r.operation === 'twilio.create').length;
+    const before = smsSends();
+    clock.set(deadline);
+    expect((await counting.runNotice(id)).note).toBe('fallback decided: email_deadline_elapsed; sms accepted');
+    expect(reads).toEqual(['getWithContent']);
+    expect((await web.store.get(id))!.state).toBe('sms_sent');
+    expect(smsSends()).toBe(before + 1);
+  });
+
   it('is the only job the web queues: the deadline job, due now for the send', async () => {
     const { id } = await accepted('never+one@example.com');
     expect(await web.queues.deadline.getJobState(jobIds.deadline(id))).toBe('waiting');

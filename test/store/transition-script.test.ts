@@ -40,6 +40,20 @@ async function createNotice(now = 1_000_000, shard = 3): Promise<string> {
 }
 
 describe('notice transitions', () => {
+  it('bring back the notice as the step left it when asked to read it, and only then', async () => {
+    const id = await createNotice();
+    const spec = (attempt: string): TransitionSpec => ({
+      name: 'startEmailAttempt',
+      onlyFrom: ['accepted', 'email_sending'],
+      set: { emailAttemptId: attempt },
+      entries: [entryOf('email.requested', { attemptId: attempt, idempotencyKey: `${id}-email`, provider: 'postmark' })],
+    });
+    const read = await store.transition(id, 1_000_100, iso(1_000_100), spec('att_r1'), { read: true });
+    expect(read).toEqual({ ok: true, state: 'email_sending', notice: await store.get(id) });
+    expect(read.ok && read.notice).toMatchObject({ state: 'email_sending', seq: 2, emailChannel: { attemptId: 'att_r1' } });
+    expect(await store.transition(id, 1_000_200, iso(1_000_200), spec('att_r2'))).toEqual({ ok: true, state: 'email_sending' });
+  });
+
   it('change state and append the explaining entry in one step', async () => {
     const id = await createNotice();
     const result = await store.transition(id, 1_000_100, iso(1_000_100), {

@@ -8,13 +8,13 @@ import { iso, type Clock } from '../../clock.js';
 import type { Prices } from '../../config.js';
 import type { Rules } from '../../policy/rules.js';
 import { ProviderError, type Channel } from '../../providers/types.js';
-import type { NoticeContent, NoticeStore, StoredContentRead } from '../../store/notices.js';
+import type { NoticeContent, NoticeStore, StoredContentRead, StoredNotice } from '../../store/notices.js';
 import type { PolicyStore } from '../../store/policies.js';
 import type { SuppressionSource, SuppressionStore } from '../../store/suppressions.js';
 import type { Providers } from '../channels.js';
 import { costOf } from '../cost.js';
 import type { NoticeCompleted, SmsUnconfirmed } from '../entries.js';
-import { readNotice, type Notice } from '../notice.js';
+import { noticeOf, readNotice, type Notice } from '../notice.js';
 import type { Scheduler } from '../outcome.js';
 import type { StatusReadLimit } from '../../store/status-reads.js';
 import type { PlanLimits } from '../planner.js';
@@ -67,6 +67,8 @@ export class StepContext {
   /** The content the run read with the notice, for every read of it in the run (`content`). */
   private contentRead: StoredContentRead | undefined;
   private firstReadId: string | undefined;
+  /** A run's context (`forRun`): it may keep the notice as a transition left it (`keepRead`). */
+  private isRun = false;
 
   constructor(
     readonly deps: EngineDeps,
@@ -82,7 +84,17 @@ export class StepContext {
     run.firstRead = read;
     run.firstReadId = read.id;
     run.contentRead = content;
+    run.isRun = true;
     return run;
+  }
+
+  /**
+   * The notice as a transition of this run just left it (the script's own read, `{ read: true }`):
+   * the run's next read of it takes it instead of Redis. A context shared by runs keeps none.
+   */
+  keepRead(stored: StoredNotice | undefined): void {
+    if (!this.isRun || stored === undefined || stored.id !== this.firstReadId) return;
+    this.firstRead = noticeOf(stored);
   }
 
   /**

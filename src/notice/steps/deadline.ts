@@ -6,7 +6,7 @@ import type { Notice } from '../notice.js';
 import { done, retryAt, type StepOutcome } from '../outcome.js';
 import { UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
-import { afterDecision, decide, fallbackWrite, readDecisionInputs } from './decide.js';
+import { afterDecision, decide, decisionRead, fallbackWrite, readDecisionInputs } from './decide.js';
 import { sendSms } from './send.js';
 import { emailObservationWrite, readEmailStatus, recordEmailObservation } from './observe.js';
 
@@ -93,8 +93,8 @@ async function readAndDecide(
     unset: [...new Set([...observed.unset, ...(write.spec.unset ?? [])])],
     entries: [observed.entry, ...write.spec.entries],
   };
-  const result = await ctx.store.transition(notice.id, now, iso(now), spec);
-  if (result.ok) return afterDecision(ctx, notice.id, 'email_deadline_elapsed', write, sendHere);
+  const result = await ctx.store.transition(notice.id, now, iso(now), spec, decisionRead(write, sendHere, now));
+  if (result.ok) return afterDecision(ctx, notice.id, 'email_deadline_elapsed', write, sendHere, result.notice);
   if (result.reason === 'guard') return { outcome: retryAt(notice.deadline, 'deadline not reached'), smsNow: false };
   if (result.reason === 'missing') return { outcome: done('no such notice'), smsNow: false };
   return undefined;

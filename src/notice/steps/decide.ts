@@ -1,6 +1,6 @@
 import { iso } from '../../clock.js';
 import { decideSms } from '../../policy/decide.js';
-import type { NoticeFields, TransitionSpec } from '../../store/notices.js';
+import type { NoticeFields, StoredNotice, TransitionSpec } from '../../store/notices.js';
 import { EMAIL, SMS } from '../channels.js';
 import type { LogEntry } from '../entries.js';
 import { smsIdempotencyKey } from '../notice.js';
@@ -118,7 +118,8 @@ export function fallbackWrite(
 /**
  * What follows a decision once it is written: an early one drops the deadline job; the SMS is
  * queued for `sendAt` unless the caller sends it now (`sendHere`, and nothing makes it wait),
- * which `smsNow` says.
+ * which `smsNow` says. `left`: the notice as the decision's transition left it, which the send
+ * then starts from (the transition read it when asked: `decisionRead`).
  */
 export async function afterDecision(
   ctx: StepContext,
@@ -126,13 +127,23 @@ export async function afterDecision(
   reason: FallbackReason,
   write: FallbackWrite,
   sendHere: boolean,
+  left?: StoredNotice,
 ): Promise<{ outcome: StepOutcome; smsNow: boolean }> {
   const { blocked, sendAt } = write;
   if (reason !== 'email_deadline_elapsed') await ctx.dropDeadline(id);
   const smsNow = !blocked && sendHere && sendAt <= ctx.now();
+  if (smsNow) ctx.keepRead(left);
   if (!blocked && !smsNow) await ctx.deps.schedule.smsSend(id, sendAt);
   ctx.deps.log.info({ noticeId: id, reason, blocked }, 'fallback decided');
   return { outcome: done(blocked ? `fallback blocked: ${blocked}` : `fallback decided: ${reason}`), smsNow };
+}
+
+/**
+ * What a decision's transition is to read back: the notice as it leaves it, when the SMS is sent
+ * right after in the same run (the send's read of the notice is then the script's, no round trip).
+ */
+export function decisionRead(write: FallbackWrite, sendHere: boolean, now: number): { read: boolean } {
+  return { read: sendHere && !write.blocked && write.sendAt <= now };
 }
 
 /**
@@ -153,8 +164,8 @@ export async function decide(
     const now = ctx.now();
     if (reason === 'email_deadline_elapsed' && now < notice.deadline) return { outcome: retryAt(notice.deadline, 'deadline not reached') };
     const write = fallbackWrite(ctx, notice, reason, await readDecisionInputs(ctx, notice), now, notice.emailChannel.status ?? null);
-    const result = await ctx.store.transition(id, now, iso(now), write.spec);
-    if (result.ok) return afterDecision(ctx, id, reason, write, sendHere);
+    const result = await ctx.store.transition(id, now, iso(now), write.spec, decisionRead(write, sendHere, now));
+    if (result.ok) return afterDecision(ctx, id, reason, write, sendHere, result.notice);
     if (result.reason === 'guard') return { outcome: retryAt(notice.deadline, 'deadline not reached') };
     if (result.reason === 'missing') return { outcome: done('no such notice') };
   }

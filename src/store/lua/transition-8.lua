@@ -29,12 +29,15 @@
     N, then N entries, each its length L and then L items: type, field, value, ... (values
        JSON-encoded by the caller, includes/appendEntries.lua)
     M, then M pairs field, n: metric increments (src/store/metrics.ts)
+  then, optionally, '1': the reply carries the notice hash as the step left it (a step that goes
+  on with the notice, such as the SMS sent right after its decision, needs no read of its own)
 
   The /v1/stats counters of the notice's creation hour follow its state and counted fields, for a
   notice that has a `statsHour` (one created by an earlier version gets it from the backfill,
   src/notice/stats.ts, which counts it as it is then).
 
   Returns { 1, state }                    done; state is the new state
+          { 1, state, hash }              the same, with the hash as HGETALL gives it when asked for
           { -1 }                          no such notice
           { -2, currentState }            the notice is in another state
           { -3, field, currentValue }     a guard failed
@@ -150,9 +153,11 @@ end
 
 appendEntries(KEYS[2], KEYS[3], ARGV[1], ARGV[3], entries, lastSeq)
 setDue(KEYS[4], ARGV[1], ARGV[6])
-for i = metricsAt + 1, metricsAt + 2 * tonumber(ARGV[metricsAt]) - 1, 2 do
+local metricCount = tonumber(ARGV[metricsAt])
+for i = metricsAt + 1, metricsAt + 2 * metricCount - 1, 2 do
   redis.call('HINCRBY', KEYS[5], ARGV[i], ARGV[i + 1])
 end
+local replyWithHash = ARGV[metricsAt + 2 * metricCount + 1] == '1'
 local hour = current[3]
 if hour then
   for field, i in pairs(countedAt) do
@@ -171,5 +176,8 @@ if contentAt > 0 and current[contentAt] and not current[contentAt + 1] then
     redis.call('DEL', KEYS[7])
   end
   redis.call('ZADD', KEYS[8], string.format('%d', expiresAt), ARGV[1])
+end
+if replyWithHash then
+  return { 1, state, redis.call('HGETALL', KEYS[1]) }
 end
 return { 1, state }
