@@ -1,7 +1,7 @@
 /**
  * The floor under one job per notice, as a worker process: the notice's job in Herald's
- * `deadline` queue, with the worker's options (its concurrency, lock, kept jobs) on the worker's
- * connections, runs what the design cannot do without and nothing else: the transitions of
+ * `deadline` queue, with the worker's class and options (its concurrency, lock, kept jobs; its
+ * moves back to delayed fetch the next job, queues/notice-worker.ts) on the worker's connections, runs what the design cannot do without and nothing else: the transitions of
  * bench/floor-steps.ts at each run, the job moved back to delayed for each planned check, the
  * deadline and the SMS's check, and the log mirror's sweep into the archive. No reads, no
  * provider calls, no status-read limits, no other sweep. Env: Herald's (bench/herald.ts
@@ -21,6 +21,7 @@ import { createLogger } from '../src/logger.js';
 import type { TransitionSpec } from '../src/store/notices.js';
 import { createProviders, NOTICE_JOB_CONCURRENCY_FACTOR, STALLED_AFTER_MS } from '../src/worker.js';
 import { KEEP_JOBS, noticeOfJob, QUEUE_NAMES, type NoticeJob } from '../queues/index.js';
+import { NoticeWorker } from '../queues/notice-worker.js';
 import { confirmDelivered, decideAtDeadline, observePending, recordAccepted, startAttempt, type FloorNotice } from './floor-steps.js';
 
 const DEADLINE_MS = 8_000;
@@ -73,9 +74,9 @@ async function run(job: Job<NoticeJob>): Promise<number | undefined> {
   return undefined;
 }
 
-const workers = queues.deadline.all.map(
+const workers: Worker[] = queues.deadline.all.map(
   (queue) =>
-    new Worker<NoticeJob>(
+    new NoticeWorker(
       queue.name,
       async (job, token) => {
         const at = await run(job);

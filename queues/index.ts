@@ -10,12 +10,14 @@ import {
 } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Clock } from '../src/clock.js';
+import type { Channel } from '../src/providers/types.js';
 import { shardOfNoticeId } from '../src/notice/ids.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
 import { earlierPartitionOfNotice, partitionOfNotice, type Keys } from '../src/store/keys.js';
 import { delayedUntil } from '../src/store/delayed-jobs.js';
 import type { RedisClient } from '../src/store/redis.js';
 import type { DeliveryQueue } from '../src/events/dispatch.js';
+import { MovingJob } from './notice-worker.js';
 
 /** Herald's queues; what each one's jobs do is the table of queues/processors.ts. */
 export const QUEUE_NAMES = {
@@ -39,14 +41,21 @@ export const QUEUE_NAMES = {
 export type QueueKey = keyof typeof QUEUE_NAMES;
 
 /**
- * A notice's job carries nothing but, after an unexpected error, its count: the job ID names the
- * notice (jobIds), and the notice's state in Redis is the truth. Jobs of earlier versions carry
- * `noticeId` as well, which `noticeOfJob` reads first.
+ * A notice's job carries little: the job ID names the notice (jobIds), and the notice's state in
+ * Redis is the truth. Jobs of earlier versions carry `noticeId` as well, which `noticeOfJob` reads
+ * first.
  */
 export interface NoticeJob {
   noticeId?: string;
   /** Unexpected errors so far (runStep); absent until the first. */
   errors?: number;
+  /**
+   * The planned status check the job comes back for, when that is what it waits on (Bull Board
+   * shows it): written by the move back to delayed itself (runStep), read by the run, which takes
+   * the channel's status read along with its read of the notice. A hint, never the truth: a
+   * notice moved meanwhile (a webhook) makes its run do what its state needs.
+   */
+  check?: Channel;
 }
 
 /** The notice a job is for: from its ID (jobIds), or the data of a job queued by an earlier version. */
@@ -439,7 +448,8 @@ export interface StepContext {
 /**
  * Runs one engine step for a job. A step that must come back later (the next planned check, an
  * attempt in flight, a Retry-After) moves the same job back to delayed (no second job is added),
- * at the time the step asked for, or back to waiting when that time has come already. A provider's 429 pauses the
+ * at the time the step asked for, or back to waiting when that time has come already; the job
+ * keeps what it comes back for (`check`) in the same move. A provider's 429 pauses the
  * queue for every worker (`pause`, BullMQ's global rate limit) for its Retry-After. A step that
  * throws is run again with backoff (MAX_STEP_RUNS); after the last run the job fails, for Bull
  * Board to show, and the reconciler drives the notice.
@@ -458,23 +468,42 @@ export async function runStep(
     const errors = (job.data.errors ?? 0) + 1;
     if (!token || errors >= MAX_STEP_RUNS) throw error;
     log.warn({ err: error, queue: job.queueName, jobId: job.id, run: errors }, 'step failed; it runs again');
-    await job.updateData({ ...job.data, errors });
-    await job.moveToDelayed(Date.now() + (ctx.retryBaseMs ?? STEP_RETRY_BASE_MS) * 2 ** (errors - 1), token);
+    await moveBack(job, token, Date.now() + (ctx.retryBaseMs ?? STEP_RETRY_BASE_MS) * 2 ** (errors - 1), { ...job.data, errors });
     throw new DelayedError(`run ${errors} of ${MAX_STEP_RUNS} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
   if (outcome.pauseMs && pause) await pause(outcome.pauseMs);
   if (outcome.kind === 'retry' && token) {
     // A job that comes back for its next check starts that check with a clean error count.
-    if (job.data.errors) await job.updateData(job.data.noticeId === undefined ? {} : { noticeId: job.data.noticeId });
+    const data: NoticeJob = {
+      ...(job.data.noticeId === undefined ? {} : { noticeId: job.data.noticeId }),
+      ...(outcome.check === undefined ? {} : { check: outcome.check }),
+    };
     const delay = outcome.at - clock.now();
     // Already due (a check that a slow provider call made late): straight back to waiting, not
     // through the delayed set, whose promotion would make it later still.
     if (delay <= 0) {
+      if (!sameData(job.data, data)) await job.updateData(data);
       await job.moveToWait(token);
       throw new WaitingError(outcome.note);
     }
-    await job.moveToDelayed(Date.now() + delay, token);
+    await moveBack(job, token, Date.now() + delay, data);
     throw new DelayedError(outcome.note);
   }
   return outcome.note;
+}
+
+/**
+ * Moves a running job back to delayed until `timestamp`, its data becoming `data`. A job of the
+ * NoticeWorker (queues/notice-worker.ts) does both in one call, which also fetches its worker's
+ * next job; a job of a plain BullMQ worker has its data written first.
+ */
+async function moveBack(job: Job<NoticeJob>, token: string, timestamp: number, data: NoticeJob): Promise<void> {
+  const changed = !sameData(job.data, data);
+  if (job instanceof MovingJob) return job.moveBack(timestamp, token, changed ? data : undefined);
+  if (changed) await job.updateData(data);
+  await job.moveToDelayed(timestamp, token);
+}
+
+function sameData(a: NoticeJob, b: NoticeJob): boolean {
+  return a.noticeId === b.noticeId && a.errors === b.errors && a.check === b.check;
 }

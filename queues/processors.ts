@@ -13,12 +13,15 @@ import type { StepOutcome } from '../src/notice/outcome.js';
 import { noticeOfJob, runStep, type NoticeJob, type NoticeQueueKey, type StepContext } from './index.js';
 
 /** The engine step each notice queue runs, by queue. */
-export const NOTICE_STEPS: Readonly<Record<NoticeQueueKey, (engine: NoticeEngine, noticeId: string) => Promise<StepOutcome>>> = {
+export const NOTICE_STEPS: Readonly<
+  Record<NoticeQueueKey, (engine: NoticeEngine, noticeId: string, job: NoticeJob) => Promise<StepOutcome>>
+> = {
   // The notice's job (`<id>-deadline`, the one job a notice has): whatever its state needs now,
   // coming back (moved to delayed) for the next: the email's send, each planned check, the
   // deadline's read and decision, the SMS's send and checks. A deadline job queued before one job
-  // per notice, due at the deadline, runs the deadline's step here.
-  deadline: (engine, id) => engine.runNotice(id),
+  // per notice, due at the deadline, runs the deadline's step here. A job that came back for a
+  // planned check says so (`check`): the run takes that status read with its read of the notice.
+  deadline: (engine, id, job) => engine.runNotice(id, job.check),
   // The queues below run the jobs queued before one job per notice (and duplicates of them).
   // Hands the email to the provider once; a send in doubt is searched for first.
   emailSend: (engine, id) => engine.sendEmail(id),
@@ -33,7 +36,7 @@ export const NOTICE_STEPS: Readonly<Record<NoticeQueueKey, (engine: NoticeEngine
 /** The processor of a notice queue: its step of NOTICE_STEPS for the notice of each job. */
 export function noticeProcessor(queue: NoticeQueueKey, engine: NoticeEngine, ctx: StepContext): Processor<NoticeJob> {
   const step = NOTICE_STEPS[queue];
-  return (job, token) => runStep(job, token, ctx, () => step(engine, noticeOfJob(job)));
+  return (job, token) => runStep(job, token, ctx, () => step(engine, noticeOfJob(job), job.data));
 }
 
 /**

@@ -26,6 +26,7 @@ import {
   type PartitionedQueue,
 } from '../queues/index.js';
 import { eventDeliveryProcessor, noticeProcessor, sweepProcessor } from '../queues/processors.js';
+import { NoticeWorker } from '../queues/notice-worker.js';
 import type { Archive } from './archive/archive.js';
 import type { LogMirror } from './retention/mirror.js';
 import { backfillStatsOnce } from './store/stats.js';
@@ -143,7 +144,7 @@ export async function startWorker(
     const shares = limiter ? shareLimit(limiter, each.length) : [];
     return each.map(
       (queue, i) =>
-        new Worker<NoticeJob>(queue.name, metrics.counted(queue.name, processor), {
+        new NoticeWorker(queue.name, metrics.counted(queue.name, processor), {
           connection: redis,
           prefix: queue.opts.prefix,
           concurrency: concurrency ?? config.workerConcurrency,

@@ -13,6 +13,7 @@ import { runNotice } from './steps/notice-job.js';
 import { pollEmail, pollSms } from './steps/observe.js';
 import { sendEmail, sendSms } from './steps/send.js';
 import type { StepOutcome } from './outcome.js';
+import type { Channel } from '../providers/types.js';
 import type { FallbackReason } from './states.js';
 
 export { DEFAULT_MAX_RETRY_AFTER_MS, type EngineDeps, type EngineSettings } from './steps/context.js';
@@ -51,10 +52,11 @@ export class NoticeEngine {
 
   /**
    * One run of the notice's job: the step its state needs now (send, a planned check, the
-   * deadline, the SMS's send or checks), coming back for the next one.
+   * deadline, the SMS's send or checks), coming back for the next one. `expected`: the job came
+   * back for a planned check of this channel (its read is taken along with the notice's).
    */
-  runNotice(id: string): Promise<StepOutcome> {
-    return runNotice(this.ctx, id);
+  runNotice(id: string, expected?: Channel): Promise<StepOutcome> {
+    return runNotice(this.ctx, id, expected);
   }
 
   /** Decides the fallback at most once (or blocks it when SMS may not be used). */

@@ -1,11 +1,21 @@
+import type { Channel } from '../providers/types.js';
+
 /** What a step of the engine asks of whoever ran it (a queue processor or the reconciler). */
 export type StepOutcome =
   /** `pauseMs`: the provider asked (429 Retry-After) that this kind of call wait this long, for every worker. */
-  { kind: 'done'; note: string; pauseMs?: number } | { kind: 'retry'; at: number; note: string; pauseMs?: number };
+  | { kind: 'done'; note: string; pauseMs?: number }
+  /**
+   * `check`: what the notice's job comes back for at `at` is a planned status check of this
+   * channel. The job keeps it (queues/index.ts runStep), and that run takes the channel's status
+   * read along with its read of the notice, in the same round trip (src/notice/steps/notice-job.ts).
+   */
+  | { kind: 'retry'; at: number; note: string; pauseMs?: number; check?: Channel };
 
 export const done = (note: string, pauseMs?: number): StepOutcome => (pauseMs ? { kind: 'done', note, pauseMs } : { kind: 'done', note });
 export const retryAt = (at: number, note: string, pauseMs?: number): StepOutcome =>
   pauseMs ? { kind: 'retry', at, note, pauseMs } : { kind: 'retry', at, note };
+/** Comes back at `at` for a planned status check of `channel`. */
+export const checkAt = (at: number, note: string, channel: Channel): StepOutcome => ({ kind: 'retry', at, note, check: channel });
 
 /**
  * What the engine asks to run when; queues/index.ts implements it over BullMQ, where each notice

@@ -248,6 +248,101 @@ describe("a notice's one job", () => {
     });
   });
 
+  describe('what it comes back for', () => {
+    it('says when it comes back for a planned check, and of which channel: never for the deadline or a send', async () => {
+      const email = 'never+says@example.com';
+      const { id, plan, deadline } = await accepted(email);
+      const sent = await engine.runNotice(id);
+      expect(sent).toMatchObject({ kind: 'retry', at: plan[0], check: 'email' });
+      clock.set(plan[0]!);
+      // The last check before the deadline comes back for the deadline itself, no check.
+      const checked = await engine.runNotice(id, 'email');
+      expect(checked).toMatchObject({ kind: 'retry', at: deadline });
+      expect(checked).not.toHaveProperty('check');
+      clock.set(deadline);
+      const decided = await engine.runNotice(id);
+      expect(decided).toMatchObject({ kind: 'retry', check: 'sms' });
+    });
+
+    it('takes the status read a planned check came back for along with its read of the notice, and no other', async () => {
+      const email = 'delivered+0ms+along@example.com';
+      const { id, plan } = await accepted(email);
+      await engine.runNotice(id);
+      clock.set(plan[0]!);
+      const store = web.deps.store;
+      const steps: string[] = [];
+      const watching = (expected?: 'email') => {
+        steps.length = 0;
+        return engineUnderTest(
+          web,
+          sandbox,
+          clock,
+          {},
+          {
+            store: new Proxy(store, {
+              get(target, key, receiver) {
+                if (key !== 'getWithContent') return Reflect.get(target, key, receiver) as unknown;
+                return (...args: Parameters<typeof store.getWithContent>) => {
+                  steps.push('notice read sent');
+                  const read = target.getWithContent(...args);
+                  void read.then(() => steps.push('notice read answered'));
+                  return read;
+                };
+              },
+            }),
+            statusReads: {
+              take: (channel, now) => {
+                steps.push(`${channel} status read taken`);
+                return limiter.take(channel, now);
+              },
+              pause: (channel, ms) => limiter.pause(channel, ms),
+            },
+          },
+        ).runNotice(id, expected);
+      };
+      expect(await watching('email')).toEqual({ kind: 'done', note: 'email delivered' });
+      // Sent in the same tick as the read (one write on the step connection's pipeline), once.
+      expect(steps).toEqual(['email status read taken', 'notice read sent', 'notice read answered']);
+      expect(statusReads(email)).toBe(1);
+    });
+
+    it('takes the read after its read of the notice when the job did not say it came back for a check', async () => {
+      const email = 'delivered+0ms+after@example.com';
+      const { id, plan } = await accepted(email);
+      await engine.runNotice(id);
+      clock.set(plan[0]!);
+      const steps: string[] = [];
+      const store = web.deps.store;
+      const watching = engineUnderTest(
+        web,
+        sandbox,
+        clock,
+        {},
+        {
+          store: new Proxy(store, {
+            get(target, key, receiver) {
+              if (key !== 'getWithContent') return Reflect.get(target, key, receiver) as unknown;
+              return async (...args: Parameters<typeof store.getWithContent>) => {
+                const read = await target.getWithContent(...args);
+                steps.push('notice read answered');
+                return read;
+              };
+            },
+          }),
+          statusReads: {
+            take: (channel, now) => {
+              steps.push(`${channel} status read taken`);
+              return limiter.take(channel, now);
+            },
+            pause: (channel, ms) => limiter.pause(channel, ms),
+          },
+        },
+      );
+      expect(await watching.runNotice(id)).toEqual({ kind: 'done', note: 'email delivered' });
+      expect(steps).toEqual(['notice read answered', 'email status read taken']);
+    });
+  });
+
   describe("when the provider's status reads are at their limit", () => {
     it('holds a planned check to the next second the limit allows, and never the deadline', async () => {
       const first = await accepted('never+limit-a@example.com');

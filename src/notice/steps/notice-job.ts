@@ -1,5 +1,5 @@
 import type { Channel } from '../../providers/types.js';
-import { done, retryAt, type Scheduler, type StepOutcome } from '../outcome.js';
+import { checkAt, done, retryAt, type Scheduler, type StepOutcome } from '../outcome.js';
 import { readNoticeWithContent } from '../notice.js';
 import { isTerminal, UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
@@ -16,8 +16,18 @@ import { sendEmail, sendSms } from './send.js';
  * What a step asks to schedule for its notice becomes a time to come back at (RunScheduler),
  * not another job. A planned check takes a status read of its provider first (the limit every
  * worker shares); the deadline's last read takes none.
+ *
+ * `expected`: the job came back for a planned check of this channel (the outcome's `check` of
+ * its last run, which the job keeps). The run then takes that status read in the same round
+ * trip as its read of the notice, instead of one of its own after it; should the notice need
+ * something else by now (a webhook moved it), the read taken goes unused, as a read refused by
+ * the provider would.
  */
-export async function runNotice(ctx: StepContext, id: string): Promise<StepOutcome> {
+export async function runNotice(ctx: StepContext, id: string, expected?: Channel): Promise<StepOutcome> {
+  const limit = ctx.deps.statusReads;
+  const taken = expected && limit ? { channel: expected, heldUntil: limit.take(expected, ctx.now()) } : undefined;
+  // A read that goes unused must not leave a rejection unhandled; one that is used is awaited.
+  taken?.heldUntil.catch(() => undefined);
   // The content comes along: a send needs it, and it costs no round trip of its own so.
   const { notice, content } = await readNoticeWithContent(ctx.store, id);
   if (!notice) return done('no such notice');
@@ -25,6 +35,8 @@ export async function runNotice(ctx: StepContext, id: string): Promise<StepOutco
   const run = new RunScheduler(id, ctx.deps.schedule);
   const here = ctx.forRun(run, notice, content);
   const { deadline } = notice;
+  const take = (channel: Channel) =>
+    taken?.channel === channel ? taken.heldUntil : limit ? limit.take(channel, now) : Promise.resolve(undefined);
   let outcome: StepOutcome;
   // Until the fallback is decided, the notice comes back at its deadline at the latest.
   let waitsForDeadline = false;
@@ -37,7 +49,7 @@ export async function runNotice(ctx: StepContext, id: string): Promise<StepOutco
     case 'email_sent': {
       waitsForDeadline = now < deadline;
       if (!waitsForDeadline) outcome = await runDeadline(here, id);
-      else outcome = await check(here, 'email', notice.emailChannel.nextCheckAt, now, () => pollEmail(here, id));
+      else outcome = await check(here, 'email', notice.emailChannel.nextCheckAt, now, take, () => pollEmail(here, id));
       break;
     }
     case 'sms_pending':
@@ -45,7 +57,7 @@ export async function runNotice(ctx: StepContext, id: string): Promise<StepOutco
       outcome = await sendSms(here, id);
       break;
     case 'sms_sent':
-      outcome = await check(here, 'sms', notice.smsChannel.nextCheckAt, now, () => pollSms(here, id));
+      outcome = await check(here, 'sms', notice.smsChannel.nextCheckAt, now, take, () => pollSms(here, id));
       break;
     default:
       outcome = done(`state is ${notice.state}`);
@@ -59,35 +71,40 @@ export async function runNotice(ctx: StepContext, id: string): Promise<StepOutco
     if (state === undefined || isTerminal(state)) return done(outcome.note);
     if (!UNDECIDED_STATES.includes(state)) next = now;
   }
-  const times = [
-    outcome.kind === 'retry' ? outcome.at : undefined,
-    run.at,
-    next ?? (waitsForDeadline && !run.deadlineDropped ? deadline : undefined),
+  // The earliest of what was asked, and whether that is a planned check (of one channel only).
+  const asks: { at: number | undefined; check?: Channel }[] = [
+    outcome.kind === 'retry' ? { at: outcome.at, check: outcome.check } : { at: undefined },
+    { at: run.at, check: run.check },
+    { at: next ?? (waitsForDeadline && !run.deadlineDropped ? deadline : undefined) },
   ];
-  const at = Math.min(...times.filter((t): t is number => t !== undefined));
-  return Number.isFinite(at) ? retryAt(at, outcome.note) : done(outcome.note);
+  const at = Math.min(...asks.flatMap((ask) => (ask.at === undefined ? [] : [ask.at])));
+  if (!Number.isFinite(at)) return done(outcome.note);
+  const checks = new Set(asks.filter((ask) => ask.at === at).map((ask) => ask.check));
+  const [channel] = checks;
+  return checks.size === 1 && channel ? checkAt(at, outcome.note, channel) : retryAt(at, outcome.note);
 }
 
 /**
  * A planned status check, when it is due and its provider has a read to spare; else the time
  * to come back for it. A provider's 429 holds every worker's reads of it back for its
- * Retry-After (never this queue: the deadlines in it must not wait).
+ * Retry-After (never this queue: the deadlines in it must not wait). `take` takes the read (or
+ * hands over the one the run took along with its read of the notice).
  */
 async function check(
   ctx: StepContext,
   channel: Channel,
   plannedAt: number | undefined,
   now: number,
+  take: (channel: Channel) => Promise<number | undefined>,
   read: () => Promise<StepOutcome>,
 ): Promise<StepOutcome> {
   if (plannedAt === undefined) return done(`no ${channel} check planned`);
-  if (plannedAt > now) return retryAt(plannedAt, `next ${channel} check`);
-  const limit = ctx.deps.statusReads;
-  const heldUntil = limit && (await limit.take(channel, now));
-  if (heldUntil !== undefined) return retryAt(heldUntil, `${channel} status reads at their limit`);
+  if (plannedAt > now) return checkAt(plannedAt, `next ${channel} check`, channel);
+  const heldUntil = await take(channel);
+  if (heldUntil !== undefined) return checkAt(heldUntil, `${channel} status reads at their limit`, channel);
   const outcome = await read();
   if (!outcome.pauseMs) return outcome;
-  await limit?.pause(channel, outcome.pauseMs);
+  await ctx.deps.statusReads?.pause(channel, outcome.pauseMs);
   return outcome.kind === 'retry' ? retryAt(outcome.at, outcome.note) : done(outcome.note);
 }
 
@@ -100,6 +117,8 @@ async function check(
  */
 class RunScheduler implements Scheduler {
   at: number | undefined;
+  /** The channel whose planned check `at` is, when that is what the earliest ask was (and only it). */
+  check: Channel | undefined;
   deadlineDropped = false;
 
   constructor(
@@ -107,9 +126,10 @@ class RunScheduler implements Scheduler {
     private readonly queues: Scheduler,
   ) {}
 
-  private comeBack(id: string, at: number, elsewhere: () => Promise<void>): Promise<void> {
+  private comeBack(id: string, at: number, elsewhere: () => Promise<void>, check?: Channel): Promise<void> {
     if (id !== this.id) return elsewhere();
-    this.at = this.at === undefined ? at : Math.min(this.at, at);
+    if (this.at === undefined || at < this.at) [this.at, this.check] = [at, check];
+    else if (at === this.at && check !== this.check) this.check = undefined;
     return Promise.resolve();
   }
 
@@ -120,7 +140,7 @@ class RunScheduler implements Scheduler {
     return this.queues.accepted(notices);
   }
   emailPoll(id: string, at: number): Promise<void> {
-    return this.comeBack(id, at, () => this.queues.emailPoll(id, at));
+    return this.comeBack(id, at, () => this.queues.emailPoll(id, at), 'email');
   }
   deadline(id: string, at: number): Promise<void> {
     return this.comeBack(id, at, () => this.queues.deadline(id, at));
@@ -129,7 +149,7 @@ class RunScheduler implements Scheduler {
     return this.comeBack(id, at, () => this.queues.smsSend(id, at));
   }
   smsPoll(id: string, at: number): Promise<void> {
-    return this.comeBack(id, at, () => this.queues.smsPoll(id, at));
+    return this.comeBack(id, at, () => this.queues.smsPoll(id, at), 'sms');
   }
   dropDeadline(id: string): Promise<void> {
     if (id !== this.id) return this.queues.dropDeadline(id);
