@@ -164,8 +164,14 @@ export interface AcceptCaller {
 }
 
 /**
- * The accept use case, whole: the recipient's policy and the address's suppression (one round
- * trip), the notice stored (or the earlier one an idempotency key names), and, for a new notice,
+ * What a request must pass before anything of it is stored, sent with the reads of its
+ * acceptance so that both travel in one round trip: the caller's rate limit. It throws to refuse.
+ */
+export type Admission = () => Promise<unknown>;
+
+/**
+ * The accept use case, whole: the request's admission (`admit`, its rate limit), the recipient's
+ * policy and the address's suppression (one round trip), the notice stored (or the earlier one an idempotency key names), and, for a new notice,
  * its job (`<id>-deadline`), due now for the email's send. A job that could not be
  * queued is left to the reconciler: the notice is stored and due now. Throws RejectedRequest
  * for a request the schema let through and Herald refuses.
@@ -175,8 +181,10 @@ export async function accept(
   request: AcceptRequest,
   caller: AcceptCaller,
   log: Pick<Logger, 'info' | 'warn'>,
+  admit?: Admission,
 ): Promise<AcceptResult> {
-  const [policy, emailSuppressed] = await Promise.all([
+  const [, policy, emailSuppressed] = await Promise.all([
+    admit?.(),
     deps.policies.get(request.recipient.id, caller.tenant),
     deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
   ]);
@@ -218,14 +226,22 @@ export async function acceptBatch(
   requests: readonly { request: AcceptRequest; idempotencyKey?: string }[],
   caller: Omit<AcceptCaller, 'idempotencyKey'>,
   log: Pick<Logger, 'info' | 'warn'>,
+  admit?: Admission,
 ): Promise<BatchItemResult[]> {
+  // The batch's admission goes with its first notices' reads; a refusal stores none of them.
+  const admitted = admit?.();
+  admitted?.catch(() => undefined);
   const now = deps.clock.now();
   const acceptOne = async ({ request, idempotencyKey }: (typeof requests)[number]): Promise<BatchItemResult> => {
+    const reads = Promise.all([
+      deps.policies.get(request.recipient.id, caller.tenant),
+      deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
+    ]);
+    reads.catch(() => undefined);
+    // A refused admission refuses the whole request: it throws here, past the notice's own errors.
+    await admitted;
     try {
-      const [policy, emailSuppressed] = await Promise.all([
-        deps.policies.get(request.recipient.id, caller.tenant),
-        deps.suppressions.has('email', normalizeEmail(request.recipient.email)),
-      ]);
+      const [policy, emailSuppressed] = await reads;
       const who = idempotencyKey === undefined ? caller : { ...caller, idempotencyKey };
       return {
         ok: true,

@@ -209,3 +209,33 @@ describe('rate limiting per API key', () => {
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
   });
 });
+
+describe('rate limiting of the routes that accept notices', () => {
+  let web: WebUnderTest;
+  const prefix = testPrefix('rl-accept');
+  beforeAll(async () => {
+    web = await startWebUnderTest(testConfig(prefix, { HERALD_RATE_LIMIT_PER_MINUTE: '3' }));
+  });
+  afterAll(async () => {
+    await web.close();
+    await cleanUp(prefix);
+  });
+  it('answers 429 rate_limited to a notice and to a batch once the key used its minute, and stores and queues none of them', async () => {
+    const body = (i: number) => noticeBody({ recipient: { id: `rl-${i}`, email: 'never@example.com' } });
+    for (let i = 0; i < 3; i += 1) expect((await web.call('POST', '/v1/notices', body(i))).statusCode).toBe(202);
+    const limited = await web.call('POST', '/v1/notices', body(3));
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json().error.code).toBe('rate_limited');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    const batch = await web.call('POST', '/v1/notices/batch', { notices: [body(4), body(5)] });
+    expect(batch.statusCode).toBe(429);
+    expect(batch.json().error.code).toBe('rate_limited');
+    // The three accepted notices are all there is: their jobs, their hashes.
+    const counts = await web.queues.deadline.getJobCounts();
+    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(3);
+    const notices = await web.redis.keys(`${prefix}:*:notice:*`);
+    expect(notices).toHaveLength(3);
+    // The other routes share the key's minute.
+    expect((await web.call('GET', '/v1/recipients/rl-0/policy')).statusCode).toBe(429);
+  });
+});
