@@ -27,7 +27,9 @@ export class NodeProcess {
   ) {}
 
   start(): this {
-    const child = spawn(process.execPath, [this.script], {
+    // BENCH_CPU_PROF=<dir>: each process writes its V8 CPU profile there as it exits.
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    const child = spawn(process.execPath, [...profile, this.script], {
       cwd: ROOT,
       env: { ...process.env, ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
