@@ -15,7 +15,8 @@ export const done = (note: string, pauseMs?: number): StepOutcome => (pauseMs ? 
 export const retryAt = (at: number, note: string, pauseMs?: number): StepOutcome =>
   pauseMs ? { kind: 'retry', at, note, pauseMs } : { kind: 'retry', at, note };
 /** Comes back at `at` for a planned status check of `channel`. */
-export const checkAt = (at: number, note: string, channel: Channel): StepOutcome => ({ kind: 'retry', at, note, check: channel });
+export const checkAt = (at: number, note: string, channel: Channel, pauseMs?: number): StepOutcome =>
+  pauseMs ? { kind: 'retry', at, note, pauseMs, check: channel } : { kind: 'retry', at, note, check: channel };
 
 /**
  * What the engine asks to run when; queues/index.ts implements it over BullMQ, where each notice

@@ -39,14 +39,18 @@ afterAll(async () => {
 
 let n = 0;
 /** A notice accepted n minutes after START (each in seconds of its own): checks 2 and 7 minutes later, the deadline at 10. */
-async function accepted(email: string, deadlineInSeconds = 600): Promise<{ id: string; plan: number[]; deadline: number }> {
+async function accepted(
+  email: string,
+  deadlineInSeconds = 600,
+  phone = '+12025550100',
+): Promise<{ id: string; plan: number[]; deadline: number }> {
   n += 1;
   clock.set(START + n * 60_000);
   const res = await web.call(
     'POST',
     '/v1/notices',
     noticeBody({
-      recipient: { id: `p-job-${n}`, email, phone: '+12025550100' },
+      recipient: { id: `p-job-${n}`, email, phone },
       deadlineInSeconds,
       policy: { firstCheckAfterSeconds: 120, minCheckIntervalSeconds: 300 },
     }),
@@ -262,6 +266,27 @@ describe("a notice's one job", () => {
       clock.set(deadline);
       const decided = await engine.runNotice(id);
       expect(decided).toMatchObject({ kind: 'retry', check: 'sms' });
+    });
+
+    it('says so after every planned check that has another before the deadline, and after each SMS check', async () => {
+      const email = 'never+says-each@example.com';
+      // The SMS stays sent (the emulator's number ending 05): its checks go on.
+      const { id, plan, deadline } = await accepted(email, 1200, '+12025550105');
+      const before = plan.filter((at) => at < deadline);
+      expect(before.length).toBeGreaterThan(2);
+      expect(await engine.runNotice(id)).toMatchObject({ at: before[0], check: 'email' });
+      for (const [i, at] of before.entries()) {
+        clock.set(at);
+        const next = before[i + 1];
+        const outcome = await engine.runNotice(id, 'email');
+        if (next === undefined) expect(outcome).not.toHaveProperty('check');
+        else expect(outcome).toMatchObject({ at: next, check: 'email' });
+      }
+      clock.set(deadline);
+      const decided = await engine.runNotice(id);
+      expect(decided).toMatchObject({ check: 'sms' });
+      clock.set(comesBackAt(decided));
+      expect(await engine.runNotice(id, 'sms')).toMatchObject({ kind: 'retry', check: 'sms' });
     });
 
     it('takes the status read a planned check came back for along with its read of the notice, and no other', async () => {

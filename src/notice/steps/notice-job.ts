@@ -105,7 +105,8 @@ async function check(
   const outcome = await read();
   if (!outcome.pauseMs) return outcome;
   await ctx.deps.statusReads?.pause(channel, outcome.pauseMs);
-  return outcome.kind === 'retry' ? retryAt(outcome.at, outcome.note) : done(outcome.note);
+  if (outcome.kind !== 'retry') return done(outcome.note);
+  return outcome.check ? checkAt(outcome.at, outcome.note, outcome.check) : retryAt(outcome.at, outcome.note);
 }
 
 /**

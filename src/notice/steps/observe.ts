@@ -5,7 +5,7 @@ import type { Notice } from '../notice.js';
 import type { SuppressionSource } from '../../store/suppressions.js';
 import { EMAIL, SMS } from '../channels.js';
 import { providerErrorEntry, type LogEntry } from '../entries.js';
-import { done, retryAt, type StepOutcome } from '../outcome.js';
+import { checkAt, done, type StepOutcome } from '../outcome.js';
 import { nextCheckAfter } from '../planner.js';
 import { isTerminal, UNDECIDED_STATES, type NoticeState } from '../states.js';
 import { emailChecksBeforeDeadline, MAX_RACES, type StepContext } from './context.js';
@@ -20,7 +20,7 @@ export async function pollEmail(ctx: StepContext, id: string): Promise<StepOutco
   const { outcome, nextCheckAt } = await observeEmail(ctx, notice, false, notice.emailChannel.nextCheckAt);
   // The next check runs in this same job, moved back to delayed until then.
   if (nextCheckAt === undefined || nextCheckAt >= notice.deadline) return outcome;
-  return retryAt(nextCheckAt, outcome.note, outcome.pauseMs);
+  return checkAt(nextCheckAt, outcome.note, 'email', outcome.pauseMs);
 }
 
 /**
@@ -301,7 +301,7 @@ export async function pollSms(ctx: StepContext, id: string): Promise<StepOutcome
     });
     const note = `sms status read failed: ${error.kind}`;
     const pauseMs = error.kind === 'rate_limited' ? (error.retryAfterMs ?? 1000) : undefined;
-    return next !== undefined ? retryAt(next, note, pauseMs) : done(note, pauseMs);
+    return next !== undefined ? checkAt(next, note, 'sms', pauseMs) : done(note, pauseMs);
   }
   return (await recordSmsObservation(ctx, notice, observation, { plannedAt: record.nextCheckAt })).outcome;
 }
@@ -371,6 +371,7 @@ export async function recordSmsObservation(
   if (!result.ok && result.reason === 'guard') return { outcome: done('webhook event recorded before'), stored: 'duplicate' };
   if (!result.ok) return { outcome: done(`observation not stored: ${result.reason}`), stored: 'not_stored' };
   if (terminal && webhook) await ctx.dropChecks(id, 'sms');
-  if (!terminal && !webhook && next !== undefined) return { outcome: retryAt(next, `sms ${observation.status}`), stored: 'recorded' };
+  if (!terminal && !webhook && next !== undefined)
+    return { outcome: checkAt(next, `sms ${observation.status}`, 'sms'), stored: 'recorded' };
   return { outcome: done(`sms ${observation.status}`), stored: 'recorded' };
 }
