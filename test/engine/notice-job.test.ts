@@ -289,55 +289,10 @@ describe("a notice's one job", () => {
       expect(await engine.runNotice(id, 'sms')).toMatchObject({ kind: 'retry', check: 'sms' });
     });
 
-    it('takes the status read a planned check came back for along with its read of the notice, and no other', async () => {
-      const email = 'delivered+0ms+along@example.com';
-      const { id, plan } = await accepted(email);
-      await engine.runNotice(id);
-      clock.set(plan[0]!);
+    /** One run of the notice's job, noting when its read of the notice leaves and is answered, and each status read it takes. */
+    async function watchedRun(id: string, expected?: 'email'): Promise<{ outcome: StepOutcome; steps: string[] }> {
       const store = web.deps.store;
       const steps: string[] = [];
-      const watching = (expected?: 'email') => {
-        steps.length = 0;
-        return engineUnderTest(
-          web,
-          sandbox,
-          clock,
-          {},
-          {
-            store: new Proxy(store, {
-              get(target, key, receiver) {
-                if (key !== 'getWithContent') return Reflect.get(target, key, receiver) as unknown;
-                return (...args: Parameters<typeof store.getWithContent>) => {
-                  steps.push('notice read sent');
-                  const read = target.getWithContent(...args);
-                  void read.then(() => steps.push('notice read answered'));
-                  return read;
-                };
-              },
-            }),
-            statusReads: {
-              take: (channel, now) => {
-                steps.push(`${channel} status read taken`);
-                return limiter.take(channel, now);
-              },
-              pause: (channel, ms) => limiter.pause(channel, ms),
-            },
-          },
-        ).runNotice(id, expected);
-      };
-      expect(await watching('email')).toEqual({ kind: 'done', note: 'email delivered' });
-      // Sent in the same tick as the read (one write on the step connection's pipeline), once.
-      expect(steps).toEqual(['email status read taken', 'notice read sent', 'notice read answered']);
-      expect(statusReads(email)).toBe(1);
-    });
-
-    it('takes the read after its read of the notice when the job did not say it came back for a check', async () => {
-      const email = 'delivered+0ms+after@example.com';
-      const { id, plan } = await accepted(email);
-      await engine.runNotice(id);
-      clock.set(plan[0]!);
-      const steps: string[] = [];
-      const store = web.deps.store;
       const watching = engineUnderTest(
         web,
         sandbox,
@@ -347,9 +302,10 @@ describe("a notice's one job", () => {
           store: new Proxy(store, {
             get(target, key, receiver) {
               if (key !== 'getWithContent') return Reflect.get(target, key, receiver) as unknown;
-              return async (...args: Parameters<typeof store.getWithContent>) => {
-                const read = await target.getWithContent(...args);
-                steps.push('notice read answered');
+              return (...args: Parameters<typeof store.getWithContent>) => {
+                steps.push('notice read sent');
+                const read = target.getWithContent(...args);
+                void read.then(() => steps.push('notice read answered'));
                 return read;
               };
             },
@@ -363,8 +319,28 @@ describe("a notice's one job", () => {
           },
         },
       );
-      expect(await watching.runNotice(id)).toEqual({ kind: 'done', note: 'email delivered' });
-      expect(steps).toEqual(['notice read answered', 'email status read taken']);
+      return { outcome: await watching.runNotice(id, expected), steps };
+    }
+
+    it('takes the status read a planned check came back for along with its read of the notice, and no other', async () => {
+      const email = 'delivered+0ms+along@example.com';
+      const { id, plan } = await accepted(email);
+      await engine.runNotice(id);
+      clock.set(plan[0]!);
+      const { outcome, steps } = await watchedRun(id, 'email');
+      expect(outcome).toEqual({ kind: 'done', note: 'email delivered' });
+      // Sent in the same tick as the read (one write on the step connection's pipeline), once.
+      expect(steps).toEqual(['email status read taken', 'notice read sent', 'notice read answered']);
+      expect(statusReads(email)).toBe(1);
+    });
+
+    it('takes the read after its read of the notice when the job did not say it came back for a check', async () => {
+      const { id, plan } = await accepted('delivered+0ms+after@example.com');
+      await engine.runNotice(id);
+      clock.set(plan[0]!);
+      const { outcome, steps } = await watchedRun(id);
+      expect(outcome).toEqual({ kind: 'done', note: 'email delivered' });
+      expect(steps).toEqual(['notice read sent', 'notice read answered', 'email status read taken']);
     });
   });
 
