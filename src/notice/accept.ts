@@ -171,10 +171,10 @@ export type Admission = () => Promise<unknown>;
 
 /**
  * The accept use case, whole: the request's admission (`admit`, its rate limit), the recipient's
- * policy and the address's suppression (one round trip), the notice stored (or the earlier one an idempotency key names), and, for a new notice,
- * its job (`<id>-deadline`), due now for the email's send. A job that could not be
- * queued is left to the reconciler: the notice is stored and due now. Throws RejectedRequest
- * for a request the schema let through and Herald refuses.
+ * policy and the address's suppression (one round trip), the notice stored (or the earlier one
+ * an idempotency key names), and, for a new notice, its job (`<id>-deadline`), due now for the
+ * email's send. A job that could not be queued is left to the reconciler: the notice is stored
+ * and due now. Throws RejectedRequest for a request the schema let through and Herald refuses.
  */
 export async function accept(
   deps: AcceptDeps,
