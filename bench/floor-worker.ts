@@ -1,7 +1,8 @@
 /**
  * The floor under one job per notice, as a worker process: the notice's job in Herald's
  * `deadline` queue, with the worker's class and options (its concurrency, lock, kept jobs; its
- * moves back to delayed fetch the next job, queues/notice-worker.ts) on the worker's connections, runs what the design cannot do without and nothing else: the transitions of
+ * moves back to delayed fetch the next job, queues/notice-worker.ts) on the worker's
+ * connections, runs what the design cannot do without and nothing else: the transitions of
  * bench/floor-steps.ts at each run, the job moved back to delayed for each planned check, the
  * deadline and the SMS's check, and the log mirror's sweep into the archive. No reads, no
  * provider calls, no status-read limits, no other sweep. Env: Herald's (bench/herald.ts
