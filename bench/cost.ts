@@ -20,6 +20,8 @@ const PROFILE = process.env.BENCH_SLOWLOG === '1';
 export interface CostRun {
   items: number;
   redisCommandsPerItem: number;
+  /** Round trips to Redis per item (requests, and the requests pipelined with them, read at once), net of the idle rate. */
+  redisRoundTripsPerItem: number;
   /** CPU time of the Redis server per item, µs, net of its idle rate. */
   redisCpuUsPerItem: number;
   /**
@@ -181,6 +183,7 @@ export function costPerItem(counted: CountedWork, items: number): CostRun {
   return {
     items,
     redisCommandsPerItem: counted.total / items,
+    redisRoundTripsPerItem: counted.reads / items,
     redisCpuUsPerItem: (counted.redisCpuMs * 1000) / items,
     processCpuUsPerItem: (counted.processCpuMs * 1000) / items,
     idleCommandsPerSecond: counted.idlePerSecond,

@@ -50,9 +50,21 @@ export async function redisCpuMs(redis: Redis): Promise<number> {
   return (field('used_cpu_sys') + field('used_cpu_user')) * 1000;
 }
 
+/**
+ * Reads of client sockets the Redis server has done since it started (`INFO stats`
+ * `total_reads_processed`): a request and the requests pipelined with it are one read, so this
+ * counts round trips, whose own cost (the socket's read and write, the event loop's turn) comes
+ * on top of the commands'.
+ */
+export async function redisReads(redis: Redis): Promise<number> {
+  const info = await redis.info('stats');
+  return Number(/^total_reads_processed:(\d+)/m.exec(info)?.[1] ?? Number.NaN);
+}
+
 /** One reading of what a piece of work is measured by. */
 interface Reading {
   counts: CommandCounts;
+  reads: number;
   redisCpuMs: number;
   processCpuMs: number;
   at: number;
@@ -61,6 +73,8 @@ interface Reading {
 export interface CountedWork {
   /** Commands, net of the idle rate. */
   total: number;
+  /** Round trips (reads of client sockets, redisReads), net of the idle rate. */
+  reads: number;
   gross: number;
   idlePerSecond: number;
   /** CPU time of the Redis server, ms, net of its idle rate. */
@@ -105,11 +119,13 @@ export async function countCommands(
   };
   const read = async (): Promise<Reading> => ({
     counts: await commandCounts(redis),
+    reads: await redisReads(redis),
     redisCpuMs: await redisCpuMs(redis),
     processCpuMs: opts.processCpu?.() ?? 0,
     at: Date.now(),
   });
   let idlePerSecond = Number.POSITIVE_INFINITY;
+  let idleReadsPerSecond = Number.POSITIVE_INFINITY;
   let idleRedisCpuPerSecond = Number.POSITIVE_INFINITY;
   let idleProcessCpuPerSecond = Number.POSITIVE_INFINITY;
   for (let slice = 0; slice < Math.max(1, Math.round(opts.idleMs / 1000)); slice += 1) {
@@ -118,6 +134,7 @@ export async function countCommands(
     const sliceEnd = await read();
     const seconds = (sliceEnd.at - sliceStart.at) / 1000;
     idlePerSecond = Math.min(idlePerSecond, total(countsBetween(sliceStart.counts, sliceEnd.counts)) / seconds);
+    idleReadsPerSecond = Math.min(idleReadsPerSecond, (sliceEnd.reads - sliceStart.reads) / seconds);
     idleRedisCpuPerSecond = Math.min(idleRedisCpuPerSecond, (sliceEnd.redisCpuMs - sliceStart.redisCpuMs) / seconds);
     idleProcessCpuPerSecond = Math.min(idleProcessCpuPerSecond, (sliceEnd.processCpuMs - sliceStart.processCpuMs) / seconds);
   }
@@ -133,6 +150,7 @@ export async function countCommands(
   const net = (used: number, idlePerSecond: number) => Math.max(0, used - (idlePerSecond * durationMs) / 1000);
   return {
     total: net(gross, idlePerSecond),
+    reads: net(end.reads - start.reads, idleReadsPerSecond),
     gross,
     idlePerSecond,
     redisCpuMs: net(end.redisCpuMs - start.redisCpuMs, idleRedisCpuPerSecond),

@@ -107,9 +107,11 @@ try {
 
   // Other clients of a shared Redis, and other work on the machine, can only add to the counts
   // and CPU times: of two runs, the one that cost Redis less CPU is the closer one.
-  const lower = async <T extends { redisCommandsPerItem: number; redisCpuUsPerItem: number; processCpuUsPerItem: number }>(
+  const lower = async <
+    T extends { redisCommandsPerItem: number; redisRoundTripsPerItem: number; redisCpuUsPerItem: number; processCpuUsPerItem: number },
+  >(
     run: () => Promise<T>,
-  ): Promise<T & { repeats: { commands: number; redisCpuUs: number; processCpuUs: number }[] }> => {
+  ): Promise<T & { repeats: { commands: number; roundTrips: number; redisCpuUs: number; processCpuUs: number }[] }> => {
     const runs = [await run(), await run()];
     const best = runs.reduce((a, b) => (b.redisCpuUsPerItem < a.redisCpuUsPerItem ? b : a));
     const round = (x: number) => Math.round(x * 10) / 10;
@@ -117,6 +119,7 @@ try {
       ...best,
       repeats: runs.map((r) => ({
         commands: round(r.redisCommandsPerItem),
+        roundTrips: round(r.redisRoundTripsPerItem),
         redisCpuUs: round(r.redisCpuUsPerItem),
         processCpuUs: round(r.processCpuUsPerItem),
       })),
@@ -437,6 +440,20 @@ try {
         herald: cost.floorFallback.redisCommandsPerItem,
         baseline: cost.raw.redisCommandsPerItem,
         baselineIs: 'raw job, add + run',
+        unit: '',
+      },
+      {
+        figure: 'Redis round trips per delivered notice',
+        herald: cost.delivered.redisRoundTripsPerItem,
+        baseline: cost.floorDelivered.redisRoundTripsPerItem,
+        baselineIs: "the design's floor, same notices",
+        unit: '',
+      },
+      {
+        figure: 'Redis round trips per fallback notice',
+        herald: cost.fallback.redisRoundTripsPerItem,
+        baseline: cost.floorFallback.redisRoundTripsPerItem,
+        baselineIs: "the design's floor, same notices",
         unit: '',
       },
       {
