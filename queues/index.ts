@@ -13,11 +13,13 @@ import type { Clock } from '../src/clock.js';
 import type { Channel } from '../src/providers/types.js';
 import { shardOfNoticeId } from '../src/notice/ids.js';
 import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
+import { UNDECIDED_STATES, type NoticeState } from '../src/notice/states.js';
 import { earlierPartitionOfNotice, partitionOfNotice, type Keys } from '../src/store/keys.js';
 import { delayedUntil } from '../src/store/delayed-jobs.js';
 import type { RedisClient } from '../src/store/redis.js';
+import { stateOfReply } from '../src/store/notices.js';
 import type { DeliveryQueue } from '../src/events/dispatch.js';
-import { MovingJob } from './notice-worker.js';
+import { MovingJob, type RedisCommand } from './notice-worker.js';
 
 /** Herald's queues; what each one's jobs do is the table of queues/processors.ts. */
 export const QUEUE_NAMES = {
@@ -443,6 +445,17 @@ export interface StepContext {
   pause?: (ms: number) => Promise<void>;
   /** The first retry's delay after a step threw (default 1 s), doubling with each. */
   retryBaseMs?: number;
+  /**
+   * Reads a notice's state (the NoticeStore's), for a job that comes back only while its notice
+   * stays undecided (`ifUndecided`): the read goes with the job's move back.
+   */
+  states?: NoticeStates;
+}
+
+/** How runStep reads a notice's state: a command to send with a move back, or a read on its own. */
+export interface NoticeStates {
+  stateRead(id: string): RedisCommand;
+  statesOf(ids: readonly string[]): Promise<(NoticeState | undefined)[]>;
 }
 
 /**
@@ -486,10 +499,37 @@ export async function runStep(
       await job.moveToWait(token);
       throw new WaitingError(outcome.note);
     }
-    await moveBack(job, token, Date.now() + delay, data);
+    if (outcome.ifUndecided && ctx.states) await moveBackIfUndecided(job, token, Date.now() + delay, data, ctx.states);
+    else await moveBack(job, token, Date.now() + delay, data);
     throw new DelayedError(outcome.note);
   }
   return outcome.note;
+}
+
+/**
+ * Moves a running job back to delayed (as moveBack) whose notice it comes back for only while
+ * the notice stays undecided, then reads the notice's state, in the move's own round trip when
+ * it can (MovingJob.moveBackReading): a notice decided or finished by then (a webhook's early
+ * fallback, whose ask to run the job now found it running and left it) brings the job back at
+ * once. Whatever lands after the read finds the job delayed, and its own ask promotes it.
+ */
+async function moveBackIfUndecided(
+  job: Job<NoticeJob>,
+  token: string,
+  timestamp: number,
+  data: NoticeJob,
+  states: NoticeStates,
+): Promise<void> {
+  const id = noticeOfJob(job);
+  const changed = !sameData(job.data, data);
+  let sent: { reply: unknown } | undefined;
+  if (job instanceof MovingJob) sent = await job.moveBackReading(timestamp, token, changed ? data : undefined, states.stateRead(id));
+  else await moveBack(job, token, timestamp, data);
+  const state = sent ? stateOfReply(sent.reply) : (await states.statesOf([id]))[0];
+  if (state !== undefined && UNDECIDED_STATES.includes(state)) return;
+  // The job is delayed until later; a promotion that finds it gone from the delayed set (a
+  // webhook's own promoted it, another worker runs it) leaves it where it is.
+  await job.promote().catch(() => undefined);
 }
 
 /**

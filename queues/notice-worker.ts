@@ -10,10 +10,23 @@
  * (`MovingJob`, through BullMQ's `Job` getter) moves with `fetchNext`, and hands the job it got
  * to its worker, which starts it in the slot the moved job left, as BullMQ starts the job a
  * finish fetched. The same call writes the job's data when it changes (what the job comes back
- * for, its error count).
+ * for, its error count), and a read the caller needs right after the move (its notice's state,
+ * runStep) goes in the same round trip (`moveBackReading`).
  */
-import { Job, Worker } from 'bullmq';
+import { Job, raw2NextJobData, Worker } from 'bullmq';
+import { scriptThenRead, type RedisCommand } from '../src/store/delayed-jobs.js';
 import type { NoticeJob } from './index.js';
+
+export type { RedisCommand };
+
+/** What of BullMQ's Redis backend a move back sent with a read of its own uses. */
+interface MoveBackend {
+  /** The worker's connections, as BullMQ's own move reaches them. */
+  queue: { client: Promise<unknown> };
+  version: string;
+  moveToDelayedArgs(jobId: string, timestamp: number, token: string, delay: number, opts: object): unknown[];
+  finishedErrors(error: { code: number; jobId: string; command: string; state: string }): Error;
+}
 
 /**
  * What BullMQ's move to delayed answers when asked to fetch: the next job's fields and ID, and
@@ -43,9 +56,59 @@ export class MovingJob extends Job<NoticeJob> {
       ...(data === undefined ? {} : { fieldsToUpdate: { data: JSON.stringify(data) } }),
       fetchNext,
     });
+    this.moved(delay, data, fetchNext ? token : undefined, next);
+  }
+
+  /**
+   * Moves back as `moveBack`, and reads `read` (a command of the job's Redis) after the move in
+   * the same round trip: its reply, or `undefined` when the read could not go with the move (a
+   * Cluster's pipelines keep to one slot, and the job's and the notice's differ), for the caller
+   * to send on its own.
+   */
+  async moveBackReading(
+    timestamp: number,
+    token: string,
+    data: NoticeJob | undefined,
+    read: RedisCommand,
+  ): Promise<{ reply: unknown } | undefined> {
+    const backend = this.backend as unknown as MoveBackend;
+    const worker = this.queue instanceof NoticeWorker ? this.queue : undefined;
+    const fetchNext = worker?.takesJobs() ?? false;
+    const now = Date.now();
+    const delay = Math.max(0, timestamp - now);
+    const replies = await scriptThenRead(
+      await backend.queue.client,
+      `moveToDelayed:${backend.version}`,
+      backend.moveToDelayedArgs(this.id!, now, token, delay, {
+        skipAttempt: true,
+        ...(data === undefined ? {} : { fieldsToUpdate: { data: JSON.stringify(data) } }),
+        fetchNext,
+      }),
+      read,
+    );
+    if (!replies) {
+      await this.moveBack(timestamp, token, data);
+      return undefined;
+    }
+    const [moveReply, readReply] = replies;
+    // As BullMQ's own move to delayed answers: its error, a refusal (the job not active, its lock
+    // lost), or the next job when it fetched one.
+    if (!moveReply) throw new Error(`the move of job ${this.id} to delayed got no reply`);
+    const [moveError, moved] = moveReply;
+    if (moveError) throw moveError;
+    if (typeof moved === 'number' && moved < 0)
+      throw backend.finishedErrors({ code: moved, jobId: this.id!, command: 'moveToDelayed', state: 'active' });
+    this.moved(delay, data, fetchNext ? token : undefined, moved === undefined ? undefined : raw2NextJobData(moved as unknown[]));
+    if (!readReply || readReply[0]) return undefined;
+    return { reply: readReply[1] };
+  }
+
+  /** What a move back leaves: the job's delay and data as moved, what it fetched handed to its worker. */
+  private moved(delay: number, data: NoticeJob | undefined, fetchedFor: string | undefined, next: unknown): void {
     this.delay = delay;
     if (data !== undefined) this.data = data;
-    if (fetchNext && Array.isArray(next)) worker.handOver(token, next as Fetched);
+    if (fetchedFor !== undefined && Array.isArray(next) && this.queue instanceof NoticeWorker)
+      this.queue.handOver(fetchedFor, next as Fetched);
   }
 }
 

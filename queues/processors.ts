@@ -14,14 +14,15 @@ import { noticeOfJob, runStep, type NoticeJob, type NoticeQueueKey, type StepCon
 
 /** The engine step each notice queue runs, by queue. */
 export const NOTICE_STEPS: Readonly<
-  Record<NoticeQueueKey, (engine: NoticeEngine, noticeId: string, job: NoticeJob) => Promise<StepOutcome>>
+  Record<NoticeQueueKey, (engine: NoticeEngine, noticeId: string, job: NoticeJob, readsState: boolean) => Promise<StepOutcome>>
 > = {
   // The notice's job (`<id>-deadline`, the one job a notice has): whatever its state needs now,
   // coming back (moved to delayed) for the next: the email's send, each planned check, the
   // deadline's read and decision, the SMS's send and checks. A deadline job queued before one job
   // per notice, due at the deadline, runs the deadline's step here. A job that came back for a
   // planned check says so (`check`): the run takes that status read with its read of the notice.
-  deadline: (engine, id, job) => engine.runNotice(id, job.check),
+  // With the notice's states at hand, runStep reads the state with the move back (`ifUndecided`).
+  deadline: (engine, id, job, readsState) => engine.runNotice(id, job.check, readsState),
   // The queues below run the jobs queued before one job per notice (and duplicates of them).
   // Hands the email to the provider once; a send in doubt is searched for first.
   emailSend: (engine, id) => engine.sendEmail(id),
@@ -36,7 +37,8 @@ export const NOTICE_STEPS: Readonly<
 /** The processor of a notice queue: its step of NOTICE_STEPS for the notice of each job. */
 export function noticeProcessor(queue: NoticeQueueKey, engine: NoticeEngine, ctx: StepContext): Processor<NoticeJob> {
   const step = NOTICE_STEPS[queue];
-  return (job, token) => runStep(job, token, ctx, () => step(engine, noticeOfJob(job), job.data));
+  const readsState = ctx.states !== undefined;
+  return (job, token) => runStep(job, token, ctx, () => step(engine, noticeOfJob(job), job.data, readsState));
 }
 
 /**

@@ -120,7 +120,7 @@ export async function startWorker(
     // Every step of every notice runs in its job here, so this queue runs many at once.
     [
       queues.deadline,
-      noticeProcessor('deadline', engine, { clock, log }),
+      noticeProcessor('deadline', engine, { clock, log, states: store }),
       undefined,
       config.workerConcurrency * NOTICE_JOB_CONCURRENCY_FACTOR,
     ],

@@ -54,9 +54,10 @@ export class NoticeEngine {
    * One run of the notice's job: the step its state needs now (send, a planned check, the
    * deadline, the SMS's send or checks), coming back for the next one. `expected`: the job came
    * back for a planned check of this channel (its read is taken along with the notice's).
+   * `readsState`: the caller reads the notice's state after moving the job back (`ifUndecided`).
    */
-  runNotice(id: string, expected?: Channel): Promise<StepOutcome> {
-    return runNotice(this.ctx, id, expected);
+  runNotice(id: string, expected?: Channel, readsState?: boolean): Promise<StepOutcome> {
+    return runNotice(this.ctx, id, expected, readsState);
   }
 
   /** Decides the fallback at most once (or blocks it when SMS may not be used). */

@@ -9,7 +9,14 @@ export type StepOutcome =
    * channel. The job keeps it (queues/index.ts runStep), and that run takes the channel's status
    * read along with its read of the notice, in the same round trip (src/notice/steps/notice-job.ts).
    */
-  | { kind: 'retry'; at: number; note: string; pauseMs?: number; check?: Channel };
+  /**
+   * `ifUndecided`: the notice waited undecided when the run ended, and comes back at `at` only
+   * while it stays so. A webhook may decide it (an early fallback) or settle it while the run is
+   * on, and its ask to run the job now finds the job running and leaves it: whoever moves the job
+   * back reads the notice's state after the move, and brings a notice decided or finished by then
+   * back at once (queues/index.ts runStep).
+   */
+  | { kind: 'retry'; at: number; note: string; pauseMs?: number; check?: Channel; ifUndecided?: true };
 
 export const done = (note: string, pauseMs?: number): StepOutcome => (pauseMs ? { kind: 'done', note, pauseMs } : { kind: 'done', note });
 export const retryAt = (at: number, note: string, pauseMs?: number): StepOutcome =>

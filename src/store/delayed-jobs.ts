@@ -9,3 +9,41 @@ export async function delayedUntil(queue: Queue, jobId: string): Promise<number 
   const score = await (await queue.backend.client).zscore(queue.toKey('delayed'), jobId);
   return score === null ? undefined : Math.floor(Number(score) / 0x1000);
 }
+
+/** A Redis command, as a pipeline's `call` takes it: its name, then its arguments. */
+export type RedisCommand = readonly [command: string, ...args: string[]];
+
+/** A reply in a pipeline's answer: its error, or its reply. */
+export type PipelinedReply = [error: Error | null, reply: unknown];
+
+/** A queue's connection (BullMQ's), as far as a pipeline of one of its scripts and a read goes. */
+interface ScriptClient {
+  isCluster?: boolean;
+  pipeline(): {
+    runCommand(name: string, args: unknown[]): unknown;
+    call(command: string, ...args: string[]): unknown;
+    exec(): Promise<PipelinedReply[] | null>;
+  };
+}
+
+/**
+ * Runs BullMQ's script `script` (its name with BullMQ's version) with `args` on a queue's
+ * connection `client`, and the command `read` right after it, in one pipeline: one round trip,
+ * the two replies in order. Undefined, sending nothing, on a Cluster's connection, whose
+ * pipelines keep to one slot (a job's and a notice's differ): the caller sends them one after the
+ * other.
+ */
+export async function scriptThenRead(
+  client: unknown,
+  script: string,
+  args: unknown[],
+  read: RedisCommand,
+): Promise<[script: PipelinedReply | undefined, read: PipelinedReply | undefined] | undefined> {
+  const connection = client as ScriptClient;
+  if (connection.isCluster) return undefined;
+  const pipeline = connection.pipeline();
+  pipeline.runCommand(script, args);
+  pipeline.call(...read);
+  const [scriptReply, readReply] = (await pipeline.exec()) ?? [];
+  return [scriptReply, readReply];
+}

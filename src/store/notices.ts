@@ -526,12 +526,17 @@ export class NoticeStore {
   async statesOf(ids: readonly string[]): Promise<(NoticeState | undefined)[]> {
     const replies = await execAll(
       this.redis,
-      ids.map((id) => ['hget', this.keys.notice(id), 'state']),
+      ids.map((id) => this.stateRead(id)),
     );
-    return ids.map((_, i) => {
-      const state = replies[i]?.[1];
-      return typeof state === 'string' ? (state as NoticeState) : undefined;
-    });
+    return ids.map((_, i) => stateOfReply(replies[i]?.[1]));
+  }
+
+  /**
+   * The command that reads a notice's state (statesOf's, whose reply stateOfReply reads), for a
+   * caller that sends it in a round trip of its own making: a job's move back (queues/index.ts).
+   */
+  stateRead(id: string): [command: string, key: string, field: string] {
+    return ['hget', this.keys.notice(id), 'state'];
   }
 
   /** Moves a live notice's due time (only when it is still in the due index). */
@@ -619,6 +624,11 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
     else entry[field] = JSON.parse(raw);
   }
   return entry as unknown as StoredEntry;
+}
+
+/** The state a reply to stateRead's command holds: undefined for a notice Redis no longer holds. */
+export function stateOfReply(reply: unknown): NoticeState | undefined {
+  return typeof reply === 'string' ? (reply as NoticeState) : undefined;
 }
 
 /** A hash as a script's HGETALL gives it: field, value, field, value, ... */

@@ -252,6 +252,40 @@ describe("a notice's one job", () => {
     });
   });
 
+  describe('when whoever runs it reads the state with the move back', () => {
+    it('comes back at the next check only while the notice stays undecided, and leaves that read to the move', async () => {
+      const email = 'never+reads-with-move@example.com';
+      const { id, plan } = await accepted(email, 1200);
+      const store = web.deps.store;
+      let statesRead = 0;
+      const moving = engineUnderTest(
+        web,
+        sandbox,
+        clock,
+        {},
+        {
+          store: new Proxy(store, {
+            get(target, key, receiver) {
+              if (key === 'statesOf') statesRead += 1;
+              return Reflect.get(target, key, receiver) as unknown;
+            },
+          }),
+        },
+      );
+      const sent = await moving.runNotice(id, undefined, true);
+      expect(sent).toMatchObject({ kind: 'retry', at: plan[0], check: 'email', ifUndecided: true });
+      clock.set(plan[0]!);
+      const checked = await moving.runNotice(id, 'email', true);
+      expect(checked).toMatchObject({ kind: 'retry', at: plan[1], ifUndecided: true });
+      expect(statesRead).toBe(0);
+      // Run on its own, it reads the state itself and says nothing of it.
+      clock.set(plan[1]!);
+      const alone = await moving.runNotice(id, 'email');
+      expect(alone).not.toHaveProperty('ifUndecided');
+      expect(statesRead).toBe(1);
+    });
+  });
+
   describe('what it comes back for', () => {
     it('says when it comes back for a planned check, and of which channel: never for the deadline or a send', async () => {
       const email = 'never+says@example.com';

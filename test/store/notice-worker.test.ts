@@ -4,7 +4,8 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { systemClock } from '../../src/clock.js';
 import { checkAt, done, type StepOutcome } from '../../src/notice/outcome.js';
-import { runStep, type NoticeJob } from '../../queues/index.js';
+import { runStep, type NoticeJob, type NoticeStates } from '../../queues/index.js';
+import type { NoticeState } from '../../src/notice/states.js';
 import { NoticeWorker } from '../../queues/notice-worker.js';
 import { NOTICE_STEPS } from '../../queues/processors.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
@@ -120,11 +121,79 @@ describe("the notice's job", () => {
   it('tells its run the planned check it came back for', async () => {
     const asked: unknown[][] = [];
     const engine = { runNotice: async (...args: unknown[]) => (asked.push(args), done('ran')) } as unknown as NoticeEngine;
-    await NOTICE_STEPS.deadline(engine, 'ntc_x', { check: 'sms' });
-    await NOTICE_STEPS.deadline(engine, 'ntc_y', {});
+    await NOTICE_STEPS.deadline(engine, 'ntc_x', { check: 'sms' }, true);
+    await NOTICE_STEPS.deadline(engine, 'ntc_y', {}, false);
     expect(asked).toEqual([
-      ['ntc_x', 'sms'],
-      ['ntc_y', undefined],
+      ['ntc_x', 'sms', true],
+      ['ntc_y', undefined, false],
     ]);
+  });
+});
+
+describe('a job that comes back only while its notice stays undecided', () => {
+  const stateKey = (id: string) => `${prefix}:state:${id}`;
+  /** The notice's state in a key of its own; `alone` counts the reads sent on their own. */
+  function states() {
+    const reads = { alone: 0 };
+    const notices: NoticeStates = {
+      stateRead: (id) => ['hget', stateKey(id), 'state'],
+      statesOf: async (ids) => {
+        reads.alone += 1;
+        return Promise.all(ids.map(async (id) => ((await redis.hget(stateKey(id), 'state')) ?? undefined) as NoticeState | undefined));
+      },
+    };
+    return { reads, notices };
+  }
+  /** Runs `id`'s job once: its notice becomes `becomes` during the run, which asks to come back in a minute. */
+  async function runOnce(Base: typeof Worker<NoticeJob> | typeof NoticeWorker, id: string, becomes: NoticeState) {
+    await redis.hset(stateKey(id), 'state', 'email_sent');
+    const { reads, notices } = states();
+    const ctx = { clock: systemClock, log: pino({ level: 'silent' }), retryBaseMs: 5, states: notices };
+    const runs: number[] = [];
+    const step = async (): Promise<StepOutcome> => {
+      runs.push(Date.now());
+      if (runs.length > 1) return done('ran again');
+      // A webhook's early fallback lands while the check runs: its ask finds the job running.
+      await redis.hset(stateKey(id), 'state', becomes);
+      const back = checkAt(Date.now() + 60_000, 'next email check', 'email');
+      return back.kind === 'retry' ? { ...back, ifUndecided: true } : back;
+    };
+    worker = new Base('moves', (job, token) => runStep(job, token, ctx, step), { connection, prefix: `${prefix}:{q}` });
+    await queue.add('step', { noticeId: id }, { jobId: id });
+    await waitFor(
+      async () => runs.length === 2 || (await queue.getJobState(id)) === 'delayed',
+      10_000,
+      'the job to run again or move back',
+    );
+    return { reads, runs };
+  }
+
+  it("reads the notice's state with its move back, in the move's round trip, and comes back at once for a notice decided meanwhile", async () => {
+    const { reads, runs } = await runOnce(NoticeWorker, 'decided', 'sms_pending');
+    await waitFor(async () => (await queue.getJobState('decided')) === 'completed', 10_000, 'the job to run again');
+    expect(runs).toHaveLength(2);
+    expect(runs[1]! - runs[0]!).toBeLessThan(60_000);
+    expect(reads.alone).toBe(0);
+  });
+
+  it('stays delayed until its time for a notice still undecided', async () => {
+    const { reads, runs } = await runOnce(NoticeWorker, 'undecided', 'email_sent');
+    expect(await queue.getJobState('undecided')).toBe('delayed');
+    expect(await queue.getJob('undecided').then((job) => job?.delay)).toBeGreaterThan(50_000);
+    expect(runs).toHaveLength(1);
+    expect(reads.alone).toBe(0);
+  });
+
+  it('comes back at once for a notice finished meanwhile (its run then ends the job)', async () => {
+    const { runs } = await runOnce(NoticeWorker, 'finished', 'email_delivered');
+    await waitFor(async () => (await queue.getJobState('finished')) === 'completed', 10_000, 'the job to run again');
+    expect(runs).toHaveLength(2);
+  });
+
+  it("reads the state on its own after the move under BullMQ's plain worker", async () => {
+    const { reads, runs } = await runOnce(Worker, 'plain', 'sms_pending');
+    await waitFor(async () => (await queue.getJobState('plain')) === 'completed', 10_000, 'the job to run again');
+    expect(runs).toHaveLength(2);
+    expect(reads.alone).toBe(1);
   });
 });

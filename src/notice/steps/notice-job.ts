@@ -22,8 +22,13 @@ import { sendEmail, sendSms } from './send.js';
  * trip as its read of the notice, instead of one of its own after it; should the notice need
  * something else by now (a webhook moved it), the read taken goes unused, as a read refused by
  * the provider would.
+ *
+ * `readsState`: whoever runs this reads the notice's state after the job's move back, as
+ * `ifUndecided` asks (queues/index.ts runStep does, in the move's own round trip). Without it,
+ * the run reads the state itself after its step, and comes back at once for a notice that moved
+ * under it.
  */
-export async function runNotice(ctx: StepContext, id: string, expected?: Channel): Promise<StepOutcome> {
+export async function runNotice(ctx: StepContext, id: string, expected?: Channel, readsState = false): Promise<StepOutcome> {
   const limit = ctx.deps.statusReads;
   const taken = expected && limit ? { channel: expected, heldUntil: limit.take(expected, ctx.now()) } : undefined;
   // A read that goes unused must not leave a rejection unhandled; one that is used is awaited.
@@ -63,10 +68,11 @@ export async function runNotice(ctx: StepContext, id: string, expected?: Channel
       outcome = done(`state is ${notice.state}`);
   }
   let next: number | undefined;
-  if (waitsForDeadline && !run.deadlineDropped) {
-    // The notice may have moved under this run (a webhook's early fallback or delivery, whose ask
-    // found this job running and so left it alone): a decided notice's next step is due now, not
-    // at the next check or the deadline, and a finished one has none.
+  // The notice may have moved under this run (a webhook's early fallback or delivery, whose ask
+  // found this job running and so left it alone): a decided notice's next step is due now, not
+  // at the next check or the deadline, and a finished one has none.
+  const undecided = waitsForDeadline && !run.deadlineDropped;
+  if (undecided && !readsState) {
     const [state] = await ctx.store.statesOf([id]);
     if (state === undefined || isTerminal(state)) return done(outcome.note);
     if (!UNDECIDED_STATES.includes(state)) next = now;
@@ -81,7 +87,8 @@ export async function runNotice(ctx: StepContext, id: string, expected?: Channel
   if (!Number.isFinite(at)) return done(outcome.note);
   const checks = new Set(asks.filter((ask) => ask.at === at).map((ask) => ask.check));
   const [channel] = checks;
-  return checks.size === 1 && channel ? checkAt(at, outcome.note, channel) : retryAt(at, outcome.note);
+  const back = checks.size === 1 && channel ? checkAt(at, outcome.note, channel) : retryAt(at, outcome.note);
+  return undecided && readsState && back.kind === 'retry' ? { ...back, ifUndecided: true } : back;
 }
 
 /**
