@@ -31,7 +31,8 @@ interface ScriptClient {
  * connection `client`, and the command `read` right after it, in one pipeline: one round trip,
  * the two replies in order. Undefined, sending nothing, on a Cluster's connection, whose
  * pipelines keep to one slot (a job's and a notice's differ): the caller sends them one after the
- * other.
+ * other. (A script Redis lost by a `SCRIPT FLUSH` is sent again on its own by ioredis, after the
+ * read: the read then comes first, as it did before this pipeline.)
  */
 export async function scriptThenRead(
   client: unknown,
