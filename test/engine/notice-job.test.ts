@@ -7,6 +7,7 @@ import type { NoticeEngine } from '../../src/notice/engine.js';
 import { readNotice } from '../../src/notice/notice.js';
 import type { StepOutcome } from '../../src/notice/outcome.js';
 import { StatusReadLimiter } from '../../src/store/status-reads.js';
+import type { NoticeStore } from '../../src/store/notices.js';
 import { startSandbox, type Sandbox } from '@herald/sandbox';
 import { jobIds, QueueScheduler } from '../../queues/index.js';
 import { engineUnderTest } from '../helpers/engine.js';
@@ -36,6 +37,26 @@ afterAll(async () => {
   await sandbox.close();
   await cleanUp(prefix);
 });
+
+/**
+ * An engine under test whose store runs `around` in place of each call of its methods `methods`,
+ * `call` making the real one: what a test watches (reads counted) or does meanwhile (a webhook).
+ */
+function engineAroundStore(
+  methods: readonly (keyof NoticeStore)[],
+  around: (method: keyof NoticeStore, call: () => Promise<unknown>, args: unknown[]) => Promise<unknown>,
+): NoticeEngine {
+  const store = web.deps.store;
+  const watched = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (!methods.includes(key as keyof NoticeStore) || typeof value !== 'function') return value;
+      return (...args: unknown[]) =>
+        around(key as keyof NoticeStore, () => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args), args);
+    },
+  });
+  return engineUnderTest(web, sandbox, clock, {}, { store: watched });
+}
 
 let n = 0;
 /** A notice accepted n minutes after START (each in seconds of its own): checks 2 and 7 minutes later, the deadline at 10. */
@@ -71,25 +92,11 @@ function comesBackAt(outcome: StepOutcome): number {
 describe("a notice's one job", () => {
   it('sends with the content it read along with the notice: no read of the content of its own', async () => {
     const { id } = await accepted('delivered+0ms+content@example.com');
-    const store = web.deps.store;
     const contentReads: ('with the notice' | 'alone')[] = [];
-    const counting = engineUnderTest(
-      web,
-      sandbox,
-      clock,
-      {},
-      {
-        store: new Proxy(store, {
-          get(target, key, receiver) {
-            if (key !== 'content') return Reflect.get(target, key, receiver) as unknown;
-            return (...args: Parameters<typeof store.content>) => {
-              contentReads.push(args[1] ? 'with the notice' : 'alone');
-              return target.content(...args);
-            };
-          },
-        }),
-      },
-    );
+    const counting = engineAroundStore(['content'], (_, call, args) => {
+      contentReads.push(args[1] ? 'with the notice' : 'alone');
+      return call();
+    });
     expect((await counting.runNotice(id)).note).toBe('email accepted');
     expect(contentReads).toEqual(['with the notice']);
     const sent = sandbox.requests().filter((r) => r.operation === 'postmark.send' && r.recipient === 'delivered+0ms+content@example.com');
@@ -100,25 +107,11 @@ describe("a notice's one job", () => {
     const email = 'never+sms-read@example.com';
     const { id, deadline } = await accepted(email);
     expect((await engine.runNotice(id)).note).toBe('email accepted');
-    const store = web.deps.store;
     const reads: string[] = [];
-    const counting = engineUnderTest(
-      web,
-      sandbox,
-      clock,
-      {},
-      {
-        store: new Proxy(store, {
-          get(target, key, receiver) {
-            if (key !== 'get' && key !== 'getWithContent') return Reflect.get(target, key, receiver) as unknown;
-            return (...args: Parameters<typeof store.get>) => {
-              reads.push(String(key));
-              return key === 'get' ? target.get(...args) : target.getWithContent(...args);
-            };
-          },
-        }),
-      },
-    );
+    const counting = engineAroundStore(['get', 'getWithContent'], (method, call) => {
+      reads.push(method);
+      return call();
+    });
     const smsSends = () => sandbox.requests().filter((r) => r.operation === 'twilio.create').length;
     const before = smsSends();
     clock.set(deadline);
@@ -222,25 +215,11 @@ describe("a notice's one job", () => {
       const outside = engineUnderTest(web, sandbox, clock);
       // The webhook's early fallback lands right after this run's check recorded its read and
       // asked for the next check (its ask found the job running and left it alone).
-      const store = web.deps.store;
-      const moving = engineUnderTest(
-        web,
-        sandbox,
-        clock,
-        {},
-        {
-          store: new Proxy(store, {
-            get(target, key, receiver) {
-              if (key !== 'transition') return Reflect.get(target, key, receiver) as unknown;
-              return async (...args: Parameters<typeof store.transition>) => {
-                const result = await target.transition(...args);
-                if (args[3].name === 'observeEmail') await outside.decideFallback(id, 'email_bounced');
-                return result;
-              };
-            },
-          }),
-        },
-      );
+      const moving = engineAroundStore(['transition'], async (_, call, args) => {
+        const result = await call();
+        if ((args[3] as { name: string }).name === 'observeEmail') await outside.decideFallback(id, 'email_bounced');
+        return result;
+      });
       expect(plan.filter((at) => at < deadline).length).toBeGreaterThan(1);
       expect(comesBackAt(await engine.runNotice(id))).toBe(plan[0]);
       clock.set(plan[0]!);
@@ -256,22 +235,11 @@ describe("a notice's one job", () => {
     it('comes back at the next check only while the notice stays undecided, and leaves that read to the move', async () => {
       const email = 'never+reads-with-move@example.com';
       const { id, plan } = await accepted(email, 1200);
-      const store = web.deps.store;
       let statesRead = 0;
-      const moving = engineUnderTest(
-        web,
-        sandbox,
-        clock,
-        {},
-        {
-          store: new Proxy(store, {
-            get(target, key, receiver) {
-              if (key === 'statesOf') statesRead += 1;
-              return Reflect.get(target, key, receiver) as unknown;
-            },
-          }),
-        },
-      );
+      const moving = engineAroundStore(['statesOf'], (_, call) => {
+        statesRead += 1;
+        return call();
+      });
       const sent = await moving.runNotice(id, undefined, true);
       expect(sent).toMatchObject({ kind: 'retry', at: plan[0], check: 'email', ifUndecided: true });
       clock.set(plan[0]!);
