@@ -13,6 +13,8 @@ export const EVENTS_GROUP = 'events';
  */
 export class EventLogStore {
   private readonly groupsReady = new Set<number>();
+  /** Where this process last moved each shard's group with no endpoint (skipTo), until it reads the shard. */
+  private readonly skippedTo = new Map<number, string>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -40,6 +42,7 @@ export class EventLogStore {
    * acknowledged them), then those another consumer has held for `reclaimAfterMs`, then new ones.
    */
   async next(shard: number, consumer: string, most: number, reclaimAfterMs: number): Promise<StoredEntry[]> {
+    this.skippedTo.delete(shard);
     await this.ensureGroup(shard);
     const key = this.keys.log(shard);
     try {
@@ -74,14 +77,20 @@ export class EventLogStore {
 
   /**
    * With no endpoint to deliver to, moves the group to `lastId` (read before the endpoints were
-   * counted, so that nothing written after it is skipped) and acknowledges what it holds.
+   * counted, so that nothing written after it is skipped) and acknowledges what it holds. A shard
+   * this process moved to the same `lastId` before, and has not read since, is left as it is:
+   * nothing was written after that entry, so no consumer can have been handed anything since
+   * (an idle deployment's sweep then costs each shard one read, not three commands).
    */
   async skipTo(shard: number, lastId: string): Promise<void> {
+    if (this.skippedTo.get(shard) === lastId) return;
     await this.ensureGroup(shard);
     const key = this.keys.log(shard);
     await this.redis.xgroup('SETID', key, EVENTS_GROUP, lastId);
     const pending = (await this.redis.xpending(key, EVENTS_GROUP, '-', '+', 1000)) as [string, string, number, number][];
     if (pending.length > 0) await this.redis.xack(key, EVENTS_GROUP, ...pending.map(([id]) => id));
+    // Not when it held a full page: the rest is acknowledged by the next sweep.
+    if (pending.length < 1000) this.skippedTo.set(shard, lastId);
   }
 
   /** The newest entry ID of the shard's log ('0-0' for an empty or missing stream). */
