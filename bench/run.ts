@@ -11,7 +11,8 @@
  * `batch` sets `POST /v1/notices/batch` against single requests; `webhooks` counts provider calls per
  * notice with the providers' webhooks on and off; `events` delivers events to callers to a local listener.
  * `cluster` starts redis-servers of its own: one node and a 3-master Redis Cluster, on ports in
- * BENCH_REDIS_PORTS (`<first>-<last>`) when set.
+ * BENCH_REDIS_PORTS (`<first>-<last>`) when set. BENCH_PIN=1 runs the cost part with the Redis at
+ * REDIS_URL (a local redis-server) on a core of its own (bench/pin.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +26,7 @@ import { measureBatch } from './batch.js';
 import { clusterScale } from './cluster.js';
 import { noticeCost, rawJobCost } from './cost.js';
 import { floorCost } from './floor.js';
+import { PIN, withRedisPinned } from './pin.js';
 import type { BenchContext } from './herald.js';
 import { measureEvents } from './events.js';
 import { deliveredThroughput, fallbackThroughput, rawThroughput } from './lifecycle.js';
@@ -125,16 +127,16 @@ try {
       })),
     };
   };
-  const cost = runs('cost')
-    ? {
-        delivered: await lower(() => noticeCost(ctx, 'delivered', n(1_000))),
-        fallback: await lower(() => noticeCost(ctx, 'fallback', n(1_000))),
-        raw: await lower(() => rawJobCost(ctx, n(2_000))),
-        // The same notices at the floor of the design (bench/floor.ts): what end to end is measured against.
-        floorDelivered: await lower(() => floorCost(ctx, 'delivered', n(1_000))),
-        floorFallback: await lower(() => floorCost(ctx, 'fallback', n(1_000))),
-      }
-    : undefined;
+  const costRuns = async () => ({
+    delivered: await lower(() => noticeCost(ctx, 'delivered', n(1_000))),
+    fallback: await lower(() => noticeCost(ctx, 'fallback', n(1_000))),
+    raw: await lower(() => rawJobCost(ctx, n(2_000))),
+    // The same notices at the floor of the design (bench/floor.ts): what end to end is measured against.
+    floorDelivered: await lower(() => floorCost(ctx, 'delivered', n(1_000))),
+    floorFallback: await lower(() => floorCost(ctx, 'fallback', n(1_000))),
+  });
+  // BENCH_PIN=1: Redis on a core of its own during the cost part (bench/pin.ts).
+  const cost = runs('cost') ? await (PIN ? withRedisPinned(redis, costRuns) : costRuns()) : undefined;
   for (const [name, run] of Object.entries(cost ?? {})) {
     ctx.log(`cost ${name}: ${JSON.stringify(run.repeats)} per item (idle ${run.idleCommandsPerSecond.toFixed(0)} commands/s subtracted)`);
     ctx.log(`cost ${name}: busiest ${JSON.stringify(run.busiestCommands)}`);
@@ -617,7 +619,8 @@ try {
   // Other work on the machine shows in every figure: the load averages say how much there was.
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   const report = [
-    `Herald benchmark — ${new Date().toISOString()}, ${cpus().length} cores, Node ${process.version}, Redis ${await redisVersion(redis)}, load average ${load(loadAtStart)} at the start, ${load(loadavg())} at the end`,
+    `Herald benchmark — ${new Date().toISOString()}, ${cpus().length} cores, Node ${process.version}, Redis ${await redisVersion(redis)}, load average ${load(loadAtStart)} at the start, ${load(loadavg())} at the end` +
+      (PIN ? "; the cost part with Redis on core 0 and the benchmark's processes on the others (BENCH_PIN=1)" : ''),
     table(rows),
   ];
   if (pending && steadyPending) {
@@ -645,6 +648,7 @@ try {
     settings: {
       scale,
       parts: only,
+      redisPinned: PIN,
       redisUrl,
       pendingWorkers: PENDING_WORKERS,
       workerConcurrency: 20,
