@@ -34,6 +34,18 @@ interface MoveBackend {
  */
 type Fetched = [jobData?: unknown, jobId?: string, rateLimitDelay?: number, delayUntil?: number];
 
+/**
+ * BullMQ's options of a move back: the attempt not counted (a planned return is no failure), the
+ * job's data written when it changes, the worker's next job fetched when asked.
+ */
+function moveOptions(data: NoticeJob | undefined, fetchNext: boolean) {
+  return {
+    skipAttempt: true,
+    ...(data === undefined ? {} : { fieldsToUpdate: { data: JSON.stringify(data) } }),
+    fetchNext,
+  };
+}
+
 /** The job class of the NoticeWorker: its moves back to delayed fetch the worker's next job. */
 export class MovingJob extends Job<NoticeJob> {
   /** Moves the job back to delayed, as `moveBack` without a change of data. */
@@ -51,11 +63,7 @@ export class MovingJob extends Job<NoticeJob> {
     const fetchNext = token !== undefined && worker !== undefined && worker.takesJobs();
     const now = Date.now();
     const delay = Math.max(0, timestamp - now);
-    const next = await this.backend.moveToDelayed(this.id!, now, delay, token, {
-      skipAttempt: true,
-      ...(data === undefined ? {} : { fieldsToUpdate: { data: JSON.stringify(data) } }),
-      fetchNext,
-    });
+    const next = await this.backend.moveToDelayed(this.id!, now, delay, token, moveOptions(data, fetchNext));
     this.moved(delay, data, fetchNext ? token : undefined, next);
   }
 
@@ -79,11 +87,7 @@ export class MovingJob extends Job<NoticeJob> {
     const replies = await scriptThenRead(
       await backend.queue.client,
       `moveToDelayed:${backend.version}`,
-      backend.moveToDelayedArgs(this.id!, now, token, delay, {
-        skipAttempt: true,
-        ...(data === undefined ? {} : { fieldsToUpdate: { data: JSON.stringify(data) } }),
-        fetchNext,
-      }),
+      backend.moveToDelayedArgs(this.id!, now, token, delay, moveOptions(data, fetchNext)),
       read,
     );
     if (!replies) {
