@@ -7,7 +7,7 @@
  */
 import autocannon from 'autocannon';
 import { API_KEY, HeraldDeployment, noticeBody, type BenchContext } from './herald.js';
-import { freePort, httpReady, NodeProcess } from './processes.js';
+import { freePort, httpReady, NodeProcess, processCpuMs } from './processes.js';
 import { countCommands, deleteKeys, top } from './redis-stats.js';
 import { median } from './stats.js';
 
@@ -17,6 +17,8 @@ export interface AcceptSide {
   p99Ms: number;
   rounds: { requestsPerSecond: number; p50Ms: number; p99Ms: number; non2xx: number; errors: number }[];
   redisCommandsPerRequest: number;
+  /** The web process's CPU time per answered request (/proc, net of its idle rate), median of the rounds. */
+  webCpuUsPerRequest: number;
   busiestCommands: Record<string, number>;
 }
 
@@ -67,7 +69,13 @@ export async function measureAccept(
     await run(targets.herald, 5);
 
     const rounds: Record<Side, AcceptSide['rounds']> = { herald: [], baseline: [], floor: [] };
-    const commands: Record<Side, { perRequest: number; busiest: Record<string, number> }[]> = { herald: [], baseline: [], floor: [] };
+    const commands: Record<Side, { perRequest: number; webCpuUs: number; busiest: Record<string, number> }[]> = {
+      herald: [],
+      baseline: [],
+      floor: [],
+    };
+    // The baseline and the floor route share one process; their rounds never overlap.
+    const pidOf = (side: Side) => (side === 'herald' ? herald.web?.pid : baseline.pid);
     for (let round = 0; round < opts.rounds; round += 1) {
       for (const side of ORDERS[round % ORDERS.length]!) {
         let result: Awaited<ReturnType<typeof run>> | undefined;
@@ -76,7 +84,7 @@ export async function measureAccept(
           async () => {
             result = await run(targets[side], opts.roundSeconds);
           },
-          { idleMs: 1000 },
+          { idleMs: 1000, processCpu: () => processCpuMs(pidOf(side)) },
         );
         const r = result!;
         rounds[side].push({
@@ -86,9 +94,15 @@ export async function measureAccept(
           non2xx: r.non2xx,
           errors: r.errors,
         });
-        commands[side].push({ perRequest: counted.total / Math.max(1, r['2xx']), busiest: top(counted.byCommand, Math.max(1, r['2xx'])) });
+        const answered = Math.max(1, r['2xx']);
+        commands[side].push({
+          perRequest: counted.total / answered,
+          webCpuUs: (counted.processCpuMs * 1000) / answered,
+          busiest: top(counted.byCommand, answered),
+        });
         ctx.log(
-          `accept: ${side} round ${round + 1}: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, ${r.non2xx} non-2xx, ${r.errors} errors`,
+          `accept: ${side} round ${round + 1}: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, ` +
+            `web ${commands[side].at(-1)!.webCpuUs.toFixed(0)} µs per request, ${r.non2xx} non-2xx, ${r.errors} errors`,
         );
       }
     }
@@ -98,6 +112,7 @@ export async function measureAccept(
       p99Ms: median(rounds[name].map((r) => r.p99Ms)),
       rounds: rounds[name],
       redisCommandsPerRequest: median(commands[name].map((c) => c.perRequest)),
+      webCpuUsPerRequest: median(commands[name].map((c) => c.webCpuUs)),
       busiestCommands: commands[name].at(-1)!.busiest,
     });
     return {

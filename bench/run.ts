@@ -245,6 +245,20 @@ try {
         unit: 'ms',
       },
       {
+        figure: 'Web CPU per accepted request',
+        herald: accept.herald.webCpuUsPerRequest,
+        baseline: accept.baseline.webCpuUsPerRequest,
+        baselineIs: 'same',
+        unit: 'µs',
+      },
+      {
+        figure: 'Web CPU per accepted request, floor route',
+        herald: accept.floor.webCpuUsPerRequest,
+        baseline: accept.baseline.webCpuUsPerRequest,
+        baselineIs: 'same',
+        unit: 'µs',
+      },
+      {
         figure: 'Redis commands per accepted request',
         herald: accept.herald.redisCommandsPerRequest,
         baseline: accept.baseline.redisCommandsPerRequest,
