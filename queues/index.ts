@@ -12,10 +12,10 @@ import type { Logger } from 'pino';
 import type { Clock } from '../src/clock.js';
 import type { Channel } from '../src/providers/types.js';
 import { shardOfNoticeId } from '../src/notice/ids.js';
-import { sendWrite, type Scheduler, type StepOutcome, type WriteWithMove } from '../src/notice/outcome.js';
+import type { Scheduler, StepOutcome } from '../src/notice/outcome.js';
 import { UNDECIDED_STATES, type NoticeState } from '../src/notice/states.js';
 import { earlierPartitionOfNotice, partitionOfNotice, type Keys } from '../src/store/keys.js';
-import { delayedUntil, type PipelinedReply } from '../src/store/delayed-jobs.js';
+import { delayedUntil } from '../src/store/delayed-jobs.js';
 import type { RedisClient } from '../src/store/redis.js';
 import { stateOfReply } from '../src/store/notices.js';
 import type { DeliveryQueue } from '../src/events/dispatch.js';
@@ -495,16 +495,12 @@ export async function runStep(
     // Already due (a check that a slow provider call made late): straight back to waiting, not
     // through the delayed set, whose promotion would make it later still.
     if (delay <= 0) {
-      await sendWrite(outcome);
       if (!sameData(job.data, data)) await job.updateData(data);
       await job.moveToWait(token);
       throw new WaitingError(outcome.note);
     }
-    if (outcome.ifUndecided && ctx.states) await moveBackIfUndecided(job, token, Date.now() + delay, data, ctx.states, outcome.write, log);
-    else {
-      await sendWrite(outcome);
-      await moveBack(job, token, Date.now() + delay, data);
-    }
+    if (outcome.ifUndecided && ctx.states) await moveBackIfUndecided(job, token, Date.now() + delay, data, ctx.states);
+    else await moveBack(job, token, Date.now() + delay, data);
     throw new DelayedError(outcome.note);
   }
   return outcome.note;
@@ -523,51 +519,17 @@ async function moveBackIfUndecided(
   timestamp: number,
   data: NoticeJob,
   states: NoticeStates,
-  write: WriteWithMove | undefined,
-  log: StepContext['log'],
 ): Promise<void> {
   const id = noticeOfJob(job);
   const changed = !sameData(job.data, data);
-  let sent: { read?: { reply: unknown } } | undefined;
-  if (job instanceof MovingJob) {
-    const before = write && {
-      call: write.call,
-      sendBefore: () => write.send(),
-      settle: (written: PipelinedReply | undefined) => settleWritten(write, written, { id, jobId: job.id, log }),
-    };
-    sent = await job.moveBackReading(timestamp, token, changed ? data : undefined, states.stateRead(id), before);
-  } else {
-    await write?.send();
-    await moveBack(job, token, timestamp, data);
-  }
-  const state = sent?.read ? stateOfReply(sent.read.reply) : (await states.statesOf([id]))[0];
+  let sent: { reply: unknown } | undefined;
+  if (job instanceof MovingJob) sent = await job.moveBackReading(timestamp, token, changed ? data : undefined, states.stateRead(id));
+  else await moveBack(job, token, timestamp, data);
+  const state = sent ? stateOfReply(sent.reply) : (await states.statesOf([id]))[0];
   if (state !== undefined && UNDECIDED_STATES.includes(state)) return;
   // The job is delayed until later; a promotion that finds it gone from the delayed set (a
   // webhook's own promoted it, another worker runs it) leaves it where it is.
   await job.promote().catch(() => undefined);
-}
-
-/**
- * What becomes of a write that went with the move: settled by its step (a refused observation
- * recorded again as the notice now is). One that failed (a script error) is logged: the job has
- * moved, and comes back for its next check as planned, as after a status read that failed.
- */
-async function settleWritten(
-  write: WriteWithMove,
-  written: PipelinedReply | undefined,
-  about: { id: string; jobId: string | undefined; log: StepContext['log'] },
-): Promise<void> {
-  try {
-    if (!written) throw new Error('no reply');
-    const [error, reply] = written;
-    if (error) throw error;
-    await write.settle(reply);
-  } catch (failed) {
-    about.log.warn(
-      { err: failed, noticeId: about.id, jobId: about.jobId },
-      "the run's write with its move back failed; the job comes back as planned",
-    );
-  }
 }
 
 /**

@@ -14,7 +14,7 @@
  * runStep) goes in the same round trip (`moveBackReading`).
  */
 import { Job, raw2NextJobData, Worker } from 'bullmq';
-import { scriptsThenRead, type PipelinedReply, type RedisCommand, type ScriptCall } from '../src/store/delayed-jobs.js';
+import { scriptThenRead, type RedisCommand } from '../src/store/delayed-jobs.js';
 import type { NoticeJob } from './index.js';
 
 export type { RedisCommand };
@@ -69,37 +69,32 @@ export class MovingJob extends Job<NoticeJob> {
 
   /**
    * Moves back as `moveBack`, and reads `read` (a command of the job's Redis) after the move in
-   * the same round trip, and sends the script call of `before` (a write of the run's) before the
-   * move in it too, handing its reply to `before.settle`: the read's reply (none when the read
-   * failed), or `undefined` when they could not go with the move (a Cluster's pipelines keep to
-   * one slot, and the job's and the notice's differ): `before.sendBefore` then sends the write on
-   * its own, the job moves after it, and the caller sends the read on its own.
+   * the same round trip: its reply, or `undefined` when the read could not go with the move (a
+   * Cluster's pipelines keep to one slot, and the job's and the notice's differ), for the caller
+   * to send on its own.
    */
   async moveBackReading(
     timestamp: number,
     token: string,
     data: NoticeJob | undefined,
     read: RedisCommand,
-    before?: { call: ScriptCall; sendBefore(): Promise<void>; settle(written: PipelinedReply | undefined): Promise<void> },
-  ): Promise<{ read?: { reply: unknown } } | undefined> {
+  ): Promise<{ reply: unknown } | undefined> {
     const backend = this.backend as unknown as MoveBackend;
     const worker = this.queue instanceof NoticeWorker ? this.queue : undefined;
     const fetchNext = worker?.takesJobs() ?? false;
     const now = Date.now();
     const delay = Math.max(0, timestamp - now);
-    const move: ScriptCall = {
-      script: `moveToDelayed:${backend.version}`,
-      args: backend.moveToDelayedArgs(this.id!, now, token, delay, moveOptions(data, fetchNext)),
-    };
-    const replies = await scriptsThenRead(await backend.queue.client, before ? [before.call, move] : [move], read);
+    const replies = await scriptThenRead(
+      await backend.queue.client,
+      `moveToDelayed:${backend.version}`,
+      backend.moveToDelayedArgs(this.id!, now, token, delay, moveOptions(data, fetchNext)),
+      read,
+    );
     if (!replies) {
-      await before?.sendBefore();
       await this.moveBack(timestamp, token, data);
       return undefined;
     }
-    // The write's reply is settled whatever became of the move after it.
-    await before?.settle(replies.scripts[0]);
-    const moveReply = replies.scripts.at(-1);
+    const [moveReply, readReply] = replies;
     // As BullMQ's own move to delayed answers: its error, a refusal (the job not active, its lock
     // lost), or the next job when it fetched one.
     if (!moveReply) throw new Error(`the move of job ${this.id} to delayed got no reply`);
@@ -108,8 +103,8 @@ export class MovingJob extends Job<NoticeJob> {
     if (typeof moved === 'number' && moved < 0)
       throw backend.finishedErrors({ code: moved, jobId: this.id!, command: 'moveToDelayed', state: 'active' });
     this.moved(delay, data, fetchNext ? token : undefined, moved === undefined ? undefined : raw2NextJobData(moved as unknown[]));
-    const readReply = replies.read;
-    return !readReply || readReply[0] ? {} : { read: { reply: readReply[1] } };
+    if (!readReply || readReply[0]) return undefined;
+    return { reply: readReply[1] };
   }
 
   /** What a move back leaves: the job's delay and data as moved, what it fetched handed to its worker. */

@@ -1,5 +1,4 @@
 import type { Channel } from '../providers/types.js';
-import type { ScriptCall } from '../store/delayed-jobs.js';
 
 /** What a step of the engine asks of whoever ran it (a queue processor or the reconciler). */
 export type StepOutcome =
@@ -17,29 +16,7 @@ export type StepOutcome =
    * back reads the notice's state after the move, and brings a notice decided or finished by then
    * back at once (queues/index.ts runStep).
    */
-  /**
-   * `write`: the run's last write, left for the job's move back to send before the move in the
-   * same round trip (a planned check's observation, while the notice waits for its next check);
-   * whoever does not move so sends it on its own before moving (`sendWrite`).
-   */
-  | { kind: 'retry'; at: number; note: string; pauseMs?: number; check?: Channel; ifUndecided?: true; write?: WriteWithMove };
-
-/**
- * A write a step leaves for the job's move back: `call`, its script call; `settle`, what the step
- * does with its reply (its error thrown), such as recording again, as the notice now is, an
- * observation refused because the notice moved under the run; `send`, the write and its settling
- * on their own.
- */
-export interface WriteWithMove {
-  call: ScriptCall;
-  settle(reply: unknown): Promise<void>;
-  send(): Promise<void>;
-}
-
-/** Sends the outcome's write on its own, when it has one, for a run that does not move back with it. */
-export async function sendWrite(outcome: StepOutcome): Promise<void> {
-  if (outcome.kind === 'retry') await outcome.write?.send();
-}
+  | { kind: 'retry'; at: number; note: string; pauseMs?: number; check?: Channel; ifUndecided?: true };
 
 export const done = (note: string, pauseMs?: number): StepOutcome => (pauseMs ? { kind: 'done', note, pauseMs } : { kind: 'done', note });
 export const retryAt = (at: number, note: string, pauseMs?: number): StepOutcome =>

@@ -16,7 +16,7 @@ export type RedisCommand = readonly [command: string, ...args: string[]];
 /** A reply in a pipeline's answer: its error, or its reply. */
 export type PipelinedReply = [error: Error | null, reply: unknown];
 
-/** A queue's connection (BullMQ's), as far as a pipeline of scripts and a read goes. */
+/** A queue's connection (BullMQ's), as far as a pipeline of one of its scripts and a read goes. */
 interface ScriptClient {
   isCluster?: boolean;
   pipeline(): {
@@ -27,33 +27,24 @@ interface ScriptClient {
 }
 
 /**
- * A script call a pipeline sends: one of BullMQ's (its name with BullMQ's version), or one of
- * Herald's, which `define` defines on the connection first (once; ioredis keeps it).
+ * Runs BullMQ's script `script` (its name with BullMQ's version) with `args` on a queue's
+ * connection `client`, and the command `read` right after it, in one pipeline: one round trip,
+ * the two replies in order. Undefined, sending nothing, on a Cluster's connection, whose
+ * pipelines keep to one slot (a job's and a notice's differ): the caller sends them one after the
+ * other. (A script Redis lost by a `SCRIPT FLUSH` is sent again on its own by ioredis, after the
+ * read: the read then comes first, as it did before this pipeline.)
  */
-export interface ScriptCall {
-  script: string;
-  args: unknown[];
-  define?: (client: unknown) => void;
-}
-
-/**
- * Runs the scripts `calls` in order on a queue's connection `client`, and the command `read` right
- * after them, in one pipeline: one round trip, the replies in order, the read's last. Undefined,
- * sending nothing, on a Cluster's connection, whose pipelines keep to one slot (a job's and a
- * notice's differ): the caller sends them one after the other. (A script Redis lost by a
- * `SCRIPT FLUSH` is loaded again by ioredis before the pipeline goes.)
- */
-export async function scriptsThenRead(
+export async function scriptThenRead(
   client: unknown,
-  calls: readonly ScriptCall[],
+  script: string,
+  args: unknown[],
   read: RedisCommand,
-): Promise<{ scripts: (PipelinedReply | undefined)[]; read: PipelinedReply | undefined } | undefined> {
+): Promise<[script: PipelinedReply | undefined, read: PipelinedReply | undefined] | undefined> {
   const connection = client as ScriptClient;
   if (connection.isCluster) return undefined;
-  for (const call of calls) call.define?.(client);
   const pipeline = connection.pipeline();
-  for (const call of calls) pipeline.runCommand(call.script, call.args);
+  pipeline.runCommand(script, args);
   pipeline.call(...read);
-  const replies = (await pipeline.exec()) ?? [];
-  return { scripts: calls.map((_, i) => replies[i]), read: replies[calls.length] };
+  const [scriptReply, readReply] = (await pipeline.exec()) ?? [];
+  return [scriptReply, readReply];
 }

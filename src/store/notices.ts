@@ -11,7 +11,6 @@ import { defineScripts, type HeraldScripts, type ScriptPipeline } from './script
 import { metricIncrements } from './metrics.js';
 import { ReplicaWatch, unreplicatedField } from './replicas.js';
 import { NoticePlacement } from './placement.js';
-import type { ScriptCall } from './delayed-jobs.js';
 
 export type { LogEntry, StoredEntry } from '../notice/entries.js';
 
@@ -294,38 +293,6 @@ export class NoticeStore {
    * `read`: the reply brings the notice as the step left it, for a step that goes on with it.
    */
   async transition(id: string, now: number, at: string, spec: TransitionSpec, opts: { read?: boolean } = {}): Promise<TransitionResult> {
-    const { to } = movesOf(spec);
-    const k = this.keys.noticeKeysFor(id);
-    const args = this.transitionArgs(id, now, at, spec);
-    const script = (on: HeraldScripts | ScriptPipeline, increments: (string | number)[]) =>
-      on.transition(...args, increments.length / 2, ...increments, ...(opts.read ? ['1'] : []));
-    const increments = metricIncrements(spec.entries, to);
-    const replicated = (TRANSITIONS[spec.name] as Transition).replicated;
-    const reply = replicated
-      ? await this.replicated(replicated, k.metrics, increments, script)
-      : ((await script(this.redis, increments)) as unknown[]);
-    return transitionResultOf(id, reply);
-  }
-
-  /**
-   * A transition as a script call another connection sends (a job's move back sends one with
-   * the move, queues/notice-worker.ts): its script's name among Herald's (`defineScripts`) and its
-   * arguments. Only for a transition that need not wait for a replica; its reply is read by
-   * `transitionResultOf`.
-   */
-  transitionCall(id: string, now: number, at: string, spec: TransitionSpec): ScriptCall {
-    if ((TRANSITIONS[spec.name] as Transition).replicated)
-      throw new Error(`transition ${spec.name} waits for a replica: it goes on its own`);
-    const increments = metricIncrements(spec.entries, movesOf(spec).to);
-    return {
-      script: 'transition',
-      args: [...this.transitionArgs(id, now, at, spec), increments.length / 2, ...increments],
-      define: (client) => defineScripts(client as RedisClient),
-    };
-  }
-
-  /** The transition script's arguments up to its metric increments. */
-  private transitionArgs(id: string, now: number, at: string, spec: TransitionSpec): (string | number)[] {
     const { from, to } = movesOf(spec);
     const k = this.keys.noticeKeysFor(id);
     const lists: (string | number)[] = [];
@@ -342,25 +309,48 @@ export class NoticeStore {
       lists.push(flat.length, ...flat);
     }
     const contentTtl = this.options.contentTtlMs !== undefined && spec.entries.some(endsSending) ? this.options.contentTtlMs : '';
-    return [
-      k.notice,
-      k.events,
-      k.log,
-      k.due,
-      k.metrics,
-      k.stats,
-      k.content,
-      k.contentExpiry,
-      id,
-      now,
-      at,
-      from === '*' ? '*' : from.join(','),
-      to ?? '',
-      spec.due === undefined ? '' : String(spec.due),
-      spec.reached ?? '',
-      contentTtl,
-      ...lists,
-    ];
+    const script = (on: HeraldScripts | ScriptPipeline, increments: (string | number)[]) =>
+      on.transition(
+        k.notice,
+        k.events,
+        k.log,
+        k.due,
+        k.metrics,
+        k.stats,
+        k.content,
+        k.contentExpiry,
+        id,
+        now,
+        at,
+        from === '*' ? '*' : from.join(','),
+        to ?? '',
+        spec.due === undefined ? '' : String(spec.due),
+        spec.reached ?? '',
+        contentTtl,
+        ...lists,
+        increments.length / 2,
+        ...increments,
+        ...(opts.read ? ['1'] : []),
+      );
+    const increments = metricIncrements(spec.entries, to);
+    const replicated = (TRANSITIONS[spec.name] as Transition).replicated;
+    const reply = replicated
+      ? await this.replicated(replicated, k.metrics, increments, script)
+      : ((await script(this.redis, increments)) as unknown[]);
+    switch (Number(reply[0])) {
+      case 1:
+        return reply[2] === undefined
+          ? { ok: true, state: String(reply[1]) as NoticeState }
+          : { ok: true, state: String(reply[1]) as NoticeState, notice: parseNotice(id, hashOf(reply[2] as string[])) };
+      case -1:
+        return { ok: false, reason: 'missing' };
+      case -2:
+        return { ok: false, reason: 'state', state: String(reply[1]) as NoticeState };
+      case -3:
+        return { ok: false, reason: 'guard', field: String(reply[1]), value: String(reply[2]) };
+      default:
+        throw new Error(`transition script answered ${JSON.stringify(reply)}`);
+    }
   }
 
   /**
@@ -634,24 +624,6 @@ export function decodeEntry(id: string, fields: string[]): StoredEntry {
     else entry[field] = JSON.parse(raw);
   }
   return entry as unknown as StoredEntry;
-}
-
-/** What the transition script's reply says (`NoticeStore.transition`, `transitionCall`). */
-export function transitionResultOf(id: string, reply: unknown[]): TransitionResult {
-  switch (Number(reply[0])) {
-    case 1:
-      return reply[2] === undefined
-        ? { ok: true, state: String(reply[1]) as NoticeState }
-        : { ok: true, state: String(reply[1]) as NoticeState, notice: parseNotice(id, hashOf(reply[2] as string[])) };
-    case -1:
-      return { ok: false, reason: 'missing' };
-    case -2:
-      return { ok: false, reason: 'state', state: String(reply[1]) as NoticeState };
-    case -3:
-      return { ok: false, reason: 'guard', field: String(reply[1]), value: String(reply[2]) };
-    default:
-      throw new Error(`transition script answered ${JSON.stringify(reply)}`);
-  }
 }
 
 /** The state a reply to stateRead's command holds: undefined for a notice Redis no longer holds. */

@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { iso, ManualClock, systemClock } from '../../src/clock.js';
+import { ManualClock, systemClock } from '../../src/clock.js';
 import { newNoticeId } from '../../src/notice/ids.js';
 import type { NoticeEngine } from '../../src/notice/engine.js';
 import { readNotice } from '../../src/notice/notice.js';
@@ -251,58 +251,6 @@ describe("a notice's one job", () => {
       const alone = await moving.runNotice(id, 'email');
       expect(alone).not.toHaveProperty('ifUndecided');
       expect(statesRead).toBe(1);
-    });
-  });
-
-  describe("when whoever runs it moves back with the check's observation", () => {
-    const observed = async (id: string) => (await web.store.events(id)).filter((e) => e.type === 'email.observed');
-
-    it('leaves an observation that only plans the next check, or the deadline, to go with the move', async () => {
-      const email = 'never+observed-with-move@example.com';
-      const { id, plan, deadline } = await accepted(email, 1200);
-      const checks = plan.filter((at) => at < deadline);
-      expect(checks.length).toBeGreaterThan(1);
-      await engine.runNotice(id, undefined, true);
-      clock.set(checks[0]!);
-      const checked = await engine.runNotice(id, 'email', true);
-      expect(checked).toMatchObject({ kind: 'retry', at: checks[1], check: 'email', ifUndecided: true });
-      // Read, not yet recorded: the write is the move's.
-      expect(statusReads(email)).toBe(1);
-      expect(await observed(id)).toEqual([]);
-      await (checked.kind === 'retry' ? checked.write : undefined)!.send();
-      expect(await observed(id)).toMatchObject([{ status: 'pending', plannedAt: iso(checks[0]!), nextCheckAt: iso(checks[1]!) }]);
-      expect((await web.store.get(id))!.emailChannel).toMatchObject({ checksDone: 1, nextCheckAt: checks[1] });
-      // The last check before the deadline comes back at the deadline, for no check.
-      clock.set(checks.at(-1)!);
-      const last = await engine.runNotice(id, 'email', true);
-      expect(last).toMatchObject({ kind: 'retry', at: deadline, ifUndecided: true });
-      expect(last).not.toHaveProperty('check');
-      await (last.kind === 'retry' ? last.write : undefined)!.send();
-      expect((await observed(id)).at(-1)).toMatchObject({ status: 'pending', nextCheckAt: null });
-    });
-
-    it('records the observation itself when it runs on its own', async () => {
-      const email = 'never+observed-alone@example.com';
-      const { id, plan } = await accepted(email, 1200);
-      await engine.runNotice(id);
-      clock.set(plan[0]!);
-      const checked = await engine.runNotice(id, 'email');
-      expect(checked).toMatchObject({ kind: 'retry', at: plan[1], check: 'email' });
-      expect(checked).not.toHaveProperty('write');
-      expect(await observed(id)).toHaveLength(1);
-    });
-
-    it('records it again as the notice now is when the notice moved before the write (a webhook decided meanwhile)', async () => {
-      const email = 'never+observed-refused@example.com';
-      const { id, plan } = await accepted(email, 1200);
-      await engine.runNotice(id, undefined, true);
-      clock.set(plan[0]!);
-      const checked = await engine.runNotice(id, 'email', true);
-      await engineUnderTest(web, sandbox, clock).decideFallback(id, 'email_bounced');
-      await (checked.kind === 'retry' ? checked.write : undefined)!.send();
-      expect(await observed(id)).toMatchObject([{ status: 'pending', late: true, nextCheckAt: null }]);
-      expect((await web.store.get(id))!.state).toBe('sms_pending');
-      expect(statusReads(email)).toBe(1);
     });
   });
 

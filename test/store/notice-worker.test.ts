@@ -3,8 +3,7 @@ import { DelayedError, Queue, Worker, type Job, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { systemClock } from '../../src/clock.js';
-import { checkAt, done, type StepOutcome, type WriteWithMove } from '../../src/notice/outcome.js';
-import type { ScriptCall } from '../../src/store/delayed-jobs.js';
+import { checkAt, done, type StepOutcome } from '../../src/notice/outcome.js';
 import { runStep, type NoticeJob, type NoticeStates } from '../../queues/index.js';
 import type { NoticeState } from '../../src/notice/states.js';
 import { NoticeWorker } from '../../queues/notice-worker.js';
@@ -196,82 +195,5 @@ describe('a job that comes back only while its notice stays undecided', () => {
     await waitFor(async () => (await queue.getJobState('plain')) === 'completed', 10_000, 'the job to run again');
     expect(runs).toHaveLength(2);
     expect(reads.alone).toBe(1);
-  });
-});
-
-describe("a run's write that goes with its job's move back", () => {
-  const stateKey = (id: string) => `${prefix}:state:${id}`;
-  const writtenKey = (id: string) => `${prefix}:written:${id}`;
-  const notices: NoticeStates = {
-    stateRead: (id) => ['hget', stateKey(id), 'state'],
-    statesOf: async (ids) =>
-      Promise.all(ids.map(async (id) => ((await redis.hget(stateKey(id), 'state')) ?? undefined) as NoticeState | undefined)),
-  };
-  /**
-   * A write (a script of the test's own) that says whether the job was in the delayed set yet
-   * when it ran; `sent` counts the writes sent on their own, `settled` the replies handed back.
-   */
-  function write(id: string, fails = false) {
-    const seen = { sent: 0, settled: [] as unknown[] };
-    const script = fails ? 'testWriteFails' : 'testWriteBeforeMove';
-    const call: ScriptCall = {
-      script,
-      args: [queue.toKey('delayed'), writtenKey(id), id],
-      define: (client) => {
-        const c = client as Redis;
-        if (!(script in c))
-          c.defineCommand(script, {
-            numberOfKeys: 2,
-            lua: fails
-              ? "return redis.error_reply('the write fails')"
-              : "local delayed = redis.call('zscore', KEYS[1], ARGV[1]); redis.call('set', KEYS[2], '1'); if delayed then return 'after the move' end; return 'before the move'",
-          });
-      },
-    };
-    const withMove: WriteWithMove = {
-      call,
-      settle: async (reply) => void seen.settled.push(reply),
-      send: async () => {
-        seen.sent += 1;
-        await redis.set(writtenKey(id), '1');
-      },
-    };
-    return { seen, withMove };
-  }
-  async function runOnce(Base: typeof Worker<NoticeJob> | typeof NoticeWorker, id: string, fails = false) {
-    await redis.hset(stateKey(id), 'state', 'email_sent');
-    const { seen, withMove } = write(id, fails);
-    const warned: string[] = [];
-    const log = pino({ level: 'warn' }, { write: (line: string) => void warned.push(JSON.parse(line).msg) });
-    const ctx = { clock: systemClock, log, retryBaseMs: 5, states: notices };
-    const step = async (): Promise<StepOutcome> => {
-      const back = checkAt(Date.now() + 60_000, 'next email check', 'email');
-      return back.kind === 'retry' ? { ...back, ifUndecided: true, write: withMove } : back;
-    };
-    worker = new Base('moves', (job, token) => runStep(job, token, ctx, step), { connection, prefix: `${prefix}:{q}` });
-    await queue.add('step', { noticeId: id }, { jobId: id });
-    await waitFor(async () => (await queue.getJobState(id)) === 'delayed', 10_000, 'the job to move back');
-    return { ...seen, warned };
-  }
-
-  it("is sent in the move's round trip, before the move, and its reply handed to the step", async () => {
-    const seen = await runOnce(NoticeWorker, 'with-move');
-    expect(seen.sent).toBe(0);
-    expect(seen.settled).toEqual(['before the move']);
-    expect(await redis.get(writtenKey('with-move'))).toBe('1');
-  });
-
-  it('is logged when it fails, and the job comes back as planned', async () => {
-    const seen = await runOnce(NoticeWorker, 'write-fails', true);
-    expect(seen.settled).toEqual([]);
-    expect(seen.warned).toEqual(["the run's write with its move back failed; the job comes back as planned"]);
-    expect(await queue.getJob('write-fails').then((job) => job?.delay)).toBeGreaterThan(50_000);
-  });
-
-  it("is sent on its own before the move under BullMQ's plain worker", async () => {
-    const seen = await runOnce(Worker, 'plain-write');
-    expect(seen.sent).toBe(1);
-    expect(seen.settled).toEqual([]);
-    expect(await redis.get(writtenKey('plain-write'))).toBe('1');
   });
 });

@@ -69,11 +69,6 @@ export class StepContext {
   private firstReadId: string | undefined;
   /** A run's context (`forRun`): it may keep the notice as a transition left it (`keepRead`). */
   private isRun = false;
-  /**
-   * The run's job moves back with a write of the step's (`WriteWithMove`, src/notice/outcome.ts):
-   * a planned check may leave its observation to go with the move, in its round trip.
-   */
-  writesWithMove = false;
 
   constructor(
     readonly deps: EngineDeps,
@@ -84,9 +79,8 @@ export class StepContext {
    * The context of one run of a notice's job: its steps schedule through `schedule`, and the
    * first read of the notice is `read`, which the run has just made.
    */
-  forRun(schedule: Scheduler, read: Notice, content?: StoredContentRead, opts: { writesWithMove?: boolean } = {}): StepContext {
+  forRun(schedule: Scheduler, read: Notice, content?: StoredContentRead): StepContext {
     const run = new StepContext({ ...this.deps, schedule }, this.lateChecks);
-    run.writesWithMove = opts.writesWithMove ?? false;
     run.firstRead = read;
     run.firstReadId = read.id;
     run.contentRead = content;

@@ -38,8 +38,7 @@ export async function runNotice(ctx: StepContext, id: string, expected?: Channel
   if (!notice) return done('no such notice');
   const now = ctx.now();
   const run = new RunScheduler(id, ctx.deps.schedule);
-  // A check's observation may go with the move back that reads the state (`write`).
-  const here = ctx.forRun(run, notice, content, { writesWithMove: readsState });
+  const here = ctx.forRun(run, notice, content);
   const { deadline } = notice;
   const take = (channel: Channel) =>
     taken?.channel === channel ? taken.heldUntil : limit ? limit.take(channel, now) : Promise.resolve(undefined);
@@ -68,27 +67,6 @@ export async function runNotice(ctx: StepContext, id: string, expected?: Channel
     default:
       outcome = done(`state is ${notice.state}`);
   }
-  const back = await comingBack(ctx, id, outcome, run, { now, deadline, waitsForDeadline, readsState });
-  const write = outcome.kind === 'retry' ? outcome.write : undefined;
-  if (write === undefined) return back;
-  if (back.kind === 'retry' && back.ifUndecided) return { ...back, write };
-  // A write whose move does not take it along goes on its own first.
-  await write.send();
-  return back;
-}
-
-/**
- * When the run's job comes back, and for what: the earliest of what its step asked, and whether
- * that is a planned check (of one channel only); `ifUndecided` when its caller reads the state
- * with the move.
- */
-async function comingBack(
-  ctx: StepContext,
-  id: string,
-  outcome: StepOutcome,
-  run: RunScheduler,
-  { now, deadline, waitsForDeadline, readsState }: { now: number; deadline: number; waitsForDeadline: boolean; readsState: boolean },
-): Promise<StepOutcome> {
   let next: number | undefined;
   // The notice may have moved under this run (a webhook's early fallback or delivery, whose ask
   // found this job running and so left it alone): a decided notice's next step is due now, not

@@ -1,12 +1,6 @@
 import { iso } from '../../clock.js';
 import { ProviderError, type StatusObservation } from '../../providers/types.js';
-import {
-  transitionResultOf,
-  type NoticeField,
-  type NoticeFields,
-  type TransitionResult,
-  type TransitionSpec,
-} from '../../store/notices.js';
+import type { NoticeField, NoticeFields, TransitionSpec } from '../../store/notices.js';
 import type { Notice } from '../notice.js';
 import type { SuppressionSource } from '../../store/suppressions.js';
 import { EMAIL, SMS } from '../channels.js';
@@ -17,77 +11,16 @@ import { isTerminal, UNDECIDED_STATES, type NoticeState } from '../states.js';
 import { emailChecksBeforeDeadline, MAX_RACES, type StepContext } from './context.js';
 import { decideFallback } from './decide.js';
 
-/**
- * One planned email status check; comes back (the same job, moved back to delayed) for the next
- * one. In a run whose job moves back with a write (`writesWithMove`), an observation that only
- * plans the next check goes with that move (`observationWithMove`).
- */
+/** One planned email status check; comes back (the same job, moved back to delayed) for the next one. */
 export async function pollEmail(ctx: StepContext, id: string): Promise<StepOutcome> {
   const notice = await ctx.notice(id);
   if (!notice) return done('no such notice');
   const observable = notice.state === 'email_sent' || (notice.state === 'sms_pending' && notice.emailChannel.providerMessageId);
   if (!observable) return done(`state is ${notice.state}`);
-  const plannedAt = notice.emailChannel.nextCheckAt;
-  const read = await readOrRecordFailure(ctx, notice, false);
-  if ('failed' in read) return nextCheck(notice, read.failed);
-  const withMove = ctx.writesWithMove ? observationWithMove(ctx, notice, read.observation, plannedAt) : undefined;
-  if (withMove) return withMove;
-  return nextCheck(notice, await recordEmailObservation(ctx, notice, read.observation, { plannedAt }));
-}
-
-/** A check's outcome: the next check in this same job, moved back to delayed until then, while before the deadline. */
-function nextCheck(notice: Notice, { outcome, nextCheckAt }: { outcome: StepOutcome; nextCheckAt?: number }): StepOutcome {
+  const { outcome, nextCheckAt } = await observeEmail(ctx, notice, false, notice.emailChannel.nextCheckAt);
+  // The next check runs in this same job, moved back to delayed until then.
   if (nextCheckAt === undefined || nextCheckAt >= notice.deadline) return outcome;
   return checkAt(nextCheckAt, outcome.note, 'email', outcome.pauseMs);
-}
-
-/**
- * A check's observation that only plans what comes next, the next check or the deadline (the
- * email neither delivered, bounced, failed nor suppressed, the notice undecided), as a write that goes with the
- * job's move back, in its round trip, before it: the observation is recorded before the job
- * moves, as when it goes on its own. Refused (the notice moved under the run: a webhook's
- * delivery or early fallback), it is recorded again as the notice now is, as
- * `recordEmailObservation` records it when it loses such a race; whoever moved the job reads the
- * notice's state with the move and brings it back at once for what the notice needs now.
- * Undefined for any other observation, which is recorded at once.
- */
-function observationWithMove(
-  ctx: StepContext,
-  notice: Notice,
-  observation: StatusObservation,
-  plannedAt: number | undefined,
-): StepOutcome | undefined {
-  if (notice.state !== 'email_sent' || observation.suppressed || observation.status === 'delivered') return undefined;
-  if (observation.status === 'bounced' || observation.status === 'failed') return undefined;
-  const now = ctx.now();
-  const planned = ctx.checkRan('email', plannedAt);
-  const { entry, set, unset, next } = emailObservationWrite(notice, observation, { plannedAt }, planned, now);
-  // The next check, or, when none is left before it, the deadline.
-  const spec: TransitionSpec = {
-    name: 'observeEmail',
-    onlyFrom: [notice.state],
-    set,
-    unset,
-    entries: [entry],
-    due: next ?? notice.deadline,
-  };
-  const settle = async (result: TransitionResult) => {
-    if (result.ok) return;
-    // The notice moved under the run: recorded as it is now (the check's lateness noted already).
-    const current = await ctx.notice(notice.id);
-    if (current) await recordEmailObservation(ctx, current, observation, { plannedAt, lateNoted: true });
-  };
-  return {
-    kind: 'retry',
-    at: next ?? notice.deadline,
-    note: `email ${observation.status}`,
-    ...(next === undefined ? {} : { check: 'email' as const }),
-    write: {
-      call: ctx.store.transitionCall(notice.id, now, iso(now), spec),
-      settle: (reply) => settle(transitionResultOf(notice.id, reply as unknown[])),
-      send: async () => settle(await ctx.store.transition(notice.id, now, iso(now), spec)),
-    },
-  };
 }
 
 /**
@@ -158,8 +91,6 @@ export interface ObservationOrigin {
   final?: boolean;
   /** When the planned check that made this read was due. */
   plannedAt?: number;
-  /** The check's lateness was noted already (`checkRan`): an observation recorded again. */
-  lateNoted?: boolean;
   /**
    * A provider's webhook, by the provider's identity of the event: it is not a check (the
    * plan is left as it is, and no call is counted), and the notice records each event once.
@@ -208,13 +139,7 @@ export async function recordEmailObservation(
   const { store } = ctx;
   const { final = false, webhookEvent } = origin;
   const webhook = webhookEvent !== undefined;
-  const planned = webhook
-    ? undefined
-    : origin.lateNoted
-      ? origin.plannedAt === undefined
-        ? undefined
-        : iso(origin.plannedAt)
-      : ctx.checkRan('email', origin.plannedAt);
+  const planned = webhook ? undefined : ctx.checkRan('email', origin.plannedAt);
   // A late webhook that loses the race for the count lost it to one that took a share, so those
   // races end by themselves within the bound: they get rounds of their own beside MAX_RACES.
   const races = MAX_RACES + (webhook ? MAX_WEBHOOKS_AFTER_COMPLETION : 0);
