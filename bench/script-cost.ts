@@ -331,8 +331,10 @@ async function bullmqCosts(ids: string[]) {
     ) => {
       await queue.pause();
       await queue.addBulk(ids.slice(0, jobs).map((id) => ({ name: 'step', data: { noticeId: id }, opts: { jobId: `${id}-${name}` } })));
+      // A connection handed to a Worker is the caller's to close: left open, it keeps this process alive.
+      const workerConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
       const worker = new Worker('cost', processor, {
-        connection: new Redis(redisUrl, { maxRetriesPerRequest: null }),
+        connection: workerConnection,
         prefix: queuePrefix,
         concurrency: 20,
         ...keep,
@@ -351,6 +353,7 @@ async function bullmqCosts(ids: string[]) {
       await done;
       const cpu1 = await redisCpuMs(redis);
       await worker.close();
+      await workerConnection.quit();
       if (!leave) await queue.obliterate({ force: true });
       return Math.round(((cpu1 - cpu0) * 1000 * 10) / jobs) / 10;
     };
