@@ -11,6 +11,7 @@ import { ApiKeyVerifier, DEFAULT_TENANT, forbidden, type Caller } from './http/a
 import type { Scope } from './store/api-keys.js';
 import { scopeOf } from './http/scopes.js';
 import { AuthFailures, sendTooManyFailures } from './http/auth-failures.js';
+import { leasedRateLimitStore } from './http/rate-limit.js';
 import {
   clientErrorHandler,
   ERROR_CATALOGUE,
@@ -185,14 +186,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       if (!caller.scopes.includes(scope)) throw forbidden(scope);
     });
     if (deps.config.rateLimitPerMinute > 0) {
-      // Per API key, shared by every web process through Redis; a Redis outage does not block
-      // requests here (the route itself answers 503).
+      // Per API key, shared by every web process through Redis, a lease of places at a time
+      // (src/http/rate-limit.ts); a Redis outage does not block requests here (the route itself
+      // answers 503).
       await v1.register(rateLimit, {
         max: deps.config.rateLimitPerMinute,
         timeWindow: 60_000,
         keyGenerator: (request) => request.apiKeyId,
-        redis: deps.redis,
-        nameSpace: deps.store.keys.rateLimitNamespace,
+        store: leasedRateLimitStore(deps.redis, deps.store.keys.rateLimitNamespace, deps.clock),
         skipOnError: true,
         errorResponseBuilder: (_request, context) =>
           Object.assign(new Error(`Rate limit of ${context.max} requests per minute reached; retry in ${context.after}.`), {

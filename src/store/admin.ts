@@ -36,3 +36,23 @@ export class AuthFailureStore {
     return { count: Number(replies?.[1]?.[1]), ttlMs: Number(replies?.[2]?.[1]) };
   }
 }
+
+/**
+ * The API rate limit's counters (src/http/rate-limit.ts), one per API key and window, under
+ * `Keys.rateLimitNamespace` as `@fastify/rate-limit`'s own Redis store keeps them: processes of
+ * either kind count in the same window.
+ */
+export class RateLimitCounters {
+  constructor(private readonly redis: RedisClient) {}
+
+  /**
+   * Takes the next `places` of `key`'s window, starting one of `windowMs` when there is none:
+   * the last place taken (they are the `places` up to it), and the ms left of the window.
+   */
+  async take(key: string, places: number, windowMs: number): Promise<{ last: number; ttlMs: number }> {
+    const replies = await this.redis.multi().set(key, 0, 'PX', windowMs, 'NX').incrby(key, places).pttl(key).exec();
+    const failed = replies?.find(([error]) => error)?.[0];
+    if (!replies || failed) throw failed ?? new Error('the rate limit counter was not counted');
+    return { last: Number(replies[1]![1]), ttlMs: Number(replies[2]![1]) };
+  }
+}
