@@ -103,6 +103,45 @@ describe("a notice's one job", () => {
     expect(sent).toHaveLength(1);
   });
 
+  it('reads the notice alone, not its content, when it came back for a planned check', async () => {
+    const { id, plan } = await accepted('never+check-read@example.com');
+    expect((await engine.runNotice(id)).note).toBe('email accepted');
+    const reads: string[] = [];
+    const counting = engineAroundStore(['get', 'getWithContent', 'content'], (method, call) => {
+      reads.push(method);
+      return call();
+    });
+    clock.set(plan[0]!);
+    expect(await counting.runNotice(id, 'email')).toMatchObject({ kind: 'retry', at: plan[1] });
+    expect(reads).toEqual(['get']);
+    // At the deadline the job has no such hint: the content comes along, and the SMS is sent with it.
+    reads.length = 0;
+    clock.set(plan[1]!);
+    expect((await counting.runNotice(id)).note).toBe('fallback decided: email_deadline_elapsed; sms accepted');
+    expect(reads).toEqual(['getWithContent', 'content']);
+  });
+
+  it('sends the SMS a planned check decided (a bounce) in a run of its own, which reads the content along', async () => {
+    const { id, plan } = await accepted('bounce+0ms+check-read@example.com');
+    expect((await engine.runNotice(id)).note).toBe('email accepted');
+    const reads: string[] = [];
+    const counting = engineAroundStore(['get', 'getWithContent', 'content'], (method, call, args) => {
+      reads.push(method === 'content' && args[1] === undefined ? 'content alone' : method);
+      return call();
+    });
+    clock.set(plan[0]!);
+    const decided = await counting.runNotice(id, 'email');
+    expect(decided.note).toBe('fallback decided: email_bounced');
+    // The notice alone (the decision reads it once more, as it did with the content along).
+    expect(reads[0]).toBe('get');
+    expect(reads.filter((read) => read !== 'get')).toEqual([]);
+    reads.length = 0;
+    clock.set(comesBackAt(decided));
+    expect((await counting.runNotice(id)).note).toBe('sms accepted');
+    expect(reads).toEqual(['getWithContent', 'content']);
+    expect((await web.store.get(id))!.state).toBe('sms_sent');
+  });
+
   it("sends the deadline's SMS from the notice as the decision left it: no read of the notice of its own", async () => {
     const email = 'never+sms-read@example.com';
     const { id, deadline } = await accepted(email);
@@ -303,10 +342,11 @@ describe("a notice's one job", () => {
         {
           store: new Proxy(store, {
             get(target, key, receiver) {
-              if (key !== 'getWithContent') return Reflect.get(target, key, receiver) as unknown;
-              return (...args: Parameters<typeof store.getWithContent>) => {
-                steps.push('notice read sent');
-                const read = target.getWithContent(...args);
+              // A run reads the notice with its content (getWithContent), or alone for a check (get).
+              if (key !== 'getWithContent' && key !== 'get') return Reflect.get(target, key, receiver) as unknown;
+              return (...args: Parameters<typeof store.get>) => {
+                steps.push(key === 'get' ? 'notice read sent' : 'notice read sent, with its content');
+                const read = key === 'get' ? target.get(...args) : target.getWithContent(...args);
                 void read.then(() => steps.push('notice read answered'));
                 return read;
               };
@@ -342,7 +382,7 @@ describe("a notice's one job", () => {
       clock.set(plan[0]!);
       const { outcome, steps } = await watchedRun(id);
       expect(outcome).toEqual({ kind: 'done', note: 'email delivered' });
-      expect(steps).toEqual(['notice read sent', 'notice read answered', 'email status read taken']);
+      expect(steps).toEqual(['notice read sent, with its content', 'notice read answered', 'email status read taken']);
     });
   });
 

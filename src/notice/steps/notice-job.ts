@@ -1,6 +1,6 @@
 import type { Channel } from '../../providers/types.js';
 import { checkAt, done, retryAt, type Scheduler, type StepOutcome } from '../outcome.js';
-import { readNoticeWithContent } from '../notice.js';
+import { readNotice, readNoticeWithContent } from '../notice.js';
 import { isTerminal, UNDECIDED_STATES } from '../states.js';
 import type { StepContext } from './context.js';
 import { runDeadline } from './deadline.js';
@@ -33,8 +33,11 @@ export async function runNotice(ctx: StepContext, id: string, expected?: Channel
   const taken = expected && limit ? { channel: expected, heldUntil: limit.take(expected, ctx.now()) } : undefined;
   // A read that goes unused must not leave a rejection unhandled; one that is used is awaited.
   taken?.heldUntil.catch(() => undefined);
-  // The content comes along: a send needs it, and it costs no round trip of its own so.
-  const { notice, content } = await readNoticeWithContent(ctx.store, id);
+  // The content comes along, at no round trip of its own, unless the run came back for a check:
+  // a check sends nothing, and a check run that sends after all (a failed SMS sent again) reads it then.
+  const { notice, content } = expected
+    ? { notice: await readNotice(ctx.store, id), content: undefined }
+    : await readNoticeWithContent(ctx.store, id);
   if (!notice) return done('no such notice');
   const now = ctx.now();
   const run = new RunScheduler(id, ctx.deps.schedule);
