@@ -33,8 +33,9 @@ export async function runNotice(ctx: StepContext, id: string, expected?: Channel
   const taken = expected && limit ? { channel: expected, heldUntil: limit.take(expected, ctx.now()) } : undefined;
   // A read that goes unused must not leave a rejection unhandled; one that is used is awaited.
   taken?.heldUntil.catch(() => undefined);
-  // The content comes along, at no round trip of its own, unless the run came back for a check:
-  // a check sends nothing, and a check run that sends after all (a failed SMS sent again) reads it then.
+  // The content comes along, at no round trip of its own, unless the run came back for a check: a
+  // check sends nothing (a fallback it decides leaves in a run of its own, which reads it along),
+  // and a step that sends without it reads it then (StepContext.content).
   const { notice, content } = expected
     ? { notice: await readNotice(ctx.store, id), content: undefined }
     : await readNoticeWithContent(ctx.store, id);
