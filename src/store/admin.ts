@@ -31,10 +31,19 @@ export class AuthFailureStore {
 
   /** Counts one failure of `ip`: its failures in the current window, and the ms left of the window. */
   async count(ip: string, windowMs: number): Promise<{ count: number; ttlMs: number }> {
-    const key = this.keys.authFailures(ip);
-    const replies = await this.redis.multi().set(key, 0, 'PX', windowMs, 'NX').incr(key).pttl(key).exec();
-    return { count: Number(replies?.[1]?.[1]), ttlMs: Number(replies?.[2]?.[1]) };
+    return countInWindow(this.redis, this.keys.authFailures(ip), 1, windowMs);
   }
+}
+
+/**
+ * Adds `by` to the count of `key`'s window, starting one of `windowMs` when there is none (one
+ * `MULTI`: `SET NX PX`, `INCRBY`, `PTTL`): the count after it, and the ms left of the window.
+ */
+async function countInWindow(redis: RedisClient, key: string, by: number, windowMs: number): Promise<{ count: number; ttlMs: number }> {
+  const replies = await redis.multi().set(key, 0, 'PX', windowMs, 'NX').incrby(key, by).pttl(key).exec();
+  const failed = replies?.find(([error]) => error)?.[0];
+  if (!replies || failed) throw failed ?? new Error(`the count of ${key} was not taken`);
+  return { count: Number(replies[1]![1]), ttlMs: Number(replies[2]![1]) };
 }
 
 /**
@@ -50,9 +59,7 @@ export class RateLimitCounters {
    * the last place taken (they are the `places` up to it), and the ms left of the window.
    */
   async take(key: string, places: number, windowMs: number): Promise<{ last: number; ttlMs: number }> {
-    const replies = await this.redis.multi().set(key, 0, 'PX', windowMs, 'NX').incrby(key, places).pttl(key).exec();
-    const failed = replies?.find(([error]) => error)?.[0];
-    if (!replies || failed) throw failed ?? new Error('the rate limit counter was not counted');
-    return { last: Number(replies[1]![1]), ttlMs: Number(replies[2]![1]) };
+    const { count, ttlMs } = await countInWindow(this.redis, key, places, windowMs);
+    return { last: count, ttlMs };
   }
 }
