@@ -17,7 +17,7 @@ const MAX_BLOCKED = 10_000;
  * here, whatever its address did before; only failing attempts over the limit get 429
  * `rate_limited` instead of their 401/403, until the address's minute ends.
  *
- * Each failure takes its place in the count atomically (INCR) before it is answered, so a burst
+ * Each failure takes its place in the count atomically (one MULTI) before it is answered, so a burst
  * of concurrent guesses gets at most the limit's worth of 401s from all processes together. A
  * process that saw the address go over the limit answers its next failures from memory.
  */
